@@ -1,0 +1,111 @@
+//! Coarrays: distributed arrays with one local part per processor, written
+//! and read remotely with buffered puts and gets.
+
+use std::any::Any;
+use std::marker::PhantomData;
+
+use bytemuck::Pod;
+
+/// A handle to a registered coarray of `T`.
+///
+/// Handles are cheap `Copy` ids; the data lives in the [`Ctx`](crate::Ctx)
+/// and is borrowed with [`Ctx::local`](crate::Ctx::local) and
+/// [`Ctx::local_mut`](crate::Ctx::local_mut). The i-th registration on every
+/// processor names the same distributed variable.
+pub struct Coarray<T> {
+    pub(crate) id: u32,
+    _elem: PhantomData<fn() -> T>,
+}
+
+impl<T> Coarray<T> {
+    pub(crate) fn new(id: u32) -> Self {
+        Coarray {
+            id,
+            _elem: PhantomData,
+        }
+    }
+}
+
+impl<T> Clone for Coarray<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Coarray<T> {}
+
+impl<T> std::fmt::Debug for Coarray<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Coarray<{}>#{}", std::any::type_name::<T>(), self.id)
+    }
+}
+
+/// The value of a [`Ctx::get`](crate::Ctx::get), readable with
+/// [`Ctx::take`](crate::Ctx::take) once the next `sync` has returned.
+#[must_use = "a get's value is only reachable through its handle"]
+pub struct GetHandle<T> {
+    pub(crate) id: u64,
+    pub(crate) ready_at: usize,
+    _elem: PhantomData<fn() -> T>,
+}
+
+impl<T> GetHandle<T> {
+    pub(crate) fn new(id: u64, ready_at: usize) -> Self {
+        GetHandle {
+            id,
+            ready_at,
+            _elem: PhantomData,
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for GetHandle<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GetHandle<{}>#{}", std::any::type_name::<T>(), self.id)
+    }
+}
+
+/// Type-erased local storage of a coarray (or of a pending get's value).
+pub(crate) trait Storage: Send {
+    fn bytes(&self) -> &[u8];
+    fn bytes_mut(&mut self) -> &mut [u8];
+    fn elem_size(&self) -> usize;
+    fn len(&self) -> usize;
+    fn as_any(&self) -> &dyn Any;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+}
+
+impl<T: Pod + Send> Storage for Vec<T> {
+    fn bytes(&self) -> &[u8] {
+        bytemuck::cast_slice(self)
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        bytemuck::cast_slice_mut(self)
+    }
+    fn elem_size(&self) -> usize {
+        std::mem::size_of::<T>()
+    }
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
+/// An owned `Vec<T>` viewed as bytes, so a put can hand it to the router
+/// without copying.
+pub(crate) struct PodBytes<T>(pub(crate) Vec<T>);
+
+impl<T: Pod> AsRef<[u8]> for PodBytes<T> {
+    fn as_ref(&self) -> &[u8] {
+        bytemuck::cast_slice(&self.0)
+    }
+}

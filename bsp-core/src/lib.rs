@@ -1,0 +1,64 @@
+//! # bsp-core: processors, supersteps and h-relations
+//!
+//! The runtime of the `bsp` Bulk Synchronous Parallel framework. A program
+//! is one closure run by every processor (SPMD). It alternates local work
+//! with communication that is requested during a superstep — buffered
+//! [`put`](Ctx::put)s and [`get`](Ctx::get)s on registered
+//! [`Coarray`]s, and [`send`](Ctx::send)s on typed [`Queue`]s — and
+//! delivered, all at once, at [`sync`](Ctx::sync), as one h-relation routed
+//! by a [`Router`] over a [`Transport`].
+//!
+//! ```
+//! use bsp_core::prelude::*;
+//!
+//! let sums = bsp_core::run(4, |ctx| {
+//!     let (s, p) = (ctx.pid(), ctx.nprocs());
+//!     let partial = ctx.coarray::<u64>(p); // collective registration
+//!     for t in 0..p {
+//!         ctx.put(t, &partial, s, &[s as u64 * 10]);
+//!     }
+//!     ctx.sync(); // all puts delivered here, nowhere else
+//!     ctx.local(&partial).iter().sum::<u64>()
+//! })?;
+//! assert_eq!(sums, vec![60; 4]);
+//! # Ok::<(), bsp_core::Error>(())
+//! ```
+//!
+//! ## Semantics
+//!
+//! * Delivery is deterministic: get requests read the data as it was before
+//!   the superstep's puts; puts are applied by source pid, then call order;
+//!   messages are received by source pid, then send order. Both routers and
+//!   both transports deliver byte-identical results.
+//! * Failures end the run with an [`Error`] naming processor and superstep:
+//!   a panic, processors disagreeing on the number of syncs or on
+//!   registrations, an out-of-range pid or offset. Nothing hangs.
+//! * [`Ctx::stats`] reports every superstep's cost figures ([`Stats`]);
+//!   `BSP_PROFILE=1` prints them when a run ends.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod coarray;
+mod codec;
+mod context;
+mod error;
+mod queue;
+mod router;
+mod runtime;
+mod stats;
+mod transport;
+mod wire;
+
+pub use coarray::{Coarray, GetHandle};
+pub use context::Ctx;
+pub use error::{Error, ErrorKind, Result};
+pub use queue::{Encoding, Queue, Raw, Serde};
+pub use router::{ParseRouterError, Router};
+pub use runtime::{run, Runtime, PROCS_ENV, PROFILE_ENV, ROUTER_ENV};
+pub use stats::{Stats, SuperstepStats};
+pub use transport::Transport;
+
+/// The names a BSP program needs: `use bsp_core::prelude::*;`.
+pub mod prelude {
+    pub use crate::{Coarray, Ctx, GetHandle, Queue, Router, Runtime};
+}

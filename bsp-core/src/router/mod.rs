@@ -1,0 +1,108 @@
+//! h-relation routers: how one superstep's streams reach their destinations.
+
+mod direct;
+mod two_phase;
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::transport::{Aborted, Block, Comm};
+
+/// How the communication of a superstep (an h-relation) is delivered.
+///
+/// Both routers deliver byte-identical results in the same order; they
+/// differ only in cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Router {
+    /// The deterministic two-transpose router of Bader, Helman and JáJá:
+    /// each message is dealt evenly over all p processors, which regroup what
+    /// they received by final destination and forward it in a second uniform
+    /// exchange. Every exchange is a transpose whose blocks are at most
+    /// `s/p + (p−1)/2` bytes (stage 1, s = bytes the sender sends) and
+    /// `h/p + (p−1)/2` bytes (stage 2, h = bytes the receiver receives), so
+    /// the cost depends on h and not on the pattern.
+    #[default]
+    TwoPhase,
+    /// Single-phase delivery: each stream goes straight to its destination in
+    /// one irregular all-to-all. The baseline.
+    Direct,
+}
+
+impl Router {
+    /// The name used on command lines and in statistics: `two-phase` or `direct`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Router::TwoPhase => "two-phase",
+            Router::Direct => "direct",
+        }
+    }
+}
+
+impl fmt::Display for Router {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The error of parsing a [`Router`] name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseRouterError(String);
+
+impl fmt::Display for ParseRouterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown router {:?} (expected `two-phase` or `direct`)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for ParseRouterError {}
+
+impl FromStr for Router {
+    type Err = ParseRouterError;
+
+    /// Parses `two-phase` (also `twophase`, `two_phase`) or `direct`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "two-phase" | "twophase" | "two_phase" => Ok(Router::TwoPhase),
+            "direct" => Ok(Router::Direct),
+            _ => Err(ParseRouterError(s.to_owned())),
+        }
+    }
+}
+
+/// What a router measured while routing, in bytes.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RouteFigures {
+    /// Largest payload of a block this processor sent in the first exchange.
+    pub(crate) first_block: u64,
+    /// Largest payload of a block this processor received in the second
+    /// exchange (two-phase only).
+    pub(crate) second_block: u64,
+    /// Bytes of router headers this processor sent.
+    pub(crate) header_bytes: u64,
+}
+
+impl RouteFigures {
+    pub(crate) fn merge(&mut self, other: RouteFigures) {
+        self.first_block = self.first_block.max(other.first_block);
+        self.second_block = self.second_block.max(other.second_block);
+        self.header_bytes += other.header_bytes;
+    }
+}
+
+/// Delivers `streams[j]` (this processor's stream for processor j) and
+/// returns the stream received from each processor, in pid order.
+pub(crate) fn route(
+    router: Router,
+    comm: &mut dyn Comm,
+    streams: Vec<Block>,
+) -> Result<(Vec<Block>, RouteFigures), Aborted> {
+    match router {
+        Router::TwoPhase => two_phase::route(comm, streams),
+        Router::Direct => direct::route(comm, streams),
+    }
+}

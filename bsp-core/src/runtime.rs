@@ -1,0 +1,267 @@
+//! Launching a BSP program: the runtime builder and `run`.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use crate::context::Ctx;
+use crate::error::{Error, ErrorKind, Result};
+use crate::router::Router;
+use crate::transport::threads::{ThreadsComm, ThreadsShared};
+use crate::transport::{Aborted, Transport};
+
+/// Environment variable giving the processor count for [`Runtime::from_env`].
+pub const PROCS_ENV: &str = "BSP_PROCS";
+/// Environment variable naming the router for [`Runtime::from_env`]
+/// (`two-phase` or `direct`).
+pub const ROUTER_ENV: &str = "BSP_ROUTER";
+/// Environment variable that, set to `1`, makes processor 0 print the
+/// per-superstep statistics table to standard error when a run ends.
+pub const PROFILE_ENV: &str = "BSP_PROFILE";
+
+/// Chooses the transport, processor count and router of a BSP run.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_core::{Router, Runtime};
+///
+/// let rt = Runtime::threads(4).router(Router::Direct);
+/// let pids = rt.run(|ctx| ctx.pid()).unwrap();
+/// assert_eq!(pids, vec![0, 1, 2, 3]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Runtime {
+    transport: Transport,
+    procs: usize,
+    router: Router,
+    config_error: Option<String>,
+}
+
+impl Runtime {
+    /// `p` processors on threads of this process, with the default router.
+    pub fn threads(p: usize) -> Self {
+        Runtime {
+            transport: Transport::Threads,
+            procs: p,
+            router: Router::default(),
+            config_error: None,
+        }
+    }
+
+    /// The runtime the environment asks for: MPI when this binary was built
+    /// with feature `mpi` and started by `mpirun`, threads otherwise, with
+    /// `BSP_PROCS` processors (default: the number of cores) and the router
+    /// named by `BSP_ROUTER` (default: two-phase). A malformed variable is
+    /// reported by [`run`](Runtime::run) as an [`ErrorKind::Config`] error.
+    pub fn from_env() -> Self {
+        #[cfg(feature = "mpi")]
+        if crate::transport::mpi::launched_by_mpirun() {
+            return Runtime::mpi().router_from_env();
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut rt = Runtime::threads(cores);
+        match std::env::var(PROCS_ENV) {
+            Ok(v) => match v.trim().parse() {
+                Ok(p) => rt.procs = p,
+                Err(_) => {
+                    rt.config_error = Some(format!("{PROCS_ENV}={v:?} is not a processor count"))
+                }
+            },
+            Err(_) => {}
+        }
+        rt.router_from_env()
+    }
+
+    fn router_from_env(mut self) -> Self {
+        if let Ok(v) = std::env::var(ROUTER_ENV) {
+            match v.parse() {
+                Ok(r) => self.router = r,
+                Err(e) => self.config_error = Some(format!("{ROUTER_ENV}: {e}")),
+            }
+        }
+        self
+    }
+
+    /// Sets the router (default [`Router::TwoPhase`]).
+    pub fn router(mut self, router: Router) -> Self {
+        self.router = router;
+        self
+    }
+
+    /// Sets the processor count. Ignored under MPI, where `mpirun -np`
+    /// decides it.
+    pub fn procs(mut self, p: usize) -> Self {
+        if self.transport == Transport::Threads {
+            self.procs = p;
+        }
+        self
+    }
+
+    /// The processor count (under MPI, the size of the world communicator).
+    pub fn nprocs(&self) -> usize {
+        self.procs
+    }
+
+    /// The chosen transport.
+    pub fn transport(&self) -> Transport {
+        self.transport
+    }
+
+    /// The chosen router.
+    pub fn router_kind(&self) -> Router {
+        self.router
+    }
+
+    /// Runs `f` on every processor and returns the results in pid order.
+    ///
+    /// On threads, the vector holds every processor's result. Under MPI,
+    /// each rank's vector holds its own result only.
+    ///
+    /// # Errors
+    ///
+    /// The first failure of the run (see [`ErrorKind`]): a panic on any
+    /// processor, processors disagreeing on syncs or registrations, an
+    /// out-of-range pid or offset, or zero processors. Every other
+    /// processor is released and the run ends; nothing hangs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = bsp_core::Runtime::threads(0).run(|ctx| ctx.pid()).unwrap_err();
+    /// assert_eq!(err.kind(), bsp_core::ErrorKind::Config);
+    /// ```
+    pub fn run<F, R>(&self, f: F) -> Result<Vec<R>>
+    where
+        F: Fn(&mut Ctx) -> R + Sync,
+        R: Send,
+    {
+        if let Some(msg) = &self.config_error {
+            return Err(Error::new(ErrorKind::Config, None, None, msg.clone()));
+        }
+        match self.transport {
+            Transport::Threads => run_threads(self.procs, self.router, &f),
+            #[cfg(feature = "mpi")]
+            Transport::Mpi => crate::transport::mpi::run(self.router, &f),
+        }
+    }
+}
+
+/// Runs `f` on `p` threads with the default router.
+///
+/// Shorthand for `Runtime::threads(p).run(f)`; see [`Runtime::run`].
+///
+/// # Examples
+///
+/// ```
+/// let sums = bsp_core::run(4, |ctx| {
+///     let (s, p) = (ctx.pid(), ctx.nprocs());
+///     let partial = ctx.coarray::<u64>(p);
+///     for t in 0..p {
+///         ctx.put(t, &partial, s, &[s as u64 * 10]);
+///     }
+///     ctx.sync();
+///     ctx.local(&partial).iter().sum::<u64>()
+/// })
+/// .unwrap();
+/// assert_eq!(sums, vec![60; 4]);
+/// ```
+///
+/// # Errors
+///
+/// As [`Runtime::run`].
+pub fn run<F, R>(p: usize, f: F) -> Result<Vec<R>>
+where
+    F: Fn(&mut Ctx) -> R + Sync,
+    R: Send,
+{
+    Runtime::threads(p).run(f)
+}
+
+/// Text of a panic payload.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(non-string panic payload)".to_owned()
+    }
+}
+
+/// Runs one processor's share of the program: the closure, then the end
+/// protocol. A panic is turned into the run's error through `ctx.abort`,
+/// which the transport propagates (threads: record and release everyone;
+/// MPI: print and abort the job). Returns `None` when the run was aborted.
+pub(crate) fn run_processor<F, R>(ctx: &mut Ctx, f: &F) -> Option<R>
+where
+    F: Fn(&mut Ctx) -> R,
+{
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let result = f(ctx);
+        ctx.finish();
+        result
+    }));
+    match outcome {
+        Ok(result) => {
+            if ctx.pid() == 0 && std::env::var(PROFILE_ENV).is_ok_and(|v| v == "1") {
+                eprint!("{}", ctx.stats());
+            }
+            Some(result)
+        }
+        Err(payload) => {
+            if !payload.is::<Aborted>() {
+                let error = Error::at(
+                    ErrorKind::Panic,
+                    ctx.pid(),
+                    ctx.superstep(),
+                    panic_message(payload.as_ref()),
+                );
+                // `abort` unwinds with `Aborted` once the error is recorded.
+                let _ = catch_unwind(AssertUnwindSafe(|| ctx.abort(error)));
+            }
+            None
+        }
+    }
+}
+
+fn run_threads<F, R>(p: usize, router: Router, f: &F) -> Result<Vec<R>>
+where
+    F: Fn(&mut Ctx) -> R + Sync,
+    R: Send,
+{
+    if p == 0 {
+        return Err(Error::new(
+            ErrorKind::Config,
+            None,
+            None,
+            "a run needs at least one processor (p = 0)",
+        ));
+    }
+    let shared = ThreadsShared::new(p);
+    let results: Vec<Option<R>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..p)
+            .map(|pid| {
+                let shared = Arc::clone(&shared);
+                std::thread::Builder::new()
+                    .name(format!("bsp-{pid}"))
+                    .spawn_scoped(scope, move || {
+                        let comm = Box::new(ThreadsComm::new(shared, pid));
+                        let mut ctx = Ctx::new(comm, router, Transport::Threads);
+                        run_processor(&mut ctx, f)
+                    })
+                    .expect("bsp: cannot spawn a processor thread")
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    if let Some(error) = shared.take_error() {
+        return Err(error);
+    }
+    Ok(results
+        .into_iter()
+        .map(|r| r.expect("bsp: a processor ended without result or error"))
+        .collect())
+}

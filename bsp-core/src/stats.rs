@@ -1,0 +1,140 @@
+//! Per-superstep statistics in BSP cost terms.
+
+use std::fmt;
+
+use crate::router::Router;
+use crate::transport::Transport;
+
+/// The cost figures of one superstep, for every processor.
+///
+/// Byte counts are bytes of the routed streams: the records a processor
+/// requested (each put, get request, reply or run of queue messages is a
+/// 24-byte record header plus its payload). This is also the unit in which
+/// the two-phase router deals, so the block sizes below can be compared
+/// directly with its bounds `s/p + (p−1)/2` and `h/p + (p−1)/2`. Router
+/// headers (p 8-byte lengths per block) are counted separately.
+///
+/// Every field except the times is identical on every processor, every run
+/// and every transport.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct SuperstepStats {
+    /// The superstep's number (0 for the work before the first `sync`).
+    pub superstep: usize,
+    /// Bytes each processor sent.
+    pub sent_bytes: Vec<u64>,
+    /// Bytes each processor received.
+    pub recv_bytes: Vec<u64>,
+    /// Records (puts, get requests, replies, queue-message runs) each processor sent.
+    pub sent_records: Vec<u64>,
+    /// Records each processor received.
+    pub recv_records: Vec<u64>,
+    /// Largest payload of a block each processor sent in the router's first
+    /// exchange (for [`Router::Direct`], its only exchange).
+    pub first_block_bytes: Vec<u64>,
+    /// Largest payload of a block each processor received in the second
+    /// exchange of [`Router::TwoPhase`] (0 for the direct router).
+    pub second_block_bytes: Vec<u64>,
+    /// Router header bytes each processor sent.
+    pub router_header_bytes: Vec<u64>,
+    /// Seconds each processor spent in local work during the superstep.
+    pub work_seconds: Vec<f64>,
+    /// Seconds each processor spent in the `sync` ending the superstep.
+    pub sync_seconds: Vec<f64>,
+}
+
+fn max(v: &[u64]) -> u64 {
+    v.iter().copied().max().unwrap_or(0)
+}
+
+fn fmax(v: &[f64]) -> f64 {
+    v.iter().copied().fold(0.0, f64::max)
+}
+
+impl SuperstepStats {
+    /// h in bytes: the most any processor sent or received.
+    pub fn h_bytes(&self) -> u64 {
+        max(&self.sent_bytes).max(max(&self.recv_bytes))
+    }
+
+    /// h in records.
+    pub fn h_records(&self) -> u64 {
+        max(&self.sent_records).max(max(&self.recv_records))
+    }
+
+    /// w: the longest local work of any processor, in seconds.
+    pub fn max_work_seconds(&self) -> f64 {
+        fmax(&self.work_seconds)
+    }
+
+    /// The longest `sync` of any processor, in seconds.
+    pub fn max_sync_seconds(&self) -> f64 {
+        fmax(&self.sync_seconds)
+    }
+}
+
+/// The statistics of a run so far, as seen by one processor.
+///
+/// A superstep's figures are complete once the next `sync` (or the end of
+/// the run) has exchanged them; [`Ctx::stats`](crate::Ctx::stats) returns
+/// the complete ones. Set `BSP_PROFILE=1` to have processor 0 print this
+/// table when the run ends.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Number of processors.
+    pub nprocs: usize,
+    /// The router used.
+    pub router: Router,
+    /// The transport used.
+    pub transport: Transport,
+    /// One entry per completed superstep, in order.
+    pub supersteps: Vec<SuperstepStats>,
+}
+
+impl Stats {
+    /// Sum over supersteps of the largest h in bytes.
+    pub fn total_h_bytes(&self) -> u64 {
+        self.supersteps.iter().map(SuperstepStats::h_bytes).sum()
+    }
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "bsp profile: p = {}, router = {}, transport = {}",
+            self.nprocs,
+            self.router,
+            self.transport.name()
+        )?;
+        writeln!(
+            f,
+            "{:>9} {:>12} {:>10} {:>12} {:>12} {:>12} {:>12} {:>12}",
+            "superstep",
+            "h bytes",
+            "h records",
+            "max sent",
+            "max recv",
+            "block 1",
+            "block 2",
+            "w / sync ms"
+        )?;
+        for s in &self.supersteps {
+            writeln!(
+                f,
+                "{:>9} {:>12} {:>10} {:>12} {:>12} {:>12} {:>12} {:>6.3}/{:<6.3}",
+                s.superstep,
+                s.h_bytes(),
+                s.h_records(),
+                max(&s.sent_bytes),
+                max(&s.recv_bytes),
+                max(&s.first_block_bytes),
+                max(&s.second_block_bytes),
+                s.max_work_seconds() * 1e3,
+                s.max_sync_seconds() * 1e3,
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,142 @@
+//! The threads transport: one OS thread per processor, exchanging
+//! reference-counted byte segments through shared mailboxes.
+
+use std::sync::{Arc, Mutex};
+
+use super::barrier::Barrier;
+use super::{Aborted, Block, Comm};
+use crate::error::Error;
+
+/// State shared by the p processor threads of one run.
+///
+/// Mailboxes come in two sets used alternately by consecutive collectives.
+/// A processor writes set `e % 2` in collective `e` and reads it after that
+/// collective's barrier; it can only write the same set again in collective
+/// `e + 2`, after passing the barrier of `e + 1`, which nobody passes before
+/// every processor has finished reading collective `e`. One barrier per
+/// collective is therefore enough.
+pub(crate) struct ThreadsShared {
+    nprocs: usize,
+    barrier: Barrier,
+    rows: [Vec<Mutex<Vec<u64>>>; 2],
+    /// `slots[set][from * p + to]`.
+    slots: [Vec<Mutex<Block>>; 2],
+    first_error: Mutex<Option<Error>>,
+}
+
+impl ThreadsShared {
+    pub(crate) fn new(nprocs: usize) -> Arc<Self> {
+        let rows = || (0..nprocs).map(|_| Mutex::new(Vec::new())).collect();
+        let slots = || {
+            (0..nprocs * nprocs)
+                .map(|_| Mutex::new(Vec::new()))
+                .collect()
+        };
+        Arc::new(ThreadsShared {
+            nprocs,
+            barrier: Barrier::new(nprocs),
+            rows: [rows(), rows()],
+            slots: [slots(), slots()],
+            first_error: Mutex::new(None),
+        })
+    }
+
+    /// Records `error` unless an earlier one is recorded, and releases
+    /// everyone waiting at the barrier.
+    pub(crate) fn fail(&self, error: Error) {
+        let mut first = lock(&self.first_error);
+        if first.is_none() {
+            *first = Some(error);
+        }
+        drop(first);
+        self.barrier.poison();
+    }
+
+    /// The first error recorded during the run, if any.
+    pub(crate) fn take_error(&self) -> Option<Error> {
+        lock(&self.first_error).take()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A poisoned mailbox only means another processor panicked while holding
+    // it; the run is being aborted anyway and the data is still valid.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One processor's endpoint of the threads transport.
+pub(crate) struct ThreadsComm {
+    shared: Arc<ThreadsShared>,
+    pid: usize,
+    /// Number of collectives this processor has entered.
+    epoch: usize,
+}
+
+impl ThreadsComm {
+    pub(crate) fn new(shared: Arc<ThreadsShared>, pid: usize) -> Self {
+        ThreadsComm {
+            shared,
+            pid,
+            epoch: 0,
+        }
+    }
+
+    fn next_set(&mut self) -> usize {
+        let set = self.epoch % 2;
+        self.epoch += 1;
+        set
+    }
+
+    fn exchange(&mut self, blocks: Vec<Block>) -> Result<Vec<Block>, Aborted> {
+        let p = self.shared.nprocs;
+        assert_eq!(blocks.len(), p, "one block per destination");
+        let set = self.next_set();
+        let slots = &self.shared.slots[set];
+        for (to, block) in blocks.into_iter().enumerate() {
+            *lock(&slots[self.pid * p + to]) = block;
+        }
+        self.shared.barrier.wait()?;
+        Ok((0..p)
+            .map(|from| std::mem::take(&mut *lock(&slots[from * p + self.pid])))
+            .collect())
+    }
+}
+
+impl Comm for ThreadsComm {
+    fn pid(&self) -> usize {
+        self.pid
+    }
+
+    fn nprocs(&self) -> usize {
+        self.shared.nprocs
+    }
+
+    fn allgather(&mut self, row: &[u64]) -> Result<Vec<u64>, Aborted> {
+        let set = self.next_set();
+        let rows = &self.shared.rows[set];
+        {
+            let mut mine = lock(&rows[self.pid]);
+            mine.clear();
+            mine.extend_from_slice(row);
+        }
+        self.shared.barrier.wait()?;
+        let mut all = Vec::with_capacity(row.len() * rows.len());
+        for r in rows {
+            all.extend_from_slice(&lock(r));
+        }
+        Ok(all)
+    }
+
+    fn transpose(&mut self, blocks: Vec<Block>) -> Result<Vec<Block>, Aborted> {
+        self.exchange(blocks)
+    }
+
+    fn alltoallv(&mut self, blocks: Vec<Block>) -> Result<Vec<Block>, Aborted> {
+        self.exchange(blocks)
+    }
+
+    fn abort(&mut self, error: Error) -> ! {
+        self.shared.fail(error);
+        std::panic::resume_unwind(Box::new(Aborted))
+    }
+}
