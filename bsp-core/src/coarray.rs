@@ -66,7 +66,7 @@ impl<T> std::fmt::Debug for GetHandle<T> {
 }
 
 /// Type-erased local storage of a coarray (or of a pending get's value).
-pub(crate) trait Storage: Send {
+pub(crate) trait Storage: Send + Sync {
     fn bytes(&self) -> &[u8];
     fn bytes_mut(&mut self) -> &mut [u8];
     fn elem_size(&self) -> usize;
@@ -76,7 +76,7 @@ pub(crate) trait Storage: Send {
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
 }
 
-impl<T: Pod + Send> Storage for Vec<T> {
+impl<T: Pod + Send + Sync> Storage for Vec<T> {
     fn bytes(&self) -> &[u8] {
         bytemuck::cast_slice(self)
     }
@@ -97,6 +97,16 @@ impl<T: Pod + Send> Storage for Vec<T> {
     }
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
         self
+    }
+}
+
+/// A coarray's local part lent to the router for one sync (see
+/// [`Ctx::put_from`](crate::Ctx::put_from)), viewed as bytes.
+pub(crate) struct LentStorage(pub(crate) std::sync::Arc<Box<dyn Storage>>);
+
+impl AsRef<[u8]> for LentStorage {
+    fn as_ref(&self) -> &[u8] {
+        self.0.bytes()
     }
 }
 

@@ -2,13 +2,14 @@
 //! and the superstep protocol.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytemuck::Pod;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::coarray::{Coarray, GetHandle, PodBytes, Storage};
+use crate::coarray::{Coarray, GetHandle, LentStorage, PodBytes, Storage};
 use crate::error::{Error, ErrorKind};
 use crate::queue::{Encoding, Inbox, Queue, Raw, Serde};
 use crate::router::{route, RouteFigures, Router};
@@ -19,7 +20,18 @@ use crate::wire::{Header, Outbox, SegmentReader, Tag};
 /// One registered distributed variable.
 enum Entry {
     Array(Box<dyn Storage>),
+    /// A coarray whose local part is lent to the router during a sync, as
+    /// the source of [`Ctx::put_from`] requests.
+    Lent(Arc<Box<dyn Storage>>),
     Queue(Inbox),
+}
+
+/// A put aimed at a coarray that was lent out when it arrived; applied
+/// once the coarray is back.
+struct DeferredPut {
+    src: usize,
+    header: Header,
+    payload: Vec<u8>,
 }
 
 /// Layout of the row every processor contributes to the all-gather that
@@ -34,7 +46,8 @@ mod row {
     pub const HAS_GETS: usize = 4;
     pub const NOW_BYTES: usize = 5;
     pub const NOW_WORK_NS: usize = 6;
-    pub const PREV: usize = 7;
+    pub const LENDS: usize = 7;
+    pub const PREV: usize = 8;
     pub const LEN: usize = PREV + super::LocalFigures::WORDS;
 
     pub const SYNCING: u64 = 1;
@@ -87,6 +100,8 @@ pub struct Ctx {
     registry_hash: u64,
     outbox: Outbox,
     has_gets: bool,
+    /// Coarrays named as sources by `put_from` this superstep.
+    lending: Vec<u32>,
     next_get: u64,
     gets: HashMap<u64, Box<dyn Storage>>,
     last_sync: LocalFigures,
@@ -129,6 +144,7 @@ impl Ctx {
             registry_hash: 0xcbf2_9ce4_8422_2325,
             outbox: Outbox::new(nprocs),
             has_gets: false,
+            lending: Vec::new(),
             next_get: 0,
             gets: HashMap::new(),
             last_sync: LocalFigures::default(),
@@ -215,7 +231,7 @@ impl Ctx {
     /// # Cost
     ///
     /// Local: allocates and zeroes `local_len` elements; no communication.
-    pub fn coarray<T: Pod + Send>(&mut self, local_len: usize) -> Coarray<T> {
+    pub fn coarray<T: Pod + Send + Sync>(&mut self, local_len: usize) -> Coarray<T> {
         self.coarray_from(vec![T::zeroed(); local_len])
     }
 
@@ -237,7 +253,7 @@ impl Ctx {
     /// # Cost
     ///
     /// Local, O(1).
-    pub fn coarray_from<T: Pod + Send>(&mut self, local: Vec<T>) -> Coarray<T> {
+    pub fn coarray_from<T: Pod + Send + Sync>(&mut self, local: Vec<T>) -> Coarray<T> {
         let signature = format!("coarray<{}>", std::any::type_name::<T>());
         Coarray::new(self.register(signature, Entry::Array(Box::new(local))))
     }
@@ -245,6 +261,7 @@ impl Ctx {
     fn storage(&self, id: u32) -> &dyn Storage {
         match &self.registry[id as usize] {
             Entry::Array(s) => s.as_ref(),
+            Entry::Lent(s) => s.as_ref().as_ref(),
             Entry::Queue(_) => unreachable!("bsp: a coarray handle names a queue"),
         }
     }
@@ -272,7 +289,7 @@ impl Ctx {
                 .as_any_mut()
                 .downcast_mut::<Vec<T>>()
                 .expect("bsp: coarray handle from another run"),
-            Entry::Queue(_) => unreachable!("bsp: a coarray handle names a queue"),
+            Entry::Lent(_) | Entry::Queue(_) => unreachable!("bsp: a coarray handle names a queue"),
         }
     }
 
@@ -363,6 +380,73 @@ impl Ctx {
             .push_owned(dst, header, bytes::Bytes::from_owner(PodBytes(src)));
     }
 
+    /// Requests that `len` elements of this processor's part of `from`,
+    /// starting at `from_offset`, be written into processor `dst`'s part of
+    /// `to` at `offset` — without buffering a copy: the elements are read
+    /// at the next `sync`, as they are then (after this superstep's local
+    /// work, before its puts are applied, like a get). On the threads
+    /// transport the receiver copies them straight out of this processor's
+    /// memory, so the data is copied exactly once.
+    ///
+    /// `from` and `to` may be the same coarray. Puts of other processors
+    /// that land in `from` during the same sync are applied after every
+    /// read of it, in the usual order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(2, |ctx| {
+    ///     let src = ctx.coarray_from(vec![ctx.pid() as u32; 4]);
+    ///     let dst = ctx.coarray::<u32>(2);
+    ///     ctx.put_from(1 - ctx.pid(), &dst, 0, &src, 1, 2);
+    ///     ctx.local_mut(&src).fill(7); // the put sends the data as of the sync
+    ///     ctx.sync();
+    ///     ctx.local(&dst).to_vec()
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, vec![vec![7, 7], vec![7, 7]]);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// Panics at once if `from_offset + len` exceeds this processor's part
+    /// of `from`; ends the run as [`put`](Ctx::put) does for a bad `dst` or
+    /// destination range.
+    ///
+    /// # Cost
+    ///
+    /// As [`put`](Ctx::put), with no copy at the call. A sync in which any
+    /// processor used `put_from` ends with one extra barrier (l).
+    pub fn put_from<T: Pod + Send + Sync>(
+        &mut self,
+        dst: usize,
+        to: &Coarray<T>,
+        offset: usize,
+        from: &Coarray<T>,
+        from_offset: usize,
+        len: usize,
+    ) {
+        self.check_pid("put", dst);
+        let have = self.local(from).len();
+        assert!(
+            from_offset.checked_add(len).is_some_and(|end| end <= have),
+            "bsp: put_from reads elements {from_offset}..{} of a coarray whose local length is {have}",
+            from_offset.saturating_add(len)
+        );
+        let size = std::mem::size_of::<T>();
+        let header = Header {
+            tag: Tag::Put,
+            id: to.id,
+            a: offset as u64,
+            b: (len * size) as u64,
+        };
+        self.outbox
+            .push_lent(dst, header, from.id, from_offset * size, len * size);
+        if !self.lending.contains(&from.id) {
+            self.lending.push(from.id);
+        }
+    }
+
     /// Requests `len` elements of processor `src`'s part of `a`, starting at
     /// element `offset`, as they are before this superstep's puts are applied
     /// (BSPlib semantics). The value is available from [`take`](Ctx::take)
@@ -394,7 +478,7 @@ impl Ctx {
     /// A 32-byte request in this superstep's h-relation, and a second
     /// h-relation in the same `sync` carrying `24 + len · size_of::<T>()`
     /// bytes back.
-    pub fn get<T: Pod + Send>(
+    pub fn get<T: Pod + Send + Sync>(
         &mut self,
         src: usize,
         a: &Coarray<T>,
@@ -513,7 +597,7 @@ impl Ctx {
     fn inbox(&mut self, id: u32) -> &mut Inbox {
         match &mut self.registry[id as usize] {
             Entry::Queue(inbox) => inbox,
-            Entry::Array(_) => unreachable!("bsp: a queue handle names a coarray"),
+            Entry::Array(_) | Entry::Lent(_) => unreachable!("bsp: a queue handle names a coarray"),
         }
     }
 
@@ -590,6 +674,7 @@ impl Ctx {
         r[row::HAS_GETS] = u64::from(self.has_gets);
         r[row::NOW_BYTES] = self.outbox.bytes() as u64;
         r[row::NOW_WORK_NS] = work_ns;
+        r[row::LENDS] = u64::from(!self.lending.is_empty());
         r[row::PREV..].copy_from_slice(&self.last_sync.words());
         let rows = self.collective(|c| c.allgather(&r));
         self.check_rows(&rows);
@@ -712,17 +797,30 @@ impl Ctx {
         let p = self.nprocs;
         let anything = (0..p).any(|q| rows[q * row::LEN + row::NOW_BYTES] > 0);
         let any_gets = (0..p).any(|q| rows[q * row::LEN + row::HAS_GETS] != 0);
+        let any_lends = (0..p).any(|q| rows[q * row::LEN + row::LENDS] != 0);
         let mut figures = LocalFigures {
             sent_records: self.outbox.records(),
             ..LocalFigures::default()
         };
         if anything {
-            let replies = self.route_and_deliver(any_gets, &mut figures);
+            let mut deferred = Vec::new();
+            let streams = self.take_streams();
+            let replies = self.route_and_deliver(streams, any_gets, &mut figures, &mut deferred);
             if any_gets {
                 let mut replies = replies.expect("replies are built when gets are served");
                 figures.sent_records += replies.records();
-                let streams = replies.take();
-                self.route_and_deliver_streams(streams, false, &mut figures);
+                let streams = replies.take(|_| unreachable!("replies are copied"));
+                self.route_and_deliver(streams, false, &mut figures, &mut deferred);
+            }
+            if any_lends {
+                // Every reader of a lent coarray has finished once everyone
+                // has passed this barrier.
+                self.collective(|c| c.allgather(&[]));
+                self.reclaim_lent();
+                for put in deferred {
+                    let payload = [bytes::Bytes::from(put.payload)];
+                    self.apply_put(put.src, put.header, &mut SegmentReader::new(&payload));
+                }
             }
         }
         self.has_gets = false;
@@ -732,20 +830,45 @@ impl Ctx {
         self.work_start = Instant::now();
     }
 
-    fn route_and_deliver(
-        &mut self,
-        serve_gets: bool,
-        figures: &mut LocalFigures,
-    ) -> Option<Outbox> {
-        let streams = self.outbox.take();
-        self.route_and_deliver_streams(streams, serve_gets, figures)
+    /// Lends the coarrays named by `put_from` to the router and takes this
+    /// superstep's streams.
+    fn take_streams(&mut self) -> Vec<Block> {
+        let mut lent = HashMap::new();
+        for id in std::mem::take(&mut self.lending) {
+            let entry = &mut self.registry[id as usize];
+            let Entry::Array(storage) = std::mem::replace(entry, Entry::Queue(Inbox::default()))
+            else {
+                unreachable!("bsp: only coarrays are lent")
+            };
+            let shared = Arc::new(storage);
+            lent.insert(
+                id,
+                bytes::Bytes::from_owner(LentStorage(Arc::clone(&shared))),
+            );
+            *entry = Entry::Lent(shared);
+        }
+        self.outbox.take(|id| lent[&id].clone())
     }
 
-    fn route_and_deliver_streams(
+    /// Takes back the coarrays lent for this sync.
+    fn reclaim_lent(&mut self) {
+        for entry in &mut self.registry {
+            if let Entry::Lent(shared) = entry {
+                let shared = std::mem::replace(shared, Arc::new(Box::new(Vec::<u8>::new())));
+                let storage = Arc::try_unwrap(shared).unwrap_or_else(|_| {
+                    unreachable!("bsp: a lent coarray is still referenced after the barrier")
+                });
+                *entry = Entry::Array(storage);
+            }
+        }
+    }
+
+    fn route_and_deliver(
         &mut self,
         streams: Vec<Block>,
         serve_gets: bool,
         figures: &mut LocalFigures,
+        deferred: &mut Vec<DeferredPut>,
     ) -> Option<Outbox> {
         figures.sent_bytes += streams.iter().map(|s| block_len(s) as u64).sum::<u64>();
         let router = self.router;
@@ -753,7 +876,7 @@ impl Ctx {
         figures.route.merge(route_figures);
         figures.recv_bytes += incoming.iter().map(|s| block_len(s) as u64).sum::<u64>();
         let replies = serve_gets.then(|| self.serve_gets(&incoming));
-        figures.recv_records += self.apply(&incoming);
+        figures.recv_records += self.apply(&incoming, deferred);
         replies
     }
 
@@ -797,13 +920,22 @@ impl Ctx {
 
     /// Applies puts, queues messages and stores get replies, in source
     /// order, then call order. Returns the number of records received.
-    fn apply(&mut self, incoming: &[Block]) -> u64 {
+    fn apply(&mut self, incoming: &[Block], deferred: &mut Vec<DeferredPut>) -> u64 {
         let mut records = 0;
         for (src, stream) in incoming.iter().enumerate() {
             let mut r = SegmentReader::new(stream);
             while let Some(h) = r.header() {
                 records += 1;
                 match h.tag {
+                    Tag::Put if matches!(self.registry[h.id as usize], Entry::Lent(_)) => {
+                        let mut payload = vec![0; h.payload_len()];
+                        assert!(r.read_into(&mut payload), "bsp: truncated put record");
+                        deferred.push(DeferredPut {
+                            src,
+                            header: h,
+                            payload,
+                        });
+                    }
                     Tag::Put => self.apply_put(src, h, &mut r),
                     Tag::Messages => {
                         let inbox = self.inbox(h.id);
@@ -833,7 +965,7 @@ impl Ctx {
         let me = self.pid;
         let id = h.id as usize;
         let Entry::Array(storage) = &mut self.registry[id] else {
-            unreachable!("bsp: a put names a queue")
+            unreachable!("bsp: a put names a queue or a lent coarray")
         };
         let size = storage.elem_size().max(1);
         let bytes = storage.bytes_mut();

@@ -76,11 +76,32 @@ impl Header {
     }
 }
 
-/// The outgoing stream for one destination: finished segments plus the
+/// A finished piece of an outgoing stream.
+enum Piece {
+    Bytes(Bytes),
+    /// `len` bytes from byte `start` of a coarray's local part, read at the
+    /// sync (see [`Ctx::put_from`](crate::Ctx::put_from)).
+    Lent {
+        array: u32,
+        start: usize,
+        len: usize,
+    },
+}
+
+impl Piece {
+    fn len(&self) -> usize {
+        match self {
+            Piece::Bytes(b) => b.len(),
+            Piece::Lent { len, .. } => *len,
+        }
+    }
+}
+
+/// The outgoing stream for one destination: finished pieces plus the
 /// buffer currently being appended to.
 #[derive(Default)]
 struct Stream {
-    segments: Vec<Bytes>,
+    segments: Vec<Piece>,
     current: Vec<u8>,
     /// Position in `current` of the header of an open MESSAGES record that
     /// further sends to the same queue may extend, and that queue's id.
@@ -90,13 +111,13 @@ struct Stream {
 
 impl Stream {
     fn len(&self) -> usize {
-        self.segments.iter().map(Bytes::len).sum::<usize>() + self.current.len()
+        self.segments.iter().map(Piece::len).sum::<usize>() + self.current.len()
     }
 
     fn flush(&mut self) {
         if !self.current.is_empty() {
             self.segments
-                .push(Bytes::from(std::mem::take(&mut self.current)));
+                .push(Piece::Bytes(Bytes::from(std::mem::take(&mut self.current))));
         }
         self.open_messages = None;
     }
@@ -145,7 +166,26 @@ impl Outbox {
         header.encode(&mut s.current);
         s.flush();
         if !payload.is_empty() {
-            s.segments.push(payload);
+            s.segments.push(Piece::Bytes(payload));
+        }
+        s.records += 1;
+    }
+
+    /// Appends a record whose payload is `len` bytes of coarray `array`'s
+    /// local part from byte `start`, to be read when the stream is taken.
+    pub(crate) fn push_lent(
+        &mut self,
+        dst: usize,
+        header: Header,
+        array: u32,
+        start: usize,
+        len: usize,
+    ) {
+        let s = &mut self.streams[dst];
+        header.encode(&mut s.current);
+        s.flush();
+        if len > 0 {
+            s.segments.push(Piece::Lent { array, start, len });
         }
         s.records += 1;
     }
@@ -186,14 +226,22 @@ impl Outbox {
         s.records += 1;
     }
 
-    /// Hands out the streams, one block per destination, and empties the outbox.
-    pub(crate) fn take(&mut self) -> Vec<Block> {
+    /// Hands out the streams, one block per destination, and empties the
+    /// outbox. `lent(array)` gives the whole local part of a coarray lent for
+    /// this sync, as bytes.
+    pub(crate) fn take(&mut self, lent: impl Fn(u32) -> Bytes) -> Vec<Block> {
         self.streams
             .iter_mut()
             .map(|s| {
                 s.flush();
                 s.records = 0;
-                std::mem::take(&mut s.segments)
+                s.segments
+                    .drain(..)
+                    .map(|piece| match piece {
+                        Piece::Bytes(b) => b,
+                        Piece::Lent { array, start, len } => lent(array).slice(start..start + len),
+                    })
+                    .collect()
             })
             .collect()
     }
@@ -328,7 +376,7 @@ mod tests {
             Bytes::from_static(&[9, 9, 9]),
         );
         assert_eq!(out.records(), 3);
-        let blocks = out.take();
+        let blocks = out.take(|_| unreachable!());
         // Re-split the stream at every byte to exercise segment crossing.
         let whole: Vec<u8> = blocks[0].iter().flat_map(|b| b.iter().copied()).collect();
         let tiny: Vec<Bytes> = whole.iter().map(|&b| Bytes::from(vec![b])).collect();

@@ -1,0 +1,264 @@
+//! Router benchmark: delivers h-relations of the shapes of Bader, Helman and
+//! JáJá (Eq. 7: h = n/p, 2n/p, 4n/p, 8n/p), plus `shift` and `random`, with
+//! the two-phase router, the direct router and a plain baseline in which
+//! each receiver memcpy's its data straight out of the senders' buffers (one
+//! copy per byte, nothing else), and prints seconds, GB/s and the ratio to
+//! the baseline.
+//!
+//! ```text
+//! cargo run --release --example bench_router -- --procs 2,8 --mib 1024
+//! ```
+
+mod common;
+
+use std::time::Instant;
+
+use bsp::prelude::*;
+use common::{median, Args, Json};
+
+const USAGE: &str = "bench_router: h-relation routing, two-phase vs direct vs a memcpy baseline
+
+usage: bench_router [--procs 2,8] [--mib 1024] [--reps 5] [--rounds 3] [--shapes h1,h2,h4,h8,shift,random] [--json]
+
+  --procs   processor counts to measure (threads transport)
+  --mib     total payload of one h-relation, in MiB (n = mib * 2^20 / 8 words)
+  --reps    routings per run (the median of all is reported)
+  --rounds  runs per contender, interleaved with the other contenders
+  --shapes  which h-relations to route
+  --json    one JSON object per measurement";
+
+/// Words (u64) processor i sends to processor j, for each shape.
+fn counts(shape: &str, n: usize, p: usize) -> Option<Vec<Vec<usize>>> {
+    let per = n / p;
+    let mut c = vec![vec![0usize; p]; p];
+    match shape {
+        "shift" => (0..p).for_each(|i| c[i][(i + 1) % p] = per),
+        "random" => {
+            let mut state = 0x9e37_79b9_7f4a_7c15u64;
+            for row in c.iter_mut() {
+                for _ in 0..per {
+                    // xorshift64*
+                    state ^= state >> 12;
+                    state ^= state << 25;
+                    state ^= state >> 27;
+                    let r = state.wrapping_mul(0x2545_f491_4f6c_dd1d);
+                    row[((r >> 32) * p as u64 >> 32) as usize] += 1;
+                }
+            }
+        }
+        _ => {
+            let k: usize = shape.strip_prefix('h')?.parse().ok()?;
+            if k == 0 || k > p {
+                return None; // h = k n/p cannot exceed n
+            }
+            // Eq. 7: global destination run lengths v_j, then the global
+            // sequence is dealt cyclically over the processors.
+            let (nf, h) = (n as f64, (k * per) as f64);
+            let mut v = vec![0usize; p];
+            let limit = (2.0 * nf / h).floor() as usize;
+            for (j, vj) in v.iter_mut().enumerate().take(p - 1) {
+                if j < limit {
+                    *vj = (h * (1.0 - h / (2.0 * nf - h) * j as f64)).floor().max(0.0) as usize;
+                }
+            }
+            let used: usize = v.iter().sum();
+            v[p - 1] = (p * per).saturating_sub(used);
+            let mut start = 0;
+            for (j, &vj) in v.iter().enumerate() {
+                // Elements g in [start, start + vj) with g % p == i.
+                for (i, row) in c.iter_mut().enumerate() {
+                    let below = |x: usize| (x + p - 1 - i) / p; // #{g < x : g % p == i}
+                    row[j] = below(start + vj) - below(start);
+                }
+                start += vj;
+            }
+        }
+    }
+    Some(c)
+}
+
+fn word(src: usize, dst: usize, k: usize) -> u64 {
+    ((src as u64) << 48) | ((dst as u64) << 40) | k as u64
+}
+
+/// Seconds from the earliest start to the latest end over all processors.
+fn span(times: &[(Instant, Instant)]) -> f64 {
+    let start = times
+        .iter()
+        .map(|t| t.0)
+        .min()
+        .expect("at least one processor");
+    let end = times
+        .iter()
+        .map(|t| t.1)
+        .max()
+        .expect("at least one processor");
+    (end - start).as_secs_f64()
+}
+
+/// Routes the h-relation `reps` times through bsp; seconds of each.
+///
+/// Each processor's outgoing words lie in one coarray, grouped by
+/// destination, and go out with `put_from`, so on threads the only copy of
+/// the payload is the receiver's, as in the baseline.
+fn run_bsp(router: Router, c: &[Vec<usize>], reps: usize) -> Vec<f64> {
+    let p = c.len();
+    let times = Runtime::from_env()
+        .procs(p)
+        .router(router)
+        .run(|ctx| {
+            let me = ctx.pid();
+            let incoming: usize = (0..p).map(|i| c[i][me]).sum();
+            // Touch every buffer now so page faults are not timed.
+            let inbox = ctx.coarray_from(vec![u64::MAX; incoming]);
+            let outgoing: Vec<u64> = (0..p)
+                .flat_map(|j| (0..c[me][j]).map(move |k| word(me, j, k)))
+                .collect();
+            let outbox = ctx.coarray_from(outgoing);
+            // Offset of my block in j's inbox: what lower pids send to j.
+            let offsets: Vec<usize> = (0..p).map(|j| (0..me).map(|i| c[i][j]).sum()).collect();
+            let mut spans = Vec::with_capacity(reps);
+            for _ in 0..reps {
+                ctx.sync();
+                let start = Instant::now();
+                let mut from = 0;
+                for (j, &len) in c[me].iter().enumerate() {
+                    if len > 0 {
+                        ctx.put_from(j, &inbox, offsets[j], &outbox, from, len);
+                    }
+                    from += len;
+                }
+                ctx.sync();
+                spans.push((start, Instant::now()));
+            }
+            let got = ctx.local(&inbox);
+            let mut at = 0;
+            for (i, row) in c.iter().enumerate() {
+                for k in 0..row[me] {
+                    assert_eq!(
+                        got[at],
+                        word(i, me, k),
+                        "processor {me}: wrong word from {i}"
+                    );
+                    at += 1;
+                }
+            }
+            spans
+        })
+        .unwrap_or_else(|e| {
+            eprintln!("bench_router: {e}");
+            std::process::exit(1)
+        });
+    (0..reps)
+        .map(|r| span(&times.iter().map(|t| t[r]).collect::<Vec<_>>()))
+        .collect()
+}
+
+/// The baseline: p threads; after a barrier each receiver copies every
+/// sender's block for it straight into its own buffer. Seconds of each rep.
+fn run_baseline(c: &[Vec<usize>], reps: usize) -> Vec<f64> {
+    let p = c.len();
+    let outgoing: Vec<Vec<Vec<u64>>> = (0..p)
+        .map(|i| {
+            (0..p)
+                .map(|j| (0..c[i][j]).map(|k| word(i, j, k)).collect())
+                .collect()
+        })
+        .collect();
+    let barrier = std::sync::Barrier::new(p);
+    let times: Vec<Vec<(Instant, Instant)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..p)
+            .map(|me| {
+                let (outgoing, barrier) = (&outgoing, &barrier);
+                s.spawn(move || {
+                    let incoming: usize = (0..p).map(|i| c[i][me]).sum();
+                    let mut inbox = vec![u64::MAX; incoming];
+                    let mut spans = Vec::with_capacity(reps);
+                    for _ in 0..reps {
+                        barrier.wait();
+                        let start = Instant::now();
+                        let mut at = 0;
+                        for from in outgoing.iter() {
+                            let block = &from[me];
+                            inbox[at..at + block.len()].copy_from_slice(block);
+                            at += block.len();
+                        }
+                        barrier.wait();
+                        spans.push((start, Instant::now()));
+                    }
+                    assert_eq!(
+                        inbox.last(),
+                        outgoing.iter().rev().find_map(|f| f[me].last())
+                    );
+                    spans
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    (0..reps)
+        .map(|r| span(&times.iter().map(|t| t[r]).collect::<Vec<_>>()))
+        .collect()
+}
+
+fn main() {
+    let args = Args::parse(USAGE, &["json"]);
+    args.reject_unknown(&["procs", "mib", "reps", "rounds", "shapes", "json"]);
+    let procs: Vec<usize> = args.list("procs", &[2, 8]);
+    let mib: usize = args.get("mib", 1024);
+    let reps: usize = args.get("reps", 5).max(1);
+    let rounds: usize = args.get("rounds", 3).max(1);
+    let default_shapes = ["h1", "h2", "h4", "h8", "shift", "random"].map(String::from);
+    let shapes: Vec<String> = args.list("shapes", &default_shapes);
+    let json = args.flag("json");
+    let n = mib << 17; // words of 8 bytes
+    if !json {
+        println!(
+            "{:>5} {:>7} {:>10} {:>12} {:>10} {:>8} {:>9}",
+            "procs", "shape", "router", "bytes", "seconds", "GB/s", "vs base"
+        );
+    }
+    for &p in &procs {
+        for shape in &shapes {
+            let Some(c) = counts(shape, n, p) else {
+                if !json {
+                    println!("{p:>5} {shape:>7}  (skipped: h = k·n/p needs k <= p)");
+                }
+                continue;
+            };
+            let bytes = 8 * c.iter().flatten().sum::<usize>();
+            let mut samples: [Vec<f64>; 3] = Default::default();
+            for _ in 0..rounds {
+                // Interleave the contenders so drift on a shared machine hits all alike.
+                samples[0].extend(run_baseline(&c, reps));
+                samples[1].extend(run_bsp(Router::TwoPhase, &c, reps));
+                samples[2].extend(run_bsp(Router::Direct, &c, reps));
+            }
+            let base = median(&mut samples[0]);
+            for (name, s) in ["baseline", "two-phase", "direct"]
+                .iter()
+                .zip(samples.iter_mut())
+            {
+                let secs = median(s);
+                let gbs = bytes as f64 / secs / 1e9;
+                if json {
+                    Json::new()
+                        .str("router", name)
+                        .str("shape", shape)
+                        .num("procs", p)
+                        .num("bytes", bytes)
+                        .num("seconds", secs)
+                        .num("gb_per_second", gbs)
+                        .num("ratio_to_baseline", base / secs)
+                        .str("transport", "threads")
+                        .print();
+                } else {
+                    println!(
+                        "{p:>5} {shape:>7} {name:>10} {bytes:>12} {secs:>10.4} {gbs:>8.2} {:>8.2}x",
+                        base / secs
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! Helpers shared by the examples: command-line parsing and JSON output.
+//!
+//! Each example includes this module with `mod common;`. Not every example
+//! uses every helper.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::fmt::Display;
+use std::str::FromStr;
+
+/// Command-line flags of the form `--name value` and `--switch`.
+pub struct Args {
+    program: String,
+    values: HashMap<String, String>,
+    switches: Vec<String>,
+    usage: &'static str,
+}
+
+impl Args {
+    /// Parses `std::env::args()`; `switches` are the flags that take no value.
+    /// Prints `usage` and exits on `--help`; exits with status 2 on a malformed line.
+    pub fn parse(usage: &'static str, switches: &[&str]) -> Args {
+        let mut raw = std::env::args();
+        let program = raw.next().unwrap_or_default();
+        let mut args = Args {
+            program,
+            values: HashMap::new(),
+            switches: Vec::new(),
+            usage,
+        };
+        while let Some(flag) = raw.next() {
+            if flag == "--help" || flag == "-h" {
+                println!("{usage}");
+                std::process::exit(0);
+            }
+            let Some(name) = flag.strip_prefix("--") else {
+                args.fail(&format!("unexpected argument {flag:?}"));
+            };
+            if switches.contains(&name) {
+                args.switches.push(name.to_owned());
+            } else {
+                match raw.next() {
+                    Some(value) => {
+                        args.values.insert(name.to_owned(), value);
+                    }
+                    None => args.fail(&format!("--{name} needs a value")),
+                }
+            }
+        }
+        args
+    }
+
+    /// Prints `message` and the usage, then exits with status 2.
+    pub fn fail(&self, message: &str) -> ! {
+        eprintln!("{}: {message}\n\n{}", self.program, self.usage);
+        std::process::exit(2)
+    }
+
+    /// Whether `--name` was given.
+    pub fn flag(&self, name: &str) -> bool {
+        self.switches.iter().any(|s| s == name)
+    }
+
+    /// The value of `--name`, parsed, or `default`.
+    pub fn get<T: FromStr>(&self, name: &str, default: T) -> T
+    where
+        T::Err: Display,
+    {
+        match self.values.get(name) {
+            None => default,
+            Some(v) => v
+                .parse()
+                .unwrap_or_else(|e| self.fail(&format!("--{name} {v:?}: {e}"))),
+        }
+    }
+
+    /// The value of `--name` as a comma-separated list, or `default`.
+    pub fn list<T: FromStr>(&self, name: &str, default: &[T]) -> Vec<T>
+    where
+        T: Clone,
+        T::Err: Display,
+    {
+        match self.values.get(name) {
+            None => default.to_vec(),
+            Some(v) => v
+                .split(',')
+                .map(|x| {
+                    x.trim()
+                        .parse()
+                        .unwrap_or_else(|e| self.fail(&format!("--{name} {x:?}: {e}")))
+                })
+                .collect(),
+        }
+    }
+
+    /// Whether a flag other than `known` was given (for a clear error).
+    pub fn reject_unknown(&self, known: &[&str]) {
+        for name in self.values.keys().chain(self.switches.iter()) {
+            if !known.contains(&name.as_str()) {
+                self.fail(&format!("unknown flag --{name}"));
+            }
+        }
+    }
+}
+
+/// A JSON object built field by field, printed on one line.
+#[derive(Default)]
+pub struct Json(Vec<String>);
+
+impl Json {
+    pub fn new() -> Json {
+        Json::default()
+    }
+
+    /// Adds a string field.
+    pub fn str(mut self, key: &str, value: &str) -> Json {
+        let escaped: String = value
+            .chars()
+            .flat_map(|c| match c {
+                '"' => "\\\"".chars().collect::<Vec<_>>(),
+                '\\' => "\\\\".chars().collect(),
+                c if (c as u32) < 0x20 => format!("\\u{:04x}", c as u32).chars().collect(),
+                c => vec![c],
+            })
+            .collect();
+        self.0.push(format!("\"{key}\":\"{escaped}\""));
+        self
+    }
+
+    /// Adds a number or boolean field.
+    pub fn num(mut self, key: &str, value: impl Display) -> Json {
+        let text = value.to_string();
+        let text = if text == "NaN" || text.contains("inf") {
+            "null".into()
+        } else {
+            text
+        };
+        self.0.push(format!("\"{key}\":{text}"));
+        self
+    }
+
+    pub fn print(&self) {
+        println!("{{{}}}", self.0.join(","));
+    }
+}
+
+/// The median of `xs` (which must not be empty).
+pub fn median(xs: &mut [f64]) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
