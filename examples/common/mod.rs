@@ -74,6 +74,17 @@ impl Args {
         }
     }
 
+    /// The value of `--name`, parsed, if given.
+    pub fn opt<T: FromStr>(&self, name: &str) -> Option<T>
+    where
+        T::Err: Display,
+    {
+        self.values.get(name).map(|v| {
+            v.parse()
+                .unwrap_or_else(|e| self.fail(&format!("--{name} {v:?}: {e}")))
+        })
+    }
+
     /// The value of `--name` as a comma-separated list, or `default`.
     pub fn list<T: FromStr>(&self, name: &str, default: &[T]) -> Vec<T>
     where

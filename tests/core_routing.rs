@@ -1,0 +1,270 @@
+//! Property tests of delivery: random h-relations of puts, gets and
+//! messages, on both routers, against a sequential oracle; and the
+//! two-phase router's block-size bounds, read from the statistics.
+
+mod support;
+
+use bsp::{Ctx, Router, Runtime, Stats};
+use proptest::prelude::*;
+use support::{runtimes, watchdog, Rng};
+
+/// How destinations and sizes are drawn.
+#[derive(Clone, Copy, Debug)]
+enum Shape {
+    /// Every processor sends to every processor, sizes uniform in 0..max.
+    Uniform,
+    /// Everything goes to processor 0.
+    AllToOne,
+    /// Random destinations, sizes heavily skewed (mostly 0 or tiny, a few large).
+    Skewed,
+}
+
+/// One request of a processor during the superstep.
+#[derive(Clone, Debug)]
+enum Op {
+    Put {
+        dst: usize,
+        offset: usize,
+        data: Vec<u8>,
+    },
+    Get {
+        src: usize,
+        offset: usize,
+        len: usize,
+    },
+    Send {
+        dst: usize,
+        msg: Vec<u8>,
+    },
+    SendWord {
+        dst: usize,
+        word: u64,
+    },
+}
+
+const LOCAL: usize = 64;
+
+fn plan(p: usize, shape: Shape, seed: u64, max_len: usize) -> Vec<Vec<Op>> {
+    let mut rng = Rng(seed);
+    (0..p)
+        .map(|me| {
+            let ops = rng.below(12);
+            (0..ops)
+                .map(|_| {
+                    let dst = match shape {
+                        Shape::AllToOne => 0,
+                        Shape::Uniform | Shape::Skewed => rng.below(p),
+                    };
+                    let len = match shape {
+                        Shape::Skewed if rng.below(8) == 0 => rng.below(max_len * 8 + 1),
+                        Shape::Skewed => rng.below(3),
+                        _ => rng.below(max_len + 1),
+                    };
+                    match rng.below(4) {
+                        0 => {
+                            let len = len.min(LOCAL);
+                            let offset = rng.below(LOCAL - len + 1);
+                            let data = (0..len)
+                                .map(|k| (me * 31 + k + rng.below(7)) as u8)
+                                .collect();
+                            Op::Put { dst, offset, data }
+                        }
+                        1 => {
+                            let len = len.min(LOCAL);
+                            Op::Get {
+                                src: dst,
+                                offset: rng.below(LOCAL - len + 1),
+                                len,
+                            }
+                        }
+                        2 => Op::Send {
+                            dst,
+                            msg: (0..len).map(|k| (k ^ me) as u8).collect(),
+                        },
+                        _ => Op::SendWord {
+                            dst,
+                            word: rng.next_u64(),
+                        },
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// What one processor ends with.
+#[derive(Debug, PartialEq, Eq)]
+struct Outcome {
+    local: Vec<u8>,
+    gets: Vec<Vec<u8>>,
+    messages: Vec<(usize, Vec<u8>)>,
+    words: Vec<(usize, u64)>,
+}
+
+fn initial(pid: usize) -> Vec<u8> {
+    (0..LOCAL).map(|k| (pid * 7 + k) as u8).collect()
+}
+
+/// The sequential oracle.
+fn oracle(plan: &[Vec<Op>]) -> Vec<Outcome> {
+    let p = plan.len();
+    let before: Vec<Vec<u8>> = (0..p).map(initial).collect();
+    let mut out: Vec<Outcome> = (0..p)
+        .map(|me| Outcome {
+            local: before[me].clone(),
+            gets: Vec::new(),
+            messages: Vec::new(),
+            words: Vec::new(),
+        })
+        .collect();
+    for (me, ops) in plan.iter().enumerate() {
+        for op in ops {
+            match op {
+                Op::Get { src, offset, len } => out[me]
+                    .gets
+                    .push(before[*src][*offset..offset + len].to_vec()),
+                Op::Put { dst, offset, data } => {
+                    out[*dst].local[*offset..offset + data.len()].copy_from_slice(data)
+                }
+                Op::Send { dst, msg } => out[*dst].messages.push((me, msg.clone())),
+                Op::SendWord { dst, word } => out[*dst].words.push((me, *word)),
+            }
+        }
+    }
+    out
+}
+
+fn execute(ctx: &mut Ctx, plan: &[Vec<Op>]) -> (Outcome, Stats) {
+    let me = ctx.pid();
+    let a = ctx.coarray_from(initial(me));
+    let q = ctx.serde_queue::<Vec<u8>>();
+    let w = ctx.queue::<u64>();
+    ctx.sync(); // an empty superstep first
+    let mut handles = Vec::new();
+    for op in &plan[me] {
+        match op {
+            Op::Put { dst, offset, data } => ctx.put(*dst, &a, *offset, data),
+            Op::Get { src, offset, len } => handles.push(ctx.get(*src, &a, *offset, *len)),
+            Op::Send { dst, msg } => ctx.send(*dst, &q, msg),
+            Op::SendWord { dst, word } => ctx.send(*dst, &w, word),
+        }
+    }
+    ctx.sync();
+    let gets = handles.into_iter().map(|h| ctx.take(h)).collect();
+    let outcome = Outcome {
+        local: ctx.local(&a).to_vec(),
+        gets,
+        messages: ctx.receive_with_source(&q),
+        words: ctx.receive_with_source(&w),
+    };
+    ctx.sync(); // completes the statistics of the routed superstep
+    (outcome, ctx.stats())
+}
+
+/// Checks the seed-003 bounds on every two-phase block, in routed bytes.
+fn check_bounds(stats: &Stats) {
+    let p = stats.nprocs as f64;
+    for s in &stats.supersteps {
+        for q in 0..stats.nprocs {
+            let slack = (p - 1.0) / 2.0;
+            let first = s.first_block_bytes[q] as f64;
+            let second = s.second_block_bytes[q] as f64;
+            assert!(
+                first <= s.sent_bytes[q] as f64 / p + slack,
+                "superstep {}: stage-1 block {first} of processor {q} exceeds s/p + (p-1)/2 with s = {}",
+                s.superstep,
+                s.sent_bytes[q]
+            );
+            assert!(
+                second <= s.recv_bytes[q] as f64 / p + slack,
+                "superstep {}: stage-2 block {second} at processor {q} exceeds h/p + (p-1)/2 with h = {}",
+                s.superstep,
+                s.recv_bytes[q]
+            );
+        }
+    }
+}
+
+fn check(rt: &Runtime, plan: &[Vec<Op>]) -> Vec<Stats> {
+    let expected = oracle(plan);
+    let results = rt.run(|ctx| execute(ctx, plan)).expect("run failed");
+    let (outcomes, stats): (Vec<_>, Vec<_>) = results.into_iter().unzip();
+    for (pid, (got, want)) in outcomes.iter().zip(&expected).enumerate() {
+        assert_eq!(got, want, "processor {pid} with {:?}", rt.router_kind());
+    }
+    // Every processor holds the same statistics.
+    for s in &stats[1..] {
+        assert_eq!(s.supersteps.len(), stats[0].supersteps.len());
+        for (a, b) in s.supersteps.iter().zip(&stats[0].supersteps) {
+            assert_eq!(
+                (a.superstep, &a.sent_bytes, &a.recv_bytes),
+                (b.superstep, &b.sent_bytes, &b.recv_bytes)
+            );
+        }
+    }
+    if rt.router_kind() == Router::TwoPhase {
+        check_bounds(&stats[0]);
+    }
+    stats
+}
+
+fn check_both(p: usize, shape: Shape, seed: u64, max_len: usize) {
+    let plan = plan(p, shape, seed, max_len);
+    let [two_phase, direct] = runtimes(p);
+    let a = check(&two_phase, &plan);
+    let b = check(&direct, &plan);
+    // Same traffic whichever router carried it.
+    for (x, y) in a[0].supersteps.iter().zip(&b[0].supersteps) {
+        assert_eq!(x.sent_bytes, y.sent_bytes);
+        assert_eq!(x.recv_bytes, y.recv_bytes);
+        assert_eq!(x.recv_records, y.recv_records);
+    }
+}
+
+fn shape() -> impl Strategy<Value = Shape> {
+    prop_oneof![
+        Just(Shape::Uniform),
+        Just(Shape::AllToOne),
+        Just(Shape::Skewed)
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn random_h_relations_match_the_oracle(p in 1usize..=16, shape in shape(), seed: u64, max_len in 0usize..200) {
+        watchdog(60, move || check_both(p, shape, seed, max_len));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3))]
+
+    #[test]
+    fn sixty_four_processors(shape in shape(), seed: u64) {
+        watchdog(120, move || check_both(64, shape, seed, 40));
+    }
+}
+
+/// Large messages, all to one processor: the bound of the second stage is
+/// the tight one here.
+#[test]
+fn all_to_one_large_messages_respect_the_bounds() {
+    watchdog(60, || {
+        for p in [2, 3, 5, 8] {
+            let plan: Vec<Vec<Op>> = (0..p)
+                .map(|me| {
+                    vec![Op::Send {
+                        dst: 0,
+                        msg: vec![me as u8; 10_000 + 37 * me],
+                    }]
+                })
+                .collect();
+            let stats = check(&Runtime::threads(p), &plan);
+            let step = &stats[0].supersteps[1];
+            assert!(step.second_block_bytes[0] > 0);
+            assert_eq!(step.h_bytes(), step.recv_bytes[0]);
+        }
+    });
+}
