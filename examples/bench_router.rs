@@ -42,7 +42,7 @@ fn counts(shape: &str, n: usize, p: usize) -> Option<Vec<Vec<usize>>> {
                     state ^= state << 25;
                     state ^= state >> 27;
                     let r = state.wrapping_mul(0x2545_f491_4f6c_dd1d);
-                    row[((r >> 32) * p as u64 >> 32) as usize] += 1;
+                    row[(((r >> 32) * p as u64) >> 32) as usize] += 1;
                 }
             }
         }

@@ -86,9 +86,9 @@ impl Args {
     }
 
     /// The value of `--name` as a comma-separated list, or `default`.
-    pub fn list<T: FromStr>(&self, name: &str, default: &[T]) -> Vec<T>
+    pub fn list<T>(&self, name: &str, default: &[T]) -> Vec<T>
     where
-        T: Clone,
+        T: FromStr + Clone,
         T::Err: Display,
     {
         match self.values.get(name) {
