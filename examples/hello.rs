@@ -53,7 +53,10 @@ fn main() {
                     .num("verified", all_ok)
                     .print();
             } else {
-                println!("{} sums of {expected} on {p} processors", if all_ok { "verified:" } else { "WRONG:" });
+                println!(
+                    "{} sums of {expected} on {p} processors",
+                    if all_ok { "verified:" } else { "WRONG:" }
+                );
             }
         }
         all_ok

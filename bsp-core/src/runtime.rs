@@ -63,7 +63,9 @@ impl Runtime {
         if let Ok(v) = std::env::var(PROCS_ENV) {
             match v.trim().parse() {
                 Ok(p) => rt.procs = p,
-                Err(_) => rt.config_error = Some(format!("{PROCS_ENV}={v:?} is not a processor count")),
+                Err(_) => {
+                    rt.config_error = Some(format!("{PROCS_ENV}={v:?} is not a processor count"))
+                }
             }
         }
         rt.router_from_env()

@@ -25,6 +25,11 @@ use crate::transport::Block;
 
 pub(crate) const HEADER_BYTES: usize = 24;
 
+/// Send buffers kept for reuse, per destination.
+const MAX_SPARE: usize = 2;
+/// Smaller buffers are cheap to allocate again and not kept.
+const MIN_SPARE_BYTES: usize = 4096;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub(crate) enum Tag {
@@ -107,6 +112,10 @@ struct Stream {
     /// further sends to the same queue may extend, and that queue's id.
     open_messages: Option<(usize, u32)>,
     records: u64,
+    /// Buffers handed to the router in earlier syncs, kept so that they can
+    /// be reused once every receiver has dropped them: a long computation
+    /// then allocates (and page-faults) its send buffers only once.
+    spare: Vec<Bytes>,
 }
 
 impl Stream {
@@ -116,10 +125,30 @@ impl Stream {
 
     fn flush(&mut self) {
         if !self.current.is_empty() {
-            self.segments
-                .push(Piece::Bytes(Bytes::from(std::mem::take(&mut self.current))));
+            let worth_keeping = self.current.len() >= MIN_SPARE_BYTES;
+            let buffer = Bytes::from(std::mem::take(&mut self.current));
+            if worth_keeping && self.spare.len() < MAX_SPARE {
+                self.spare.push(buffer.clone());
+            }
+            self.segments.push(Piece::Bytes(buffer));
         }
         self.open_messages = None;
+    }
+
+    /// Before appending to an empty `current`: reuse a spare buffer that
+    /// nobody else references any more, if there is one.
+    fn reuse_spare(&mut self) {
+        if self.current.capacity() > 0 {
+            return;
+        }
+        while let Some(old) = self.spare.pop() {
+            if let Ok(unique) = old.try_into_mut() {
+                let mut buffer = Vec::from(unique);
+                buffer.clear();
+                self.current = buffer;
+                return;
+            }
+        }
     }
 }
 
@@ -154,6 +183,7 @@ impl Outbox {
     pub(crate) fn push(&mut self, dst: usize, header: Header, payload: &[u8]) {
         let s = &mut self.streams[dst];
         s.open_messages = None;
+        s.reuse_spare();
         s.current.reserve(HEADER_BYTES + payload.len());
         header.encode(&mut s.current);
         s.current.extend_from_slice(payload);
@@ -200,6 +230,7 @@ impl Outbox {
         encode: impl FnOnce(&mut Vec<u8>),
     ) {
         let s = &mut self.streams[dst];
+        s.reuse_spare();
         let at = match s.open_messages {
             Some((at, q)) if q == queue => at,
             _ => {
@@ -359,6 +390,37 @@ pub(crate) fn slice_segments(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn send_buffers_are_reused_once_released() {
+        let mut out = Outbox::new(1);
+        let put = |out: &mut Outbox| {
+            let header = Header {
+                tag: Tag::Put,
+                id: 0,
+                a: 0,
+                b: 10_000,
+            };
+            out.push(0, header, &[1; 10_000]);
+        };
+        put(&mut out);
+        let first = out.take(|_| unreachable!());
+        let address = first[0][0].as_ptr();
+        put(&mut out); // still referenced by `first`: a new buffer
+        let second = out.take(|_| unreachable!());
+        let second_address = second[0][0].as_ptr();
+        assert_ne!(second_address, address);
+        drop(first);
+        drop(second);
+        put(&mut out);
+        let third = out.take(|_| unreachable!());
+        assert_eq!(third[0][0].len(), 10_024);
+        let reused = third[0][0].as_ptr();
+        assert!(
+            reused == address || reused == second_address,
+            "a released buffer is reused"
+        );
+    }
 
     #[test]
     fn messages_share_a_header_and_reader_crosses_segments() {
