@@ -1,7 +1,7 @@
 //! The processor context: identity, registration, communication requests
 //! and the superstep protocol.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -16,6 +16,10 @@ use crate::router::{route, RouteFigures, Router};
 use crate::stats::{Stats, SuperstepStats};
 use crate::transport::{block_len, Aborted, Block, Comm, Transport};
 use crate::wire::{Header, Outbox, SegmentReader, Tag};
+
+/// How many supersteps' statistics a processor keeps (the most recent ones),
+/// so that a run of millions of supersteps does not grow without bound.
+pub(crate) const STATS_HISTORY: usize = 1 << 16;
 
 /// One registered distributed variable.
 enum Entry {
@@ -107,7 +111,8 @@ pub struct Ctx {
     last_sync: LocalFigures,
     /// The superstep whose work is known but whose sync figures are not yet exchanged.
     open_step: Option<SuperstepStats>,
-    stats: Vec<SuperstepStats>,
+    /// The most recent completed supersteps, at most [`STATS_HISTORY`].
+    stats: VecDeque<SuperstepStats>,
     work_start: Instant,
 }
 
@@ -149,7 +154,7 @@ impl Ctx {
             gets: HashMap::new(),
             last_sync: LocalFigures::default(),
             open_step: None,
-            stats: Vec::new(),
+            stats: VecDeque::new(),
             work_start: Instant::now(),
         }
     }
@@ -647,13 +652,14 @@ impl Ctx {
 
     /// Statistics of the supersteps completed so far (every superstep whose
     /// figures have been exchanged: all but the last synced one, and all of
-    /// them once the run has ended).
+    /// them once the run has ended). Only the most recent 65,536 supersteps
+    /// are kept.
     pub fn stats(&self) -> Stats {
         Stats {
             nprocs: self.nprocs,
             router: self.router,
             transport: self.transport,
-            supersteps: self.stats.clone(),
+            supersteps: self.stats.iter().cloned().collect(),
         }
     }
 
@@ -724,6 +730,13 @@ impl Ctx {
         }
     }
 
+    fn record(&mut self, step: SuperstepStats) {
+        if self.stats.len() == STATS_HISTORY {
+            self.stats.pop_front();
+        }
+        self.stats.push_back(step);
+    }
+
     /// Completes the open superstep's statistics with the figures every
     /// processor reported for its sync, and opens the current one.
     fn absorb_stats(&mut self, rows: &[u64]) {
@@ -739,7 +752,7 @@ impl Ctx {
             open.second_block_bytes = prev(5);
             open.router_header_bytes = prev(6);
             open.sync_seconds = prev(7).into_iter().map(|ns| ns as f64 * 1e-9).collect();
-            self.stats.push(open);
+            self.record(open);
         }
         let zeros = vec![0; p];
         self.open_step = Some(SuperstepStats {
@@ -1004,7 +1017,7 @@ impl Ctx {
         self.exchange_rows(row::RETURNED);
         // The last superstep has no sync: close it with its work alone.
         if let Some(last) = self.open_step.take() {
-            self.stats.push(last);
+            self.record(last);
         }
     }
 }
