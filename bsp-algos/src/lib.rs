@@ -31,6 +31,7 @@ mod comm;
 mod dist;
 mod gather;
 mod ops;
+mod random_access;
 mod reduce;
 mod rows;
 mod scan;
@@ -41,6 +42,9 @@ pub use broadcast::{broadcast, broadcast_tree, broadcast_two_phase, broadcast_ve
 pub use dist::Block;
 pub use gather::{all_gather, gather, scatter};
 pub use ops::{monoid, FnMonoid, Max, Min, Monoid, Op, Prod, Sum};
+pub use random_access::{
+    rar, rar_direct, raw, raw_direct, Collision, Combine, Conflict, First, Last, Unique,
+};
 pub use reduce::{all_reduce, reduce};
 pub use scan::{exclusive_scan, inclusive_scan};
 pub use segmented::segmented_scan;
