@@ -9,7 +9,14 @@
 //! * Collectives (seed 004): [`broadcast`] (binomial tree or two-phase),
 //!   [`reduce`], [`all_reduce`], [`exclusive_scan`], [`inclusive_scan`],
 //!   [`segmented_scan`], [`gather`], [`scatter`], [`all_gather`],
-//!   [`all_to_all`], with the operators of [`ops`](Op).
+//!   [`all_to_all`], with the operators [`Sum`], [`Prod`], [`Min`],
+//!   [`Max`], any closure ([`Op`]) or [`monoid`].
+//! * Random access over a block-distributed global array ([`Block`]),
+//!   seed 002: [`raw`] (write, with a [`Collision`] policy) and [`rar`]
+//!   (read), both with hot spots handled by bucket stretching, so their
+//!   time does not depend on how hot the hot spots are; the naive
+//!   [`raw_direct`] and [`rar_direct`]; [`monotonic_raw`], [`generalize`],
+//!   [`concentrate`], [`distribute`]; and [`histogram`].
 //!
 //! ```
 //! use bsp_algos::Sum;
@@ -30,6 +37,7 @@ mod broadcast;
 mod comm;
 mod dist;
 mod gather;
+mod histogram;
 mod ops;
 mod random_access;
 mod reduce;
@@ -41,9 +49,11 @@ pub use all_to_all::all_to_all;
 pub use broadcast::{broadcast, broadcast_tree, broadcast_two_phase, broadcast_vec};
 pub use dist::Block;
 pub use gather::{all_gather, gather, scatter};
+pub use histogram::histogram;
 pub use ops::{monoid, FnMonoid, Max, Min, Monoid, Op, Prod, Sum};
 pub use random_access::{
-    rar, rar_direct, raw, raw_direct, Collision, Combine, Conflict, First, Last, Unique,
+    concentrate, distribute, generalize, monotonic_raw, rar, rar_direct, raw, raw_direct,
+    Collision, Combine, Conflict, First, Last, Unique,
 };
 pub use reduce::{all_reduce, reduce};
 pub use scan::{exclusive_scan, inclusive_scan};
