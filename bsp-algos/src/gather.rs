@@ -98,7 +98,7 @@ pub fn all_gather<T: Pod>(ctx: &mut Ctx, data: &[T]) -> Vec<Vec<T>> {
 ///
 /// # Cost
 ///
-/// 1 superstep; h = Σ_{j ≠ root} |parts[j]| at the root.
+/// 1 superstep; h = Σ_{j ≠ root} `parts[j].len()` at the root.
 pub fn scatter<T: Pod>(ctx: &mut Ctx, root: usize, parts: &[Vec<T>]) -> Vec<T> {
     let (p, me) = (ctx.nprocs(), ctx.pid());
     assert!(
