@@ -1,5 +1,60 @@
 //! # bsp-algos: collectives and random-access primitives
 //!
-//! Written only against the public API of `bsp-core`.
+//! Written only against the public API of `bsp-core`, so every primitive
+//! runs unchanged on every transport. Each takes the processor's
+//! [`Ctx`](bsp_core::Ctx) and is collective: every processor calls it, in
+//! the same order, as part of the same superstep sequence. Each documents
+//! its cost as supersteps and h-relation size (`# Cost`).
+//!
+//! * Collectives (seed 004): [`broadcast`] (binomial tree or two-phase),
+//!   [`reduce`], [`all_reduce`], [`exclusive_scan`], [`inclusive_scan`],
+//!   [`segmented_scan`], [`gather`], [`scatter`], [`all_gather`],
+//!   [`all_to_all`], with the operators [`Sum`], [`Prod`], [`Min`],
+//!   [`Max`], any closure ([`Op`]) or [`monoid`].
+//! * Random access over a block-distributed global array ([`Block`]),
+//!   seed 002: [`raw`] (write, with a [`Collision`] policy) and [`rar`]
+//!   (read), both with hot spots handled by bucket stretching, so their
+//!   time does not depend on how hot the hot spots are; the naive
+//!   [`raw_direct`] and [`rar_direct`]; [`monotonic_raw`], [`generalize`],
+//!   [`concentrate`], [`distribute`]; and [`histogram`].
+//!
+//! ```
+//! use bsp_algos::Sum;
+//!
+//! let out = bsp_core::run(4, |ctx| {
+//!     let mut v = [ctx.pid() as u64, 1];
+//!     bsp_algos::all_reduce(ctx, &mut v, &Sum);
+//!     v
+//! })
+//! .unwrap();
+//! assert!(out.iter().all(|v| v == &[6, 4]));
+//! ```
 
 #![forbid(unsafe_code)]
+
+mod all_to_all;
+mod broadcast;
+mod comm;
+mod dist;
+mod gather;
+mod histogram;
+mod ops;
+mod random_access;
+mod reduce;
+mod rows;
+mod scan;
+mod segmented;
+
+pub use all_to_all::all_to_all;
+pub use broadcast::{broadcast, broadcast_tree, broadcast_two_phase, broadcast_vec};
+pub use dist::Block;
+pub use gather::{all_gather, gather, scatter};
+pub use histogram::histogram;
+pub use ops::{monoid, FnMonoid, Max, Min, Monoid, Op, Prod, Sum};
+pub use random_access::{
+    concentrate, distribute, generalize, monotonic_raw, rar, rar_direct, raw, raw_direct,
+    Collision, Combine, Conflict, First, Last, Unique,
+};
+pub use reduce::{all_reduce, reduce};
+pub use scan::{exclusive_scan, inclusive_scan};
+pub use segmented::segmented_scan;

@@ -1,0 +1,42 @@
+//! Small communication helpers shared by the collectives.
+
+use bsp_core::{Coarray, Ctx, Queue, Raw};
+use bytemuck::Pod;
+
+/// Puts `data` at `offset` of `a` on every processor but this one.
+pub(crate) fn put_to_others<T: Pod>(ctx: &mut Ctx, a: &Coarray<T>, offset: usize, data: &[T]) {
+    let me = ctx.pid();
+    for dst in (0..ctx.nprocs()).filter(|&d| d != me) {
+        ctx.put(dst, a, offset, data);
+    }
+}
+
+/// Sends every element of `data` to `dst` on `q` (one header per run).
+pub(crate) fn send_all<T: Pod>(ctx: &mut Ctx, dst: usize, q: &Queue<T, Raw>, data: &[T]) {
+    for x in data {
+        ctx.send(dst, q, x);
+    }
+}
+
+/// The messages received on `q`, split by source pid (`p` vectors).
+pub(crate) fn receive_by_source<T: Pod>(ctx: &mut Ctx, q: &Queue<T, Raw>) -> Vec<Vec<T>> {
+    let mut out: Vec<Vec<T>> = (0..ctx.nprocs()).map(|_| Vec::new()).collect();
+    for (src, x) in ctx.receive_with_source(q) {
+        out[src].push(x);
+    }
+    out
+}
+
+/// Whether a collective over `m` elements of `T` on `p` processors should
+/// take the two-superstep, h ≈ 2m route (a transpose then an all-gather)
+/// rather than the one-superstep, h = (p − 1)m direct route: when the
+/// direct route's extra volume outweighs one more barrier.
+pub(crate) fn long_vector<T>(m: usize, p: usize) -> bool {
+    const LONG_BYTES: usize = 32 << 10;
+    p >= 4 && m >= p && (p - 1) * m * std::mem::size_of::<T>().max(1) >= LONG_BYTES
+}
+
+/// `ceil(log2(p))`.
+pub(crate) fn ceil_log2(p: usize) -> u32 {
+    p.next_power_of_two().trailing_zeros()
+}

@@ -1,0 +1,293 @@
+//! Random access write with arbitrary hot spots (seed 002, Sect. 3–5).
+
+use std::collections::HashMap;
+
+use bsp_core::Ctx;
+use bytemuck::Pod;
+
+use super::collision::{Collision, Conflict, Resolver};
+use super::pairs::{outgoing, Pairs};
+use super::plan::{Buckets, Plan};
+use crate::dist::Block;
+
+/// Writes `values[i]` to element `index[i]` of a block-distributed global
+/// array of `len` elements, of which `target` is this processor's block;
+/// writes to one element are resolved by `policy` in writer order (source
+/// pid, then input position). Elements nobody writes keep their value; an
+/// element written once takes the written value. (For `A[P[i]] += D[i]`,
+/// include the old values as writes or start from zeros.)
+///
+/// This is the hybrid algorithm of seed 002 (Sect. 4 and 5). The global
+/// array is cut into k ≈ √len/p buckets per processor. One exclusive scan
+/// of the per-bucket access counts gives every processor the global hits
+/// per bucket and its own offset within each bucket. Buckets with at most
+/// twice the mean load are *sparse* and their writes go straight to the
+/// owner. *Dense* buckets (hot spots) are stretched over intermediate
+/// processors, so that every processor receives about the mean number of
+/// writes whatever the skew; each intermediate combines its piece of a
+/// bucket, pieces of a bucket spread over several intermediates are
+/// combined by a reduce-scatter among them, and one value per written
+/// element reaches the owner. The time therefore does not depend on how
+/// hot the hot spots are (see `examples/bench_access.rs`).
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::{Combine, Sum};
+///
+/// // Figure 2 of seed 002: 8 elements on 2 processors, sum on collision.
+/// let out = bsp_core::run(2, |ctx| {
+///     let p_of = [7usize, 0, 7, 1, 6, 3, 0];
+///     let d = [1u32, 2, 3, 4, 5, 6, 7]; // element i of the figure holds d = i
+///     let mine = if ctx.pid() == 0 { 0..3 } else { 3..7 };
+///     let mut a = vec![0u32; 4];
+///     bsp_algos::raw(ctx, &mut a, 8, &p_of[mine.clone()], &d[mine], &Combine(Sum)).unwrap();
+///     a
+/// })
+/// .unwrap();
+/// assert_eq!(out.concat(), vec![2 + 7, 4, 0, 6, 0, 0, 5, 1 + 3]);
+/// ```
+///
+/// # Errors
+///
+/// Under [`Unique`](crate::Unique), the smallest index written with
+/// different values, on every processor.
+///
+/// # Panics
+///
+/// If `index` and `values` differ in length, an index is ≥ `len`, or
+/// `target` is not this processor's block of `len` elements
+/// ([`Block`]).
+///
+/// # Cost
+///
+/// With n the total number of writes and m = max(n, len): the exclusive
+/// scan of kp ≈ √len counts (1–2 supersteps); the first stage (1
+/// superstep, h ≤ about m/p + kp record headers); when some bucket is
+/// dense, a second (combined pieces to owners, slices to the
+/// reduce-scatter: 1 superstep, h ≤ about m/p) and, when a dense bucket
+/// spans intermediates, a third (1 superstep, h ≤ about 2·len/(kp) + m/p).
+/// [`Unique`](crate::Unique) adds one superstep.
+pub fn raw<T: Pod + Send + Sync, C: Collision<T>>(
+    ctx: &mut Ctx,
+    target: &mut [T],
+    len: usize,
+    index: &[usize],
+    values: &[T],
+    policy: &C,
+) -> Result<(), Conflict> {
+    let buckets = Buckets::balanced(len, ctx.nprocs());
+    raw_with(ctx, buckets, true, target, index, values, policy)
+}
+
+/// The naive random access write: every write goes straight to the owner
+/// of its element (seed 002, Sect. 3, the limited-hot-spot case). Same
+/// arguments and results as [`raw`].
+///
+/// Fast when writes are spread evenly; a processor owning a hot spot
+/// receives all of its writes, so the time grows with the hot spot.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::Last;
+///
+/// let out = bsp_core::run(3, |ctx| {
+///     let mut a = vec![0u8; 1];
+///     let writes = [0usize, 1, 2];
+///     let v = [ctx.pid() as u8; 3];
+///     bsp_algos::raw_direct(ctx, &mut a, 3, &writes, &v, &Last).unwrap();
+///     a[0]
+/// })
+/// .unwrap();
+/// assert_eq!(out, vec![2, 2, 2]);
+/// ```
+///
+/// # Errors
+///
+/// As [`raw`].
+///
+/// # Panics
+///
+/// As [`raw`].
+///
+/// # Cost
+///
+/// An exclusive scan of p counts (1 superstep), then 1 superstep of h =
+/// max(writes sent, writes received) ≤ n at a hot spot's owner.
+pub fn raw_direct<T: Pod + Send + Sync, C: Collision<T>>(
+    ctx: &mut Ctx,
+    target: &mut [T],
+    len: usize,
+    index: &[usize],
+    values: &[T],
+    policy: &C,
+) -> Result<(), Conflict> {
+    let buckets = Buckets::one_per_processor(len, ctx.nprocs());
+    raw_with(ctx, buckets, false, target, index, values, policy)
+}
+
+pub(crate) fn check_block(ctx: &Ctx, local: usize, len: usize, what: &str) -> Block {
+    let dist = Block::new(len, ctx.nprocs());
+    let want = dist.local_len(ctx.pid());
+    assert_eq!(
+        local,
+        want,
+        "bsp-algos: {what}: processor {}'s block of a global array of {len} elements has {want} elements, got {local}",
+        ctx.pid()
+    );
+    dist
+}
+
+fn raw_with<T: Pod + Send + Sync, C: Collision<T>>(
+    ctx: &mut Ctx,
+    buckets: Buckets,
+    stretch: bool,
+    target: &mut [T],
+    index: &[usize],
+    values: &[T],
+    policy: &C,
+) -> Result<(), Conflict> {
+    assert_eq!(
+        index.len(),
+        values.len(),
+        "bsp-algos: raw needs one value per index"
+    );
+    let (p, me) = (ctx.nprocs(), ctx.pid());
+    let dist = check_block(ctx, target.len(), buckets.dist.len(), "raw");
+    let (counts, order) = buckets.sort(index);
+    let plan = Plan::build(ctx, buckets, counts, stretch);
+    let held = (plan.inter[me + 1] - plan.inter[me]) as usize;
+    let sparse = (
+        ctx.coarray::<u64>(plan.sparse_len[me] as usize),
+        ctx.coarray::<T>(plan.sparse_len[me] as usize),
+    );
+    let dense = (ctx.coarray::<u64>(held), ctx.coarray::<T>(held));
+    let finals = Pairs::<T>::new(ctx);
+    let slices = Pairs::<T>::new(ctx);
+
+    // Stage 1: every run of writes to a bucket goes to its owner (sparse)
+    // or to its stretched positions on the intermediates (dense).
+    let sorted_index: Vec<u64> = order.iter().map(|&i| index[i] as u64).collect();
+    let sorted_value: Vec<T> = order.iter().map(|&i| values[i]).collect();
+    let mut from = 0;
+    for b in 0..plan.buckets.count() {
+        for (q, off, n) in plan.runs(b) {
+            let (ci, cv) = if plan.dense[b] { &dense } else { &sparse };
+            let (si, sv) = (&sorted_index[from..from + n], &sorted_value[from..from + n]);
+            if q == me {
+                ctx.local_mut(ci)[off..off + n].copy_from_slice(si);
+                ctx.local_mut(cv)[off..off + n].copy_from_slice(sv);
+            } else {
+                ctx.put(q, ci, off, si);
+                ctx.put(q, cv, off, sv);
+            }
+            from += n;
+        }
+    }
+    drop((sorted_index, sorted_value));
+    ctx.sync();
+
+    let start = dist.start(me);
+    let mut res = Resolver::new(policy);
+    let mut written = vec![false; target.len()];
+    for (&g, &v) in ctx.local(&sparse.0).iter().zip(ctx.local(&sparse.1)) {
+        let t = g as usize - start;
+        target[t] = if written[t] {
+            res.merge(g as usize, target[t], v)
+        } else {
+            written[t] = true;
+            v
+        };
+    }
+    if !plan.any_dense() {
+        return res.finish::<T>(ctx);
+    }
+
+    // Stage 2: each intermediate combines its pieces of dense buckets. A
+    // piece holding a whole bucket goes to the owner; a bucket spread over
+    // several intermediates is reduce-scattered among them by slices of
+    // its index range.
+    let mut to_owner = outgoing::<T>(p);
+    let mut to_slice = outgoing::<T>(p);
+    let mut combiner = Combiner::default();
+    let (di, dv) = (ctx.local(&dense.0), ctx.local(&dense.1));
+    for (b, range) in plan.pieces(me) {
+        let (gs, vs) = combiner.combine(&di[range.clone()], &dv[range], &mut res);
+        let span = plan.span(b);
+        if span.len() == 1 {
+            let out = &mut to_owner[plan.buckets.owner(b)];
+            out.0.extend_from_slice(&gs);
+            out.1.extend_from_slice(&vs);
+        } else {
+            let cover = plan.buckets.range(b);
+            let slicing = Block::new(cover.len(), span.len());
+            for (g, v) in gs.into_iter().zip(vs) {
+                let out = &mut to_slice[span.start + slicing.owner(g as usize - cover.start)];
+                out.0.push(g);
+                out.1.push(v);
+            }
+        }
+    }
+    finals.send_each(ctx, &to_owner);
+    slices.send_each(ctx, &to_slice);
+    ctx.sync();
+    store(ctx, &finals, target, start);
+    if !plan.any_split() {
+        return res.finish::<T>(ctx);
+    }
+
+    // Stage 3: the slices, combined in source order (= writer order), go to
+    // the owners.
+    let (gs, vs) = slices.receive(ctx);
+    let (gs, vs) = combiner.combine(&gs, &vs, &mut res);
+    let mut to_owner = outgoing::<T>(p);
+    for (g, v) in gs.into_iter().zip(vs) {
+        let out = &mut to_owner[dist.owner(g as usize)];
+        out.0.push(g);
+        out.1.push(v);
+    }
+    finals.send_each(ctx, &to_owner);
+    ctx.sync();
+    store(ctx, &finals, target, start);
+    res.finish::<T>(ctx)
+}
+
+/// Stores final values (one per element) into this processor's block.
+fn store<T: Pod>(ctx: &mut Ctx, finals: &Pairs<T>, target: &mut [T], start: usize) {
+    let (gs, vs) = finals.receive(ctx);
+    for (g, v) in gs.into_iter().zip(vs) {
+        target[g as usize - start] = v;
+    }
+}
+
+/// Combines writes to equal indices, in input order.
+#[derive(Default)]
+struct Combiner {
+    slot: HashMap<u64, usize>,
+}
+
+impl Combiner {
+    /// One (index, value) per distinct index of `index`, in order of first
+    /// occurrence, each the resolution of its writes in input order.
+    fn combine<T: Pod, C: Collision<T>>(
+        &mut self,
+        index: &[u64],
+        value: &[T],
+        res: &mut Resolver<'_, C>,
+    ) -> (Vec<u64>, Vec<T>) {
+        self.slot.clear();
+        let (mut gs, mut vs) = (Vec::new(), Vec::new());
+        for (&g, &v) in index.iter().zip(value) {
+            match self.slot.get(&g) {
+                Some(&s) => vs[s] = res.merge(g as usize, vs[s], v),
+                None => {
+                    self.slot.insert(g, gs.len());
+                    gs.push(g);
+                    vs.push(v);
+                }
+            }
+        }
+        (gs, vs)
+    }
+}

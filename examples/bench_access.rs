@@ -1,0 +1,214 @@
+//! Random access write (sum) with hot spots: this crate's bucket-stretching
+//! RAW against the naive RAW (every write straight to its owner), on
+//! uniform, zipf and single-element destinations, side by side.
+//!
+//! ```text
+//! cargo run --release --example bench_access -- [--n N] [--procs P[,P...]] [--reps R] [--json]
+//! ```
+//!
+//! Each configuration runs both variants on the same data `--reps` times
+//! (alternating) and reports the median seconds (the slowest processor's
+//! time of each run). It checks itself: both variants must produce the same
+//! array, whose sum must be n; otherwise it exits with status 1.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use bsp::algos::{self, Block, Combine, Max, Sum};
+use bsp::prelude::*;
+
+const HELP: &str = "bench_access: RAW (sum) with hot spots, bucket stretching vs naive
+
+usage: bench_access [--n N] [--procs P[,P...]] [--reps R] [--json]
+
+  --n N        number of writes and array length (default 16777216 = 2^24)
+  --procs P    processor counts, comma separated (default 2,8; under MPI
+               the mpirun size is used)
+  --reps R     repetitions per variant, median reported (default 3)
+  --json       one JSON object per line instead of a table
+  --help       this text";
+
+struct Args {
+    n: usize,
+    procs: Vec<usize>,
+    reps: usize,
+    json: bool,
+}
+
+fn parse() -> Result<Option<Args>, String> {
+    let mut args = Args {
+        n: 1 << 24,
+        procs: vec![2, 8],
+        reps: 3,
+        json: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
+        match a.as_str() {
+            "--help" | "-h" => return Ok(None),
+            "--json" => args.json = true,
+            "--n" => args.n = number(&value("--n")?, "--n")?,
+            "--reps" => args.reps = number(&value("--reps")?, "--reps")?.max(1),
+            "--procs" => {
+                args.procs = value("--procs")?
+                    .split(',')
+                    .map(|p| number(p, "--procs"))
+                    .collect::<Result<_, _>>()?;
+            }
+            other => return Err(format!("unknown argument `{other}` (try --help)")),
+        }
+    }
+    if args.procs.contains(&0) {
+        return Err("--procs: need at least one processor".into());
+    }
+    Ok(Some(args))
+}
+
+fn number(s: &str, name: &str) -> Result<usize, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("{name}: `{s}` is not a non-negative integer"))
+}
+
+/// splitmix64
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Destination of global write `i` among `n` elements.
+fn destination(dist: &str, i: u64, n: u64) -> usize {
+    let r = mix(i);
+    let g = match dist {
+        "uniform" => r % n,
+        // Zipf with exponent 1: log-uniform ranks, scattered over the array.
+        "zipf" => {
+            let u = (r >> 11) as f64 / (1u64 << 53) as f64;
+            let rank = ((n as f64 + 1.0).powf(u) as u64)
+                .saturating_sub(1)
+                .min(n - 1);
+            rank.wrapping_mul(0x9e37_79b9_7f4a_7c15 | 1) % n
+        }
+        _ => n / 2,
+    };
+    g as usize
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Runs both variants `reps` times on `p` processors; returns the median
+/// seconds of (bsp, naive), or an error if the results are wrong.
+fn measure(p: usize, n: usize, dist: &str, reps: usize) -> Result<(f64, f64), String> {
+    let out = Runtime::from_env()
+        .procs(p)
+        .run(|ctx| {
+            let blocks = Block::new(n, ctx.nprocs());
+            let mine = blocks.range(ctx.pid());
+            let index: Vec<usize> = mine
+                .clone()
+                .map(|i| destination(dist, i as u64, n as u64))
+                .collect();
+            let values = vec![1u64; index.len()];
+            let mut times = (Vec::new(), Vec::new());
+            let mut results = (Vec::new(), Vec::new());
+            for _ in 0..reps {
+                for naive in [false, true] {
+                    let mut a = vec![0u64; mine.len()];
+                    ctx.sync();
+                    let start = Instant::now();
+                    if naive {
+                        algos::raw_direct(ctx, &mut a, n, &index, &values, &Combine(Sum))
+                    } else {
+                        algos::raw(ctx, &mut a, n, &index, &values, &Combine(Sum))
+                    }
+                    .expect("sum cannot conflict");
+                    let mut t = [start.elapsed().as_secs_f64()];
+                    algos::all_reduce(ctx, &mut t, &Max);
+                    if naive {
+                        times.1.push(t[0]);
+                        results.1 = a;
+                    } else {
+                        times.0.push(t[0]);
+                        results.0 = a;
+                    }
+                }
+            }
+            let mut check = [
+                u64::from(results.0 != results.1),
+                results.0.iter().sum::<u64>(),
+            ];
+            algos::all_reduce(ctx, &mut check, &Sum);
+            (ctx.pid() == 0).then(|| {
+                if check[0] != 0 {
+                    Err(format!("p = {p}, {dist}: bsp and naive RAW disagree"))
+                } else if check[1] != n as u64 {
+                    Err(format!(
+                        "p = {p}, {dist}: sum of the array is {} instead of {n}",
+                        check[1]
+                    ))
+                } else {
+                    Ok((median(times.0), median(times.1)))
+                }
+            })
+        })
+        .map_err(|e| e.to_string())?;
+    out.into_iter().flatten().next().unwrap_or(Ok((0.0, 0.0)))
+}
+
+fn main() -> ExitCode {
+    let args = match parse() {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            println!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("bench_access: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if !args.json {
+        println!(
+            "RAW (sum), n = {} writes into {} elements, median of {}",
+            args.n, args.n, args.reps
+        );
+        println!(
+            "{:>5} {:>8} {:>10} {:>10} {:>12} {:>13}",
+            "procs", "dist", "bsp s", "naive s", "naive/bsp", "bsp/uniform"
+        );
+    }
+    for &p in &args.procs {
+        let mut uniform = None;
+        for dist in ["uniform", "zipf", "single"] {
+            let (bsp, naive) = match measure(p, args.n, dist, args.reps) {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("bench_access: FAILED: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let base = *uniform.get_or_insert(bsp);
+            if args.json {
+                for (variant, s) in [("bsp", bsp), ("naive", naive)] {
+                    println!(
+                        "{{\"variant\":\"{variant}\",\"dist\":\"{dist}\",\"procs\":{p},\"n\":{},\"seconds\":{s:.6},\"verified\":true}}",
+                        args.n
+                    );
+                }
+            } else {
+                println!(
+                    "{p:>5} {dist:>8} {bsp:>10.4} {naive:>10.4} {:>12.2} {:>13.2}",
+                    naive / bsp,
+                    bsp / base
+                );
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
