@@ -76,18 +76,30 @@ pub(crate) trait Storage: Send + Sync {
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
 }
 
-impl<T: Pod + Send + Sync> Storage for Vec<T> {
+/// A coarray's local part (or a pending get's value): a `Vec<T>` that may be
+/// read from several threads at once while lent to the router.
+pub(crate) struct PodVec<T>(pub(crate) Vec<T>);
+
+// SAFETY: sharing `&PodVec<T>` between threads only ever hands out `&[T]`
+// (through `Storage::bytes`, `as_any` and `Ctx::local`); mutation needs
+// `&mut`. `T: Pod` guarantees that a shared reference to `T` permits reads
+// and only reads (no `Cell`, `UnsafeCell`, atomics or pointers: bytemuck's
+// safety contract for `Pod`), so concurrent reads through `&[T]` are data-race
+// free, which is what `Sync` requires. `T: Send` keeps the vector movable.
+unsafe impl<T: Pod + Send> Sync for PodVec<T> {}
+
+impl<T: Pod + Send> Storage for PodVec<T> {
     fn bytes(&self) -> &[u8] {
-        bytemuck::cast_slice(self)
+        bytemuck::cast_slice(&self.0)
     }
     fn bytes_mut(&mut self) -> &mut [u8] {
-        bytemuck::cast_slice_mut(self)
+        bytemuck::cast_slice_mut(&mut self.0)
     }
     fn elem_size(&self) -> usize {
         std::mem::size_of::<T>()
     }
     fn len(&self) -> usize {
-        Vec::len(self)
+        self.0.len()
     }
     fn as_any(&self) -> &dyn Any {
         self

@@ -9,7 +9,7 @@ use bytemuck::Pod;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::coarray::{Coarray, GetHandle, LentStorage, PodBytes, Storage};
+use crate::coarray::{Coarray, GetHandle, LentStorage, PodBytes, PodVec, Storage};
 use crate::error::{Error, ErrorKind};
 use crate::queue::{Encoding, Inbox, Queue, Raw, Serde};
 use crate::router::{route, RouteFigures, Router};
@@ -236,7 +236,7 @@ impl Ctx {
     /// # Cost
     ///
     /// Local: allocates and zeroes `local_len` elements; no communication.
-    pub fn coarray<T: Pod + Send + Sync>(&mut self, local_len: usize) -> Coarray<T> {
+    pub fn coarray<T: Pod + Send>(&mut self, local_len: usize) -> Coarray<T> {
         self.coarray_from(vec![T::zeroed(); local_len])
     }
 
@@ -258,9 +258,9 @@ impl Ctx {
     /// # Cost
     ///
     /// Local, O(1).
-    pub fn coarray_from<T: Pod + Send + Sync>(&mut self, local: Vec<T>) -> Coarray<T> {
+    pub fn coarray_from<T: Pod + Send>(&mut self, local: Vec<T>) -> Coarray<T> {
         let signature = format!("coarray<{}>", std::any::type_name::<T>());
-        Coarray::new(self.register(signature, Entry::Array(Box::new(local))))
+        Coarray::new(self.register(signature, Entry::Array(Box::new(PodVec(local)))))
     }
 
     fn storage(&self, id: u32) -> &dyn Storage {
@@ -279,8 +279,10 @@ impl Ctx {
     pub fn local<T: Pod>(&self, a: &Coarray<T>) -> &[T] {
         self.storage(a.id)
             .as_any()
-            .downcast_ref::<Vec<T>>()
+            .downcast_ref::<PodVec<T>>()
             .expect("bsp: coarray handle from another run")
+            .0
+            .as_slice()
     }
 
     /// This processor's local part of `a`, mutably.
@@ -292,8 +294,10 @@ impl Ctx {
         match &mut self.registry[a.id as usize] {
             Entry::Array(s) => s
                 .as_any_mut()
-                .downcast_mut::<Vec<T>>()
-                .expect("bsp: coarray handle from another run"),
+                .downcast_mut::<PodVec<T>>()
+                .expect("bsp: coarray handle from another run")
+                .0
+                .as_mut_slice(),
             Entry::Lent(_) | Entry::Queue(_) => unreachable!("bsp: a coarray handle names a queue"),
         }
     }
@@ -367,7 +371,7 @@ impl Ctx {
     /// # Cost
     ///
     /// As [`put`](Ctx::put), minus one copy of the payload.
-    pub fn put_vec<T: Pod + Send + Sync>(
+    pub fn put_vec<T: Pod + Send>(
         &mut self,
         dst: usize,
         a: &Coarray<T>,
@@ -422,7 +426,7 @@ impl Ctx {
     ///
     /// As [`put`](Ctx::put), with no copy at the call. A sync in which any
     /// processor used `put_from` ends with one extra barrier (l).
-    pub fn put_from<T: Pod + Send + Sync>(
+    pub fn put_from<T: Pod + Send>(
         &mut self,
         dst: usize,
         to: &Coarray<T>,
@@ -483,7 +487,7 @@ impl Ctx {
     /// A 32-byte request in this superstep's h-relation, and a second
     /// h-relation in the same `sync` carrying `24 + len · size_of::<T>()`
     /// bytes back.
-    pub fn get<T: Pod + Send + Sync>(
+    pub fn get<T: Pod + Send>(
         &mut self,
         src: usize,
         a: &Coarray<T>,
@@ -500,7 +504,8 @@ impl Ctx {
             b: len as u64,
         };
         self.outbox.push(src, header, &id.to_ne_bytes());
-        self.gets.insert(id, Box::new(vec![T::zeroed(); len]));
+        self.gets
+            .insert(id, Box::new(PodVec(vec![T::zeroed(); len])));
         self.has_gets = true;
         GetHandle::new(id, self.superstep + 1)
     }
@@ -521,10 +526,11 @@ impl Ctx {
             .gets
             .remove(&handle.id)
             .expect("bsp: get handle already taken");
-        *storage
+        let value = storage
             .into_any()
-            .downcast::<Vec<T>>()
-            .expect("bsp: get handle from another run")
+            .downcast::<PodVec<T>>()
+            .expect("bsp: get handle from another run");
+        value.0
     }
 
     // ----- queues ---------------------------------------------------------
@@ -867,7 +873,8 @@ impl Ctx {
     fn reclaim_lent(&mut self) {
         for entry in &mut self.registry {
             if let Entry::Lent(shared) = entry {
-                let shared = std::mem::replace(shared, Arc::new(Box::new(Vec::<u8>::new())));
+                let shared =
+                    std::mem::replace(shared, Arc::new(Box::new(PodVec(Vec::<u8>::new()))));
                 let storage = Arc::try_unwrap(shared).unwrap_or_else(|_| {
                     unreachable!("bsp: a lent coarray is still referenced after the barrier")
                 });
