@@ -208,10 +208,10 @@ pub fn mpirun(
     if is_root() {
         cmd.arg("--allow-run-as-root");
     }
-    cmd.arg(program).args(args);
     for (k, v) in env {
         cmd.arg("-x").arg(k).env(k, v);
     }
+    cmd.arg(program).args(args);
     let start = Instant::now();
     let mut child = cmd
         .stdin(Stdio::null())

@@ -385,7 +385,9 @@ impl Comm for MpiComm {
     }
 
     fn abort(&mut self, error: Error) -> ! {
-        eprintln!("bsp: {error}");
+        // One write, so that the lines of several ranks do not interleave.
+        let line = format!("bsp: {error}\n");
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
         // Ranks that detect the same failure in the same collective (a sync
         // mismatch, say) each get a moment to print their own line before
         // the first `MPI_Abort` takes the job down.
