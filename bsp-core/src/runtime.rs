@@ -94,14 +94,13 @@ impl Runtime {
         }
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut rt = Runtime::threads(cores);
-        match std::env::var(PROCS_ENV) {
-            Ok(v) => match v.trim().parse() {
+        if let Ok(v) = std::env::var(PROCS_ENV) {
+            match v.trim().parse() {
                 Ok(p) => rt.procs = p,
                 Err(_) => {
                     rt.config_error = Some(format!("{PROCS_ENV}={v:?} is not a processor count"))
                 }
-            },
-            Err(_) => {}
+            }
         }
         rt.router_from_env()
     }

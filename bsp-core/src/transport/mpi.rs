@@ -23,19 +23,23 @@
 //! * `allgather` is one `MPI_Allgather` of the sync row.
 //! * `alltoallv` (the direct router) is one `MPI_Alltoall` of p byte counts
 //!   followed by one `MPI_Alltoallv`.
-//! * `transpose` (the two-phase router's uniform exchanges) is an *eager
-//!   padded* `MPI_Alltoall`: every block travels in a slot of an agreed size
-//!   S, led by a 16-byte header (the block's length, and the largest block
-//!   its sender sends in this exchange). After the exchange every rank holds
-//!   every sender's largest block, so all ranks agree, without another
-//!   collective, on whether some block did not fit (then the remainders
-//!   follow in one `MPI_Alltoallv` whose counts every rank already knows) and
-//!   on the slot size of the next transpose, which is the largest block of
-//!   this one, capped at [`EAGER_TOTAL`]`/p` bytes to bound padding. In the
-//!   common case of consecutive transposes of similar size, a transpose is
-//!   therefore one collective. `BSP_MPI_TRANSPOSE=alltoallv` switches
-//!   transposes to the counts + `MPI_Alltoallv` path instead (for
-//!   measurements; see `benchmarks/mpi.md`).
+//! * `transpose` (the two-phase router's uniform exchanges) is, by
+//!   default, the same counts + `MPI_Alltoallv`. The alternative
+//!   (`BSP_MPI_TRANSPOSE=alltoall`) is an *eager padded* `MPI_Alltoall`:
+//!   every block travels in a slot of an agreed size S, led by a 16-byte
+//!   header (the block's length, and the largest block its sender sends in
+//!   this exchange). After the exchange every rank holds every sender's
+//!   largest block, so all ranks agree, without another collective, on
+//!   whether some block did not fit (then the remainders follow in one
+//!   `MPI_Alltoallv` whose counts every rank already knows) and on the slot
+//!   size of the next transpose, which is the largest block of this one plus
+//!   an eighth, capped at [`EAGER_TOTAL`]`/p` bytes to bound padding. In
+//!   steady state a transpose is then one collective instead of two, but on
+//!   OpenMPI 4.1 over shared memory it measured no faster than
+//!   `MPI_Alltoallv` (`benchmarks/mpi.md`), so it is not the default.
+//!
+//! A rank's block to itself never goes through MPI: it is handed over as
+//! it is (reference-counted segments), and MPI sees an empty block.
 //!
 //! MPI counts are `int`s: a block, and the bytes one rank receives in one
 //! exchange, must stay below 2³¹ bytes; larger ones end the run with an
@@ -61,7 +65,8 @@ use crate::transport::Transport;
 use crate::wire::slice_segments;
 
 /// Environment variable choosing how `transpose` is carried out:
-/// `alltoall` (eager padded `MPI_Alltoall`, the default) or `alltoallv`.
+/// `alltoallv` (counts + `MPI_Alltoallv`, the default) or `alltoall`
+/// (eager padded `MPI_Alltoall`).
 pub(crate) const TRANSPOSE_ENV: &str = "BSP_MPI_TRANSPOSE";
 
 /// Upper bound on the bytes of one rank's eager slots in a transpose (all p
@@ -96,6 +101,70 @@ struct World {
     _universe: Option<Universe>,
     /// Serialises runs: MPI is initialised with `MPI_THREAD_SERIALIZED`.
     run_lock: Mutex<()>,
+    /// Exchange buffers ready for reuse.
+    pool: Pool,
+}
+
+/// Most buffers kept for reuse.
+const POOL_BUFFERS: usize = 8;
+
+/// Recycled exchange buffers. Fresh large allocations are mapped from the
+/// OS and page-faulted on first touch, which cost more than the exchange
+/// itself; received buffers come back here when the last `Bytes` slice of
+/// them is dropped. The pool keeps at most [`POOL_BUFFERS`] buffers, each of
+/// at most the size of the largest exchange seen.
+struct Pool(Mutex<Vec<Vec<u8>>>);
+
+impl Pool {
+    /// A buffer of `len` bytes with unspecified contents.
+    fn take(&self, len: usize) -> Vec<u8> {
+        let mut free = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let pick = free
+            .iter()
+            .position(|b| b.capacity() >= len)
+            .or_else(|| (!free.is_empty()).then_some(0));
+        let mut buf = pick.map(|i| free.swap_remove(i)).unwrap_or_default();
+        drop(free);
+        // Capacity ≥ 1 always: an unallocated vector's pointer is 0x1,
+        // which is OpenMPI's `MPI_IN_PLACE`.
+        buf.reserve(len.max(1));
+        if buf.len() > len {
+            buf.truncate(len);
+        } else {
+            buf.resize(len, 0);
+        }
+        buf
+    }
+
+    fn give(&self, buf: Vec<u8>) {
+        let mut free = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if free.len() < POOL_BUFFERS && buf.capacity() > 0 {
+            free.push(buf);
+        }
+    }
+
+    /// Hands `buf` out as `Bytes` that return it to the pool when dropped.
+    fn share(&'static self, buf: Vec<u8>) -> Bytes {
+        Bytes::from_owner(Pooled { buf, pool: self })
+    }
+}
+
+/// A pooled buffer lent out as `Bytes`.
+struct Pooled {
+    buf: Vec<u8>,
+    pool: &'static Pool,
+}
+
+impl AsRef<[u8]> for Pooled {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+impl Drop for Pooled {
+    fn drop(&mut self) {
+        self.pool.give(std::mem::take(&mut self.buf));
+    }
 }
 
 // SAFETY: `SimpleCommunicator` is a handle (`MPI_Comm`), which is not `Send`
@@ -148,6 +217,7 @@ fn world() -> &'static World {
             comm: SimpleCommunicator::world().duplicate(),
             _universe: universe,
             run_lock: Mutex::new(()),
+            pool: Pool(Mutex::new(Vec::new())),
         }
     })
 }
@@ -212,7 +282,7 @@ impl MpiComm {
     /// with the receive counts already known. Returns the received bytes and
     /// their displacements.
     ///
-    /// `send` must not be a slice of an unallocated (capacity 0) vector.
+    /// `send` must be a slice of an allocated vector (see [`Pool::take`]).
     fn alltoallv_known(
         &mut self,
         send: &[u8],
@@ -222,26 +292,26 @@ impl MpiComm {
         let send_displs = self.displacements(send_counts, "a send buffer");
         let recv_displs = self.displacements(recv_counts, "a receive buffer");
         let total: usize = recv_counts.iter().map(|&c| c as usize).sum();
-        // Never hand MPI an empty buffer: its dangling pointer is 0x1, which
-        // is OpenMPI's `MPI_IN_PLACE`.
-        let mut recv = vec![0u8; total.max(1)];
+        let mut recv = self.world.pool.take(total);
         {
             let sendp = Partition::new(send, send_counts, &send_displs[..]);
             let mut recvp = PartitionMut::new(&mut recv[..], recv_counts, &recv_displs[..]);
             self.comm().all_to_all_varcount_into(&sendp, &mut recvp);
         }
-        recv.truncate(total);
-        (Bytes::from(recv), recv_displs)
+        (self.world.pool.share(recv), recv_displs)
     }
 
-    fn eager_transpose(&mut self, blocks: Vec<Block>) -> Vec<Block> {
+    fn eager_transpose(&mut self, mut blocks: Vec<Block>) -> Vec<Block> {
         let p = self.nprocs;
+        let me = self.pid;
         let slot = self.slot;
         let inline = slot - SLOT_HEADER;
+        // The block to this rank stays here, uncopied; MPI sees it as empty.
+        let own = std::mem::take(&mut blocks[me]);
         let lens: Vec<usize> = blocks.iter().map(|b| block_len(b)).collect();
         let local_max = lens.iter().copied().max().unwrap_or(0);
 
-        let mut send = vec![0u8; p * slot];
+        let mut send = self.world.pool.take(p * slot);
         for (k, block) in blocks.iter().enumerate() {
             let s = &mut send[k * slot..(k + 1) * slot];
             s[0..8].copy_from_slice(&(lens[k] as u64).to_ne_bytes());
@@ -251,16 +321,16 @@ impl MpiComm {
                 &mut s[SLOT_HEADER..SLOT_HEADER + lens[k].min(inline)],
             );
         }
-        let mut recv = vec![0u8; p * slot];
+        let mut recv = self.world.pool.take(p * slot);
         self.comm().all_to_all_into(&send[..], &mut recv[..]);
-        drop(send);
+        self.world.pool.give(send);
 
         let word = |buf: &[u8], at: usize| -> usize {
             u64::from_ne_bytes(buf[at..at + 8].try_into().expect("8 bytes")) as usize
         };
         let in_lens: Vec<usize> = (0..p).map(|k| word(&recv, k * slot)).collect();
         let global_max = (0..p).map(|k| word(&recv, k * slot + 8)).max().unwrap_or(0);
-        let recv = Bytes::from(recv);
+        let recv = self.world.pool.share(recv);
         let mut out: Vec<Block> = (0..p)
             .map(|k| {
                 let n = in_lens[k].min(inline);
@@ -285,7 +355,8 @@ impl MpiComm {
                 recv_counts.push(self.count(len.saturating_sub(inline), "a block"));
             }
             let rest: usize = lens.iter().map(|&l| l.saturating_sub(inline)).sum();
-            let mut send = Vec::with_capacity(rest.max(1)); // see `alltoallv_known`
+            let mut send = self.world.pool.take(rest);
+            send.clear();
             let mut parts = Vec::new();
             for (k, block) in blocks.iter().enumerate() {
                 if lens[k] > inline {
@@ -298,6 +369,7 @@ impl MpiComm {
             }
             drop(blocks);
             let (recv, displs) = self.alltoallv_known(&send, &send_counts, &recv_counts);
+            self.world.pool.give(send);
             for (k, block) in out.iter_mut().enumerate() {
                 let (d, c) = (displs[k] as usize, recv_counts[k] as usize);
                 if c > 0 {
@@ -306,16 +378,21 @@ impl MpiComm {
             }
         }
 
+        out[me] = own;
         // Every rank saw the same `global_max`, so every rank picks the same slot.
         let cap = (EAGER_TOTAL / p).max(MIN_SLOT);
-        self.slot = (global_max + SLOT_HEADER)
+        // An eighth of slack, so that the two stages of a two-phase route,
+        // whose largest blocks differ by a few bytes, share one slot size.
+        self.slot = (global_max + global_max / 8 + SLOT_HEADER)
             .next_multiple_of(64)
             .clamp(MIN_SLOT, cap);
         out
     }
 
-    fn counted_alltoallv(&mut self, blocks: Vec<Block>) -> Vec<Block> {
+    fn counted_alltoallv(&mut self, mut blocks: Vec<Block>) -> Vec<Block> {
         let p = self.nprocs;
+        // The block to this rank stays here, uncopied; MPI sees it as empty.
+        let own = std::mem::take(&mut blocks[self.pid]);
         let mut send_counts = Vec::with_capacity(p);
         for block in &blocks {
             send_counts.push(self.count(block_len(block), "a block"));
@@ -324,13 +401,15 @@ impl MpiComm {
         self.comm()
             .all_to_all_into(&send_counts[..], &mut recv_counts[..]);
         let total: usize = send_counts.iter().map(|&c| c as usize).sum();
-        let mut send = Vec::with_capacity(total.max(1)); // see `alltoallv_known`
+        let mut send = self.world.pool.take(total);
+        send.clear();
         for seg in blocks.iter().flatten() {
             send.extend_from_slice(seg);
         }
         drop(blocks);
         let (recv, displs) = self.alltoallv_known(&send, &send_counts, &recv_counts);
-        (0..p)
+        self.world.pool.give(send);
+        let mut out: Vec<Block> = (0..p)
             .map(|k| {
                 let (d, c) = (displs[k] as usize, recv_counts[k] as usize);
                 if c == 0 {
@@ -339,7 +418,9 @@ impl MpiComm {
                     vec![recv.slice(d..d + c)]
                 }
             })
-            .collect()
+            .collect();
+        out[self.pid] = own;
+        out
     }
 }
 
@@ -398,8 +479,8 @@ impl Comm for MpiComm {
 
 fn transpose_mode() -> Result<TransposeMode> {
     match std::env::var(TRANSPOSE_ENV).as_deref() {
-        Err(_) | Ok("alltoall") => Ok(TransposeMode::Alltoall),
-        Ok("alltoallv") => Ok(TransposeMode::Alltoallv),
+        Err(_) | Ok("alltoallv") => Ok(TransposeMode::Alltoallv),
+        Ok("alltoall") => Ok(TransposeMode::Alltoall),
         Ok(other) => Err(Error::new(
             ErrorKind::Config,
             None,
