@@ -41,6 +41,14 @@ for np in 1 2 3 4; do
     done
 done
 
+echo "== the same, with transposes on the eager padded MPI_Alltoall"
+for np in 2 3; do
+    for t in "${TESTS[@]}"; do
+        echo "-- BSP_MPI_TRANSPOSE=alltoall mpirun -np $np $(basename "$t")"
+        BSP_MPI_TRANSPOSE=alltoall timeout "$LIMIT" "${MPIRUN[@]}" -x BSP_MPI_TRANSPOSE -np "$np" "$t" --test-threads=1 -q
+    done
+done
+
 echo "== examples under mpirun"
 for src in examples/*.rs; do
     name=$(basename "$src" .rs)
