@@ -1,16 +1,18 @@
-//! Failure behaviour: every misuse ends the run with a clear error naming
-//! processor and superstep; nothing hangs. Each body runs under a watchdog,
-//! so a regression that hangs fails instead of stalling CI.
+//! Failure behaviour on the threads transport: every misuse ends the run
+//! with a clear error naming processor and superstep; nothing hangs. Each
+//! body runs under a watchdog, so a regression that hangs fails instead of
+//! stalling CI. (Under MPI a failure ends the whole job; `mpi_failures.rs`
+//! runs the same cases as `mpirun` jobs.)
 
 mod support;
 
-use bsp::{ErrorKind, Runtime};
-use support::{runtimes, watchdog};
+use bsp::{ErrorKind, Router, Runtime};
+use support::watchdog;
 
 fn on_both_routers(p: usize, check: impl Fn(&Runtime) + Send + Sync + 'static) {
     watchdog(60, move || {
-        for rt in runtimes(p) {
-            check(&rt);
+        for router in [Router::TwoPhase, Router::Direct] {
+            check(&Runtime::threads(p).router(router));
         }
     });
 }

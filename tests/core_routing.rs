@@ -1,12 +1,14 @@
 //! Property tests of delivery: random h-relations of puts, gets and
 //! messages, on both routers, against a sequential oracle; and the
-//! two-phase router's block-size bounds, read from the statistics.
+//! two-phase router's block-size bounds, read from the statistics. Under
+//! `mpirun` (built with `--features mpi`) the same bodies run on the MPI
+//! world, whose p is fixed by `-np`.
 
 mod support;
 
 use bsp::{Ctx, Router, Runtime, Stats};
 use proptest::prelude::*;
-use support::{runtimes, watchdog, Rng};
+use support::{all_ok, describe, proptest_config, run_local, runtimes, watchdog, Rng};
 
 /// How destinations and sizes are drawn.
 #[derive(Clone, Copy, Debug)]
@@ -185,14 +187,23 @@ fn check_bounds(stats: &Stats) {
     }
 }
 
-fn check(rt: &Runtime, plan: &[Vec<Op>]) -> Vec<Stats> {
+/// Runs `plan` on `rt`, checks every visible processor against the oracle
+/// and the statistics against the bounds; returns one processor's statistics.
+fn check(rt: &Runtime, plan: &[Vec<Op>]) -> Stats {
     let expected = oracle(plan);
-    let results = rt.run(|ctx| execute(ctx, plan)).expect("run failed");
-    let (outcomes, stats): (Vec<_>, Vec<_>) = results.into_iter().unzip();
-    for (pid, (got, want)) in outcomes.iter().zip(&expected).enumerate() {
-        assert_eq!(got, want, "processor {pid} with {:?}", rt.router_kind());
+    let results = run_local(rt, |ctx| execute(ctx, plan));
+    let mut failure = None;
+    for (pid, (got, _)) in &results {
+        if *got != expected[*pid] && failure.is_none() {
+            failure = Some(format!(
+                "{}: processor {pid} got {got:?}, expected {:?}",
+                describe(rt),
+                expected[*pid]
+            ));
+        }
     }
     // Every processor holds the same statistics.
+    let stats: Vec<&Stats> = results.iter().map(|r| &r.1 .1).collect();
     for s in &stats[1..] {
         assert_eq!(s.supersteps.len(), stats[0].supersteps.len());
         for (a, b) in s.supersteps.iter().zip(&stats[0].supersteps) {
@@ -202,22 +213,34 @@ fn check(rt: &Runtime, plan: &[Vec<Op>]) -> Vec<Stats> {
             );
         }
     }
-    if rt.router_kind() == Router::TwoPhase {
-        check_bounds(&stats[0]);
+    let everyone = all_ok(rt, failure.is_none());
+    if let Some(msg) = failure {
+        panic!("{msg}");
     }
-    stats
+    assert!(
+        everyone,
+        "{}: another rank saw a wrong delivery",
+        describe(rt)
+    );
+    if rt.router_kind() == Router::TwoPhase {
+        check_bounds(stats[0]);
+    }
+    stats[0].clone()
 }
 
+/// Runs a random plan on both routers (threads with p processors, or the
+/// MPI world) and checks that they carry the same traffic.
 fn check_both(p: usize, shape: Shape, seed: u64, max_len: usize) {
-    let plan = plan(p, shape, seed, max_len);
-    let [two_phase, direct] = runtimes(p);
-    let a = check(&two_phase, &plan);
-    let b = check(&direct, &plan);
-    // Same traffic whichever router carried it.
-    for (x, y) in a[0].supersteps.iter().zip(&b[0].supersteps) {
-        assert_eq!(x.sent_bytes, y.sent_bytes);
-        assert_eq!(x.recv_bytes, y.recv_bytes);
-        assert_eq!(x.recv_records, y.recv_records);
+    let runtimes = runtimes(&[p]);
+    for pair in runtimes.chunks(2) {
+        let plan = plan(pair[0].nprocs(), shape, seed, max_len);
+        let a = check(&pair[0], &plan);
+        let b = check(&pair[1], &plan);
+        for (x, y) in a.supersteps.iter().zip(&b.supersteps) {
+            assert_eq!(x.sent_bytes, y.sent_bytes);
+            assert_eq!(x.recv_bytes, y.recv_bytes);
+            assert_eq!(x.recv_records, y.recv_records);
+        }
     }
 }
 
@@ -230,7 +253,7 @@ fn shape() -> impl Strategy<Value = Shape> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(proptest_config(48))]
 
     #[test]
     fn random_h_relations_match_the_oracle(p in 1usize..=16, shape in shape(), seed: u64, max_len in 0usize..200) {
@@ -239,7 +262,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(3))]
+    #![proptest_config(proptest_config(3))]
 
     #[test]
     fn sixty_four_processors(shape in shape(), seed: u64) {
@@ -262,7 +285,7 @@ fn all_to_one_large_messages_respect_the_bounds() {
                 })
                 .collect();
             let stats = check(&Runtime::threads(p), &plan);
-            let step = &stats[0].supersteps[1];
+            let step = &stats.supersteps[1];
             assert!(step.second_block_bytes[0] > 0);
             assert_eq!(step.h_bytes(), step.recv_bytes[0]);
         }

@@ -1,83 +1,102 @@
-//! The programming model's guarantees, one by one, on both routers.
+//! The programming model's guarantees, one by one, on both routers and (as
+//! ranks of an `mpirun` job built with `--features mpi`) on MPI: every body
+//! checks the processors it can see against what that processor must hold.
 
 mod support;
 
 use bsp::Runtime;
-use support::{runtimes, watchdog};
+use support::{all_ok, describe, run_local, runtimes, watchdog};
 
-fn each_runtime(ps: &[usize], body: impl Fn(&Runtime) + Send + Sync + Copy + 'static) {
-    for &p in ps {
-        watchdog(60, move || {
-            for rt in runtimes(p) {
-                body(&rt);
-            }
-        });
+/// Runs `body` on every runtime of the harness for each p, under a watchdog.
+fn each_runtime(ps: &'static [usize], body: impl Fn(&Runtime) + Send + Sync + Copy + 'static) {
+    watchdog(120, move || {
+        for rt in runtimes(ps) {
+            body(&rt);
+        }
+    });
+}
+
+/// Checks `ok(pid, result)` for every visible processor; all ranks agree.
+fn verify<R>(rt: &Runtime, results: Vec<(usize, R)>, ok: impl Fn(usize, &R) -> bool)
+where
+    R: std::fmt::Debug,
+{
+    let mut failure = None;
+    for (pid, r) in &results {
+        if !ok(*pid, r) && failure.is_none() {
+            failure = Some(format!("{}: processor {pid} holds {r:?}", describe(rt)));
+        }
     }
+    let everyone = all_ok(rt, failure.is_none());
+    if let Some(msg) = failure {
+        panic!("{msg}");
+    }
+    assert!(
+        everyone,
+        "{}: another rank saw a wrong result",
+        describe(rt)
+    );
 }
 
 #[test]
 fn get_sees_the_data_before_the_supersteps_puts() {
     each_runtime(&[1, 2, 5], |rt| {
-        let out = rt
-            .run(|ctx| {
-                let p = ctx.nprocs();
-                let a = ctx.coarray_from(vec![ctx.pid() as u32 + 100; 4]);
-                let next = (ctx.pid() + 1) % p;
-                let h = ctx.get(next, &a, 0, 4);
-                ctx.put(next, &a, 0, &[7; 4]);
-                let h2 = ctx.get(next, &a, 1, 2); // issued after the put: still pre-put data
-                ctx.sync();
-                (ctx.take(h), ctx.take(h2), ctx.local(&a).to_vec())
-            })
-            .unwrap();
-        let p = out.len();
-        for (pid, (got, got2, local)) in out.into_iter().enumerate() {
+        let out = run_local(rt, |ctx| {
+            let p = ctx.nprocs();
+            let a = ctx.coarray_from(vec![ctx.pid() as u32 + 100; 4]);
+            let next = (ctx.pid() + 1) % p;
+            let h = ctx.get(next, &a, 0, 4);
+            ctx.put(next, &a, 0, &[7; 4]);
+            let h2 = ctx.get(next, &a, 1, 2); // issued after the put: still pre-put data
+            ctx.sync();
+            (ctx.take(h), ctx.take(h2), ctx.local(&a).to_vec())
+        });
+        let p = rt.nprocs();
+        verify(rt, out, |pid, (got, got2, local)| {
             let next = (pid + 1) % p;
-            assert_eq!(got, vec![next as u32 + 100; 4]);
-            assert_eq!(got2, vec![next as u32 + 100; 2]);
-            assert_eq!(local, vec![7; 4]);
-        }
+            *got == vec![next as u32 + 100; 4]
+                && *got2 == vec![next as u32 + 100; 2]
+                && *local == vec![7; 4]
+        });
     });
 }
 
 #[test]
 fn last_put_by_source_then_call_order_wins() {
     each_runtime(&[1, 3, 4], |rt| {
-        let out = rt
-            .run(|ctx| {
-                let a = ctx.coarray::<u64>(3);
-                let me = ctx.pid() as u64;
-                // Every processor writes element 0 of processor 0 twice, and
-                // element 1 once; processor p-1 is the last source.
-                ctx.put(0, &a, 0, &[me * 10]);
-                ctx.put(0, &a, 0, &[me * 10 + 1]);
-                ctx.put(0, &a, 1, &[me]);
-                ctx.sync();
-                ctx.local(&a).to_vec()
-            })
-            .unwrap();
-        let last = out.len() as u64 - 1;
-        assert_eq!(out[0], vec![last * 10 + 1, last, 0]);
+        let out = run_local(rt, |ctx| {
+            let a = ctx.coarray::<u64>(3);
+            let me = ctx.pid() as u64;
+            // Every processor writes element 0 of processor 0 twice, and
+            // element 1 once; processor p-1 is the last source.
+            ctx.put(0, &a, 0, &[me * 10]);
+            ctx.put(0, &a, 0, &[me * 10 + 1]);
+            ctx.put(0, &a, 1, &[me]);
+            ctx.sync();
+            ctx.local(&a).to_vec()
+        });
+        let last = rt.nprocs() as u64 - 1;
+        verify(rt, out, |pid, local| {
+            pid != 0 || *local == vec![last * 10 + 1, last, 0]
+        });
     });
 }
 
 #[test]
 fn messages_arrive_by_source_then_send_order_and_accumulate_until_taken() {
     each_runtime(&[1, 2, 7], |rt| {
-        let out = rt
-            .run(|ctx| {
-                let q = ctx.queue::<[u32; 2]>();
-                let p = ctx.nprocs();
-                for round in 0..2u32 {
-                    for k in 0..3u32 {
-                        ctx.send(p - 1, &q, &[ctx.pid() as u32, round * 3 + k]);
-                    }
-                    ctx.sync();
+        let out = run_local(rt, |ctx| {
+            let q = ctx.queue::<[u32; 2]>();
+            let p = ctx.nprocs();
+            for round in 0..2u32 {
+                for k in 0..3u32 {
+                    ctx.send(p - 1, &q, &[ctx.pid() as u32, round * 3 + k]);
                 }
-                ctx.receive_with_source(&q)
-            })
-            .unwrap();
-        let p = out.len();
+                ctx.sync();
+            }
+            ctx.receive_with_source(&q)
+        });
+        let p = rt.nprocs();
         let mut want = Vec::new();
         for round in 0..2u32 {
             for src in 0..p {
@@ -86,79 +105,84 @@ fn messages_arrive_by_source_then_send_order_and_accumulate_until_taken() {
                 }
             }
         }
-        assert_eq!(out[p - 1], want);
+        verify(rt, out, |pid, got| {
+            if pid == p - 1 {
+                *got == want
+            } else {
+                got.is_empty()
+            }
+        });
     });
 }
 
 #[test]
 fn zero_length_transfers_and_empty_supersteps_work() {
     each_runtime(&[1, 2, 6], |rt| {
-        let out = rt
-            .run(|ctx| {
-                let a = ctx.coarray::<u8>(0);
-                let b = ctx.coarray::<u16>(2);
-                let q = ctx.serde_queue::<Vec<u8>>();
-                for _ in 0..5 {
-                    ctx.sync();
-                }
-                let p = ctx.nprocs();
-                ctx.put(p - 1, &a, 0, &[]);
-                ctx.put(0, &b, 2, &[]); // an empty range at the end is in bounds
-                let h = ctx.get(0, &a, 0, 0);
-                ctx.send(0, &q, &Vec::new());
+        let out = run_local(rt, |ctx| {
+            let a = ctx.coarray::<u8>(0);
+            let b = ctx.coarray::<u16>(2);
+            let q = ctx.serde_queue::<Vec<u8>>();
+            for _ in 0..5 {
                 ctx.sync();
-                (ctx.take(h).len(), ctx.receive(&q).len(), ctx.superstep())
-            })
-            .unwrap();
-        let p = out.len();
-        assert_eq!(out[0], (0, p, 6));
+            }
+            let p = ctx.nprocs();
+            ctx.put(p - 1, &a, 0, &[]);
+            ctx.put(0, &b, 2, &[]); // an empty range at the end is in bounds
+            let h = ctx.get(0, &a, 0, 0);
+            ctx.send(0, &q, &Vec::new());
+            ctx.sync();
+            (ctx.take(h).len(), ctx.receive(&q).len(), ctx.superstep())
+        });
+        let p = rt.nprocs();
+        verify(rt, out, |pid, got| {
+            *got == (0, if pid == 0 { p } else { 0 }, 6)
+        });
     });
 }
 
 #[test]
 fn local_lengths_may_differ_and_put_from_reads_at_the_sync() {
     each_runtime(&[1, 2, 4], |rt| {
-        let out = rt
-            .run(|ctx| {
-                let (me, p) = (ctx.pid(), ctx.nprocs());
-                let a = ctx.coarray::<u32>(me + 1);
-                let src = ctx.coarray_from(vec![0u32; p]);
-                // Everyone writes its pid into slot `me` of processor p-1's part,
-                // taken from its own coarray after changing it.
-                ctx.put_from(p - 1, &a, me, &src, me, 1);
-                ctx.local_mut(&src)[me] = me as u32 + 1;
-                ctx.sync();
-                ctx.local(&a).to_vec()
-            })
-            .unwrap();
-        let p = out.len();
-        assert_eq!(out[p - 1], (1..=p as u32).collect::<Vec<_>>());
-        for (me, local) in out.iter().enumerate().take(p - 1) {
-            assert_eq!(local.len(), me + 1);
-        }
+        let out = run_local(rt, |ctx| {
+            let (me, p) = (ctx.pid(), ctx.nprocs());
+            let a = ctx.coarray::<u32>(me + 1);
+            let src = ctx.coarray_from(vec![0u32; p]);
+            // Everyone writes its pid + 1 into slot `me` of processor p-1's
+            // part, taken from its own coarray after changing it.
+            ctx.put_from(p - 1, &a, me, &src, me, 1);
+            ctx.local_mut(&src)[me] = me as u32 + 1;
+            ctx.sync();
+            ctx.local(&a).to_vec()
+        });
+        let p = rt.nprocs();
+        verify(rt, out, |pid, local| {
+            if pid == p - 1 {
+                *local == (1..=p as u32).collect::<Vec<_>>()
+            } else {
+                local.len() == pid + 1
+            }
+        });
     });
 }
 
 #[test]
 fn put_from_a_coarray_that_also_receives_puts() {
     each_runtime(&[2, 3], |rt| {
-        let out = rt
-            .run(|ctx| {
-                let (me, p) = (ctx.pid(), ctx.nprocs());
-                let a = ctx.coarray_from(vec![me as u64; 2]);
-                // Send my element 0 to the next processor's element 1: the
-                // read happens before any put lands.
-                ctx.put_from((me + 1) % p, &a, 1, &a, 0, 1);
-                ctx.put((me + 1) % p, &a, 0, &[100 + me as u64]);
-                ctx.sync();
-                ctx.local(&a).to_vec()
-            })
-            .unwrap();
-        let p = out.len();
-        for (me, local) in out.iter().enumerate() {
-            let prev = (me + p - 1) % p;
-            assert_eq!(local, &vec![100 + prev as u64, prev as u64]);
-        }
+        let out = run_local(rt, |ctx| {
+            let (me, p) = (ctx.pid(), ctx.nprocs());
+            let a = ctx.coarray_from(vec![me as u64; 2]);
+            // Send my element 0 to the next processor's element 1: the read
+            // happens before any put lands.
+            ctx.put_from((me + 1) % p, &a, 1, &a, 0, 1);
+            ctx.put((me + 1) % p, &a, 0, &[100 + me as u64]);
+            ctx.sync();
+            ctx.local(&a).to_vec()
+        });
+        let p = rt.nprocs();
+        verify(rt, out, |pid, local| {
+            let prev = (pid + p - 1) % p;
+            *local == vec![100 + prev as u64, prev as u64]
+        });
     });
 }
 

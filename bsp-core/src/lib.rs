@@ -58,6 +58,13 @@ pub use runtime::{run, Runtime, PROCS_ENV, PROFILE_ENV, ROUTER_ENV};
 pub use stats::{Stats, SuperstepStats};
 pub use transport::Transport;
 
+/// The `mpi` crate (rsmpi 0.8) that the MPI transport is built on, for
+/// programs that mix bsp runs with their own MPI calls (feature `mpi`). Use
+/// it after MPI is initialised (by [`Runtime::mpi`] or by the program).
+#[cfg(feature = "mpi")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mpi")))]
+pub use mpi;
+
 /// The names a BSP program needs: `use bsp_core::prelude::*;`.
 pub mod prelude {
     pub use crate::{Coarray, Ctx, GetHandle, Queue, Router, Runtime};

@@ -48,6 +48,40 @@ impl Runtime {
         }
     }
 
+    /// One processor per MPI rank of the job this process belongs to
+    /// (cargo feature `mpi`); start the program with `mpirun -np P`.
+    ///
+    /// Initialises MPI if the program has not (see the transport's
+    /// life-cycle notes in the crate docs of the `mpi` feature): once per
+    /// process, finalised at exit. [`nprocs`](Runtime::nprocs) is the size
+    /// of the world communicator. Started without `mpirun`, the program runs
+    /// as a single rank (p = 1).
+    ///
+    /// Under MPI, [`run`](Runtime::run) returns only the local rank's
+    /// result, and a failure on any rank is printed by the rank that detects
+    /// it and ends the whole job with `MPI_Abort` (non-zero exit) instead of
+    /// returning an error.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "mpi")] {
+    /// let rt = bsp_core::Runtime::mpi();
+    /// let mine = rt.run(|ctx| ctx.pid()).unwrap();
+    /// assert_eq!(mine.len(), 1); // this rank's result only
+    /// # }
+    /// ```
+    #[cfg(feature = "mpi")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "mpi")))]
+    pub fn mpi() -> Self {
+        Runtime {
+            transport: Transport::Mpi,
+            procs: crate::transport::mpi::world_size(),
+            router: Router::default(),
+            config_error: None,
+        }
+    }
+
     /// The runtime the environment asks for: MPI when this binary was built
     /// with feature `mpi` and started by `mpirun`, threads otherwise, with
     /// `BSP_PROCS` processors (default: the number of cores) and the router

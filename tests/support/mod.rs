@@ -1,16 +1,281 @@
-//! Helpers shared by the integration tests: a watchdog, a small RNG, and
-//! the runtimes a test body runs on.
+//! The test harness shared by the integration tests: one test body, every
+//! transport.
+//!
+//! A test body takes a [`Runtime`] and checks what the processors it can see
+//! return. [`runtimes`] gives the runtimes to run it on: threads with each
+//! requested p and both routers normally; the MPI world with both routers
+//! when the test binary runs as ranks of an `mpirun` job (built with
+//! `--features mpi`; p is then fixed by `-np`). Under MPI, a process sees
+//! only its own rank's result, so bodies check results per pid
+//! ([`run_local`], [`check`]), and the ranks agree on every verdict
+//! ([`all_ok`]) so that a failure on one rank fails the test on all of them
+//! instead of leaving the others waiting in the next run.
+//!
+//! Under `mpirun`, run test binaries with `--test-threads=1` (every rank must
+//! run the same tests in the same order) and use [`proptest_config`]
+//! (identical cases on every rank).
+//!
+//! [`mpirun`] spawns a program under `mpirun` with a time limit, for tests
+//! of whole-job behaviour (failures, cross-transport determinism).
+
 #![allow(dead_code)]
 
-use std::sync::mpsc;
-use std::time::Duration;
+use std::fmt::Debug;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
-use bsp::{Router, Runtime};
+use bsp::{Ctx, Router, Runtime};
+
+/// Whether this process is a rank of an `mpirun` job, built with the `mpi`
+/// feature (so that [`runtimes`] returns the MPI world).
+pub fn under_mpi() -> bool {
+    cfg!(feature = "mpi") && launched_by_mpirun()
+}
+
+/// Whether the environment shows an MPI launcher (OpenMPI, Hydra, PMIx).
+pub fn launched_by_mpirun() -> bool {
+    [
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+        "PMIX_RANK",
+        "MPI_LOCALNRANKS",
+    ]
+    .iter()
+    .any(|v| std::env::var_os(v).is_some())
+}
+
+/// The runtimes to run a test body on, with both routers: threads with
+/// each p in `ps`, or, under `mpirun`, the MPI world (whose p is `-np`).
+pub fn runtimes(ps: &[usize]) -> Vec<Runtime> {
+    let bases: Vec<Runtime> = if under_mpi() {
+        mpi_world().into_iter().collect()
+    } else {
+        ps.iter().map(|&p| Runtime::threads(p)).collect()
+    };
+    bases
+        .into_iter()
+        .flat_map(|rt| {
+            [
+                rt.clone().router(Router::TwoPhase),
+                rt.router(Router::Direct),
+            ]
+        })
+        .collect()
+}
+
+#[cfg(feature = "mpi")]
+fn mpi_world() -> Option<Runtime> {
+    Some(Runtime::mpi())
+}
+
+#[cfg(not(feature = "mpi"))]
+fn mpi_world() -> Option<Runtime> {
+    None
+}
+
+/// Runs `f` on `rt` and returns `(pid, result)` for every processor this
+/// process sees: all of them on threads, the local rank under MPI.
+///
+/// # Panics
+///
+/// If the run fails (on threads; under MPI a failure ends the job).
+pub fn run_local<R, F>(rt: &Runtime, f: F) -> Vec<(usize, R)>
+where
+    R: Send,
+    F: Fn(&mut Ctx) -> R + Sync,
+{
+    rt.run(|ctx| (ctx.pid(), f(ctx)))
+        .unwrap_or_else(|e| panic!("run on {} failed: {e}", describe(rt)))
+}
+
+/// `p = …, router = …, transport = …`, for assertion messages.
+pub fn describe(rt: &Runtime) -> String {
+    format!(
+        "p = {}, router = {}, transport = {}",
+        rt.nprocs(),
+        rt.router_kind(),
+        rt.transport().name()
+    )
+}
+
+/// Whether `ok` holds on every processor of `rt` (under MPI: on every rank;
+/// on threads: here). Collective under MPI: every rank must call it.
+pub fn all_ok(rt: &Runtime, ok: bool) -> bool {
+    if !under_mpi() {
+        return ok;
+    }
+    let votes = rt
+        .run(|ctx| {
+            let p = ctx.nprocs();
+            let v = ctx.coarray::<u8>(p);
+            for t in 0..p {
+                ctx.put(t, &v, ctx.pid(), &[u8::from(ok)]);
+            }
+            ctx.sync();
+            ctx.local(&v).iter().all(|&b| b == 1)
+        })
+        .expect("vote");
+    votes[0]
+}
+
+/// Runs `f` on `rt` and checks every visible processor's result against
+/// `oracle(p, pid)`. Under MPI the ranks agree on the verdict, so all of
+/// them fail together.
+///
+/// # Panics
+///
+/// With the first mismatch (or, on another rank's mismatch, a note saying so).
+pub fn check<R, F, O>(rt: &Runtime, f: F, oracle: O)
+where
+    R: PartialEq + Debug + Send,
+    F: Fn(&mut Ctx) -> R + Sync,
+    O: Fn(usize, usize) -> R,
+{
+    let p = rt.nprocs();
+    let mut failure = None;
+    for (pid, got) in run_local(rt, f) {
+        let want = oracle(p, pid);
+        if got != want && failure.is_none() {
+            failure = Some(format!(
+                "{}: processor {pid} returned {got:?}, expected {want:?}",
+                describe(rt)
+            ));
+        }
+    }
+    let ok = all_ok(rt, failure.is_none());
+    if let Some(msg) = failure {
+        panic!("{msg}");
+    }
+    assert!(ok, "{}: another MPI rank saw a wrong result", describe(rt));
+}
+
+/// A proptest configuration that generates the same cases on every MPI
+/// rank: a fixed seed, no failure persistence, no forking.
+pub fn proptest_config(cases: u32) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x00b5_9d1e),
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
+    }
+}
+
+/// Whether an `mpirun` is on the PATH.
+pub fn mpirun_available() -> bool {
+    Command::new("mpirun")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The outcome of [`mpirun`]: `None` for the status when it timed out.
+pub struct MpiRun {
+    /// The exit status, `None` if the job was killed at the time limit.
+    pub status: Option<std::process::ExitStatus>,
+    /// Everything the job wrote to standard output.
+    pub stdout: String,
+    /// Everything the job wrote to standard error.
+    pub stderr: String,
+    /// Wall-clock time until exit or kill.
+    pub elapsed: Duration,
+}
+
+/// Runs `program args` under `mpirun -np np` with extra environment
+/// variables, killing the job after `timeout`. Returns `None` (after
+/// printing a note) when `mpirun` is not installed, or when this process is
+/// itself an MPI rank (no nested launches).
+pub fn mpirun(
+    np: usize,
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    timeout: Duration,
+) -> Option<MpiRun> {
+    if launched_by_mpirun() {
+        eprintln!("note: already running under mpirun; skipping a nested mpirun");
+        return None;
+    }
+    if !mpirun_available() {
+        eprintln!("note: mpirun not found; skipping an MPI test (install openmpi-bin)");
+        return None;
+    }
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--oversubscribe", "-np", &np.to_string()]);
+    // OpenMPI refuses to run as root without this flag.
+    if is_root() {
+        cmd.arg("--allow-run-as-root");
+    }
+    for (k, v) in env {
+        cmd.arg("-x").arg(k).env(k, v);
+    }
+    cmd.arg(program).args(args);
+    let start = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mpirun");
+    // Drain the pipes on threads so a chatty job cannot block on them.
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut out, &mut s).ok();
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut err, &mut s).ok();
+        s
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for mpirun") {
+            break Some(status);
+        }
+        if start.elapsed() > timeout {
+            // SIGTERM lets mpirun take its ranks down with it; SIGKILL
+            // would orphan them.
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            let grace = Instant::now();
+            while grace.elapsed() < Duration::from_secs(5) {
+                if child.try_wait().ok().flatten().is_some() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let elapsed = start.elapsed();
+    Some(MpiRun {
+        status,
+        stdout: out_t.join().unwrap_or_default(),
+        stderr: err_t.join().unwrap_or_default(),
+        elapsed,
+    })
+}
+
+fn is_root() -> bool {
+    std::env::var("USER").is_ok_and(|u| u == "root")
+        || Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| o.stdout.starts_with(b"0\n"))
+}
 
 /// Runs `f` on its own thread and fails the test if it takes longer than
 /// `secs` seconds, so a regression that hangs fails instead of stalling CI.
 pub fn watchdog<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
+    let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
     });
@@ -19,14 +284,6 @@ pub fn watchdog<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'st
         Ok(Err(panic)) => std::panic::resume_unwind(panic),
         Err(_) => panic!("watchdog: the test body did not finish within {secs} s (a hang?)"),
     }
-}
-
-/// Both routers on `p` threads.
-pub fn runtimes(p: usize) -> [Runtime; 2] {
-    [
-        Runtime::threads(p).router(Router::TwoPhase),
-        Runtime::threads(p).router(Router::Direct),
-    ]
 }
 
 /// SplitMix64: a tiny deterministic generator for test plans.

@@ -1,0 +1,289 @@
+//! Transport-level delivery tests, run through the shared harness: on
+//! threads with several p under `cargo test`, and on the MPI world when the
+//! binary runs under `mpirun` (see `.ci/mpi-tests.sh`). Sizes are chosen to
+//! cover the MPI transport's paths: empty exchanges, blocks that fit the
+//! eager slot, blocks that overflow it, and slot sizes that shrink and grow
+//! between supersteps.
+
+mod support;
+
+use bsp::{Ctx, Router};
+use proptest::prelude::*;
+use proptest::test_runner::TestRunner;
+
+/// splitmix64: the deterministic source of every size and byte below.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+const FNV0: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// The bytes of message `k` from `src` to `dst` in superstep `step`.
+fn message(seed: u64, step: usize, src: usize, dst: usize, k: usize, len: usize) -> Vec<u8> {
+    let base =
+        mix(seed ^ mix((step as u64) << 40 ^ (src as u64) << 20 ^ (dst as u64) << 8) ^ k as u64);
+    (0..len)
+        .map(|i| (mix(base ^ (i as u64 / 8)) >> (8 * (i % 8))) as u8)
+        .collect()
+}
+
+/// A traffic pattern: how many messages of which sizes `src` sends `dst`.
+#[derive(Clone, Copy, Debug)]
+struct Pattern {
+    seed: u64,
+    max_msgs: usize,
+    max_len: usize,
+    /// Send only to processor 0 (a hot spot).
+    all_to_zero: bool,
+}
+
+impl Pattern {
+    fn lens(&self, step: usize, src: usize, dst: usize) -> Vec<usize> {
+        if self.all_to_zero && dst != 0 {
+            return Vec::new();
+        }
+        let r = mix(self.seed ^ mix(((step as u64) << 32) ^ ((src as u64) << 16) ^ dst as u64));
+        let n = (r % (self.max_msgs as u64 + 1)) as usize;
+        (0..n)
+            .map(|k| (mix(r ^ k as u64) % (self.max_len as u64 + 1)) as usize)
+            .collect()
+    }
+}
+
+/// Sends the pattern's messages on a byte queue for `steps` supersteps and
+/// returns the hash of everything received, in delivery order.
+fn exchange(ctx: &mut Ctx, pat: &Pattern, steps: usize) -> u64 {
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let q = ctx.queue::<u8>();
+    let mut h = FNV0;
+    for step in 0..steps {
+        for dst in 0..p {
+            for (k, len) in pat.lens(step, me, dst).into_iter().enumerate() {
+                for b in message(pat.seed, step, me, dst, k, len) {
+                    ctx.send(dst, &q, &b);
+                }
+            }
+        }
+        ctx.sync();
+        for (src, b) in ctx.receive_with_source(&q) {
+            h = fnv(h, &[src as u8, b]);
+        }
+    }
+    h
+}
+
+/// What processor `me` must receive from [`exchange`].
+fn exchange_oracle(pat: &Pattern, steps: usize, p: usize, me: usize) -> u64 {
+    let mut h = FNV0;
+    for step in 0..steps {
+        for src in 0..p {
+            for (k, len) in pat.lens(step, src, me).into_iter().enumerate() {
+                for b in message(pat.seed, step, src, me, k, len) {
+                    h = fnv(h, &[src as u8, b]);
+                }
+            }
+        }
+    }
+    h
+}
+
+/// Puts of whole byte blocks of the given sizes into every processor, one
+/// superstep per size, and returns the hash of every block received.
+fn blocks(ctx: &mut Ctx, sizes: &[usize]) -> u64 {
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    let a = ctx.coarray::<u8>(p * largest);
+    let mut h = FNV0;
+    for (step, &len) in sizes.iter().enumerate() {
+        for dst in 0..p {
+            ctx.put_vec(dst, &a, me * len, message(7, step, me, dst, 0, len));
+        }
+        ctx.sync();
+        h = fnv(h, &ctx.local(&a)[..p * len]);
+    }
+    h
+}
+
+fn blocks_oracle(sizes: &[usize], p: usize, me: usize) -> u64 {
+    let mut h = FNV0;
+    for (step, &len) in sizes.iter().enumerate() {
+        for src in 0..p {
+            h = fnv(h, &message(7, step, src, me, 0, len));
+        }
+    }
+    h
+}
+
+#[test]
+fn every_pair_puts_gets_and_sends() {
+    for rt in support::runtimes(&[1, 2, 3, 4, 7]) {
+        support::check(
+            &rt,
+            |ctx| {
+                let (me, p) = (ctx.pid(), ctx.nprocs());
+                let a = ctx.coarray_from(vec![me as u64; p]);
+                let q = ctx.serde_queue::<String>();
+                let next = (me + 1) % p;
+                let got = ctx.get(next, &a, 0, p);
+                for t in 0..p {
+                    ctx.put(t, &a, me, &[(me * 1000 + t) as u64]);
+                    ctx.send(t, &q, &format!("{me}->{t}"));
+                }
+                ctx.sync();
+                (ctx.local(&a).to_vec(), ctx.take(got), ctx.receive(&q))
+            },
+            |p, me| {
+                (
+                    (0..p).map(|s| (s * 1000 + me) as u64).collect(),
+                    vec![((me + 1) % p) as u64; p],
+                    (0..p).map(|s| format!("{s}->{me}")).collect(),
+                )
+            },
+        );
+    }
+}
+
+#[test]
+fn empty_supersteps_and_empty_messages() {
+    for rt in support::runtimes(&[1, 2, 3]) {
+        support::check(
+            &rt,
+            |ctx| {
+                let q = ctx.queue::<[u8; 0]>();
+                ctx.sync();
+                ctx.sync();
+                let p = ctx.nprocs();
+                for t in 0..p {
+                    ctx.send(t, &q, &[]);
+                }
+                ctx.sync();
+                (ctx.superstep(), ctx.receive(&q).len())
+            },
+            |p, _| (3, p),
+        );
+    }
+}
+
+#[test]
+fn hot_spot_and_large_blocks() {
+    let hot = Pattern {
+        seed: 3,
+        max_msgs: 3,
+        max_len: 40_000,
+        all_to_zero: true,
+    };
+    for rt in support::runtimes(&[1, 2, 3, 4]) {
+        support::check(
+            &rt,
+            |ctx| exchange(ctx, &hot, 2),
+            |p, me| exchange_oracle(&hot, 2, p, me),
+        );
+    }
+}
+
+/// Block sizes that make the eager slot shrink, overflow and grow again.
+#[test]
+fn block_sizes_that_change_between_supersteps() {
+    let sizes = [0, 10, 1 << 20, 3, 0, 700_000, 700_001, 1, 2 << 20, 64];
+    for rt in support::runtimes(&[1, 2, 3]) {
+        support::check(
+            &rt,
+            |ctx| blocks(ctx, &sizes),
+            |p, me| blocks_oracle(&sizes, p, me),
+        );
+    }
+}
+
+#[test]
+fn random_h_relations_match_the_oracle() {
+    let config = support::proptest_config(if support::under_mpi() { 24 } else { 12 });
+    let mut runner = TestRunner::new(config);
+    let strategy = (
+        any::<u64>(),
+        0usize..4,
+        prop_oneof![Just(0usize), 1usize..64, 1usize..5000],
+        any::<bool>(),
+    );
+    runner
+        .run(&strategy, |(seed, max_msgs, max_len, all_to_zero)| {
+            let pat = Pattern {
+                seed,
+                max_msgs,
+                max_len,
+                all_to_zero,
+            };
+            for rt in support::runtimes(&[1, 2, 3, 5]) {
+                support::check(
+                    &rt,
+                    |ctx| exchange(ctx, &pat, 3),
+                    |p, me| exchange_oracle(&pat, 3, p, me),
+                );
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn routers_agree_on_statistics() {
+    // Every statistic except times is transport-independent; the two
+    // routers differ only in block sizes and router headers.
+    for rt in support::runtimes(&[2, 3]) {
+        let direct = rt.router_kind() == Router::Direct;
+        support::check(
+            &rt,
+            |ctx| {
+                let pat = Pattern {
+                    seed: 11,
+                    max_msgs: 3,
+                    max_len: 300,
+                    all_to_zero: false,
+                };
+                exchange(ctx, &pat, 2);
+                let s = ctx.stats();
+                let step = &s.supersteps[0];
+                (
+                    step.sent_bytes.clone(),
+                    step.recv_bytes.clone(),
+                    step.second_block_bytes.iter().all(|&b| (b == 0) == direct),
+                )
+            },
+            |p, _| {
+                let pat = Pattern {
+                    seed: 11,
+                    max_msgs: 3,
+                    max_len: 300,
+                    all_to_zero: false,
+                };
+                // A byte queue sends one 24-byte record header per run of
+                // messages, plus one byte per message.
+                let sent = (0..p)
+                    .map(|s| (0..p).map(|d| record_bytes(&pat.lens(0, s, d))).sum())
+                    .collect();
+                let recv = (0..p)
+                    .map(|d| (0..p).map(|s| record_bytes(&pat.lens(0, s, d))).sum())
+                    .collect();
+                (sent, recv, true)
+            },
+        );
+    }
+}
+
+fn record_bytes(lens: &[usize]) -> u64 {
+    let bytes: usize = lens.iter().sum();
+    if bytes == 0 {
+        0
+    } else {
+        24 + bytes as u64
+    }
+}
