@@ -215,7 +215,12 @@ fn time_bsp<T: Item>(
         for run in runs {
             merged = run
                 .into_iter()
-                .zip(merged.into_iter().map(Some).chain(std::iter::repeat_with(|| None)))
+                .zip(
+                    merged
+                        .into_iter()
+                        .map(Some)
+                        .chain(std::iter::repeat_with(|| None)),
+                )
                 .map(|((t, d), prev)| {
                     let mut times = prev.map(|(pt, _)| pt).unwrap_or_default();
                     times.extend(t);
@@ -232,14 +237,24 @@ fn time_bsp<T: Item>(
     (median(per_rep), check(&all))
 }
 
-fn run_case<T: Item>(args: &Args, kind: &str, dist: Dist, n: usize, pool: &rayon::ThreadPool) -> bool
+fn run_case<T: Item>(
+    args: &Args,
+    kind: &str,
+    dist: Dist,
+    n: usize,
+    pool: &rayon::ThreadPool,
+) -> bool
 where
     T: rdst::RadixKey + Radixable<u32>,
 {
     let keys: Vec<u32> = (0..args.procs)
         .flat_map(|q| dist.keys_u32(q, args.procs, n))
         .collect();
-    let input: Vec<T> = keys.iter().enumerate().map(|(i, &k)| T::make(k, i)).collect();
+    let input: Vec<T> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| T::make(k, i))
+        .collect();
     let mut reference = input.clone();
     reference.sort_by_key(|x| x.sort_key());
     let stable_ok = |v: &[T]| {
@@ -249,25 +264,60 @@ where
                 .all(|(a, b)| bytemuck::bytes_of(a) == bytemuck::bytes_of(b))
     };
     let keys_ok = |v: &[T]| {
-        v.len() == reference.len() && v.iter().zip(&reference).all(|(a, b)| a.sort_key() == b.sort_key())
+        v.len() == reference.len()
+            && v.iter()
+                .zip(&reference)
+                .all(|(a, b)| a.sort_key() == b.sort_key())
     };
     let p = args.procs;
     type Peer<'a, T> = (&'a str, bool, Box<dyn Fn(&mut Vec<T>) + 'a>);
     let peers: Vec<Peer<'_, T>> = vec![
-        ("rdst", false, Box::new(|v| pool.install(|| rdst::RadixSort::radix_sort_unstable(v)))),
-        ("voracious_mt", false, Box::new(|v| pool.install(|| v.voracious_mt_sort(p)))),
-        ("voracious_stable", true, Box::new(|v| v.voracious_stable_sort())),
-        ("radsort", true, Box::new(|v| radsort::sort_by_key(v, |x| x.sort_key()))),
-        ("rayon_par_sort", true, Box::new(|v| pool.install(|| v.par_sort_by_key(|x| x.sort_key())))),
+        (
+            "rdst",
+            false,
+            Box::new(|v| pool.install(|| rdst::RadixSort::radix_sort_unstable(v))),
+        ),
+        (
+            "voracious_mt",
+            false,
+            Box::new(|v| pool.install(|| v.voracious_mt_sort(p))),
+        ),
+        (
+            "voracious_stable",
+            true,
+            Box::new(|v| v.voracious_stable_sort()),
+        ),
+        (
+            "radsort",
+            true,
+            Box::new(|v| radsort::sort_by_key(v, |x| x.sort_key())),
+        ),
+        (
+            "rayon_par_sort",
+            true,
+            Box::new(|v| pool.install(|| v.par_sort_by_key(|x| x.sort_key()))),
+        ),
         (
             "rayon_par_sort_unstable",
             false,
             Box::new(|v| pool.install(|| v.par_sort_unstable_by_key(|x| x.sort_key()))),
         ),
-        ("std_sort", true, Box::new(|v| v.sort_by_key(|x| x.sort_key()))),
-        ("std_sort_unstable", false, Box::new(|v| v.sort_unstable_by_key(|x| x.sort_key()))),
+        (
+            "std_sort",
+            true,
+            Box::new(|v| v.sort_by_key(|x| x.sort_key())),
+        ),
+        (
+            "std_sort_unstable",
+            false,
+            Box::new(|v| v.sort_unstable_by_key(|x| x.sort_key())),
+        ),
     ];
-    let wanted = |name: &str| args.only.as_ref().is_none_or(|o| o.iter().any(|w| w == name));
+    let wanted = |name: &str| {
+        args.only
+            .as_ref()
+            .is_none_or(|o| o.iter().any(|w| w == name))
+    };
     let mut rows: Vec<(String, f64, bool)> = Vec::new();
     for (name, reuse) in [("bsp", false), ("bsp_reused", true)] {
         if wanted(name) {
@@ -284,8 +334,14 @@ where
     }
     let base = rows.first().map_or(f64::NAN, |r| r.1);
     if !args.json {
-        println!("\n{kind}, dist [{dist}], n = {n}, p = {p}, median of {}", args.reps);
-        println!("{:<26}{:>12}{:>14}{:>12}", "sorter", "seconds", "Mkeys/s", "vs bsp");
+        println!(
+            "\n{kind}, dist [{dist}], n = {n}, p = {p}, median of {}",
+            args.reps
+        );
+        println!(
+            "{:<26}{:>12}{:>14}{:>12}",
+            "sorter", "seconds", "Mkeys/s", "vs bsp"
+        );
     }
     for (name, s, ok) in &rows {
         let rate = n as f64 / s;
@@ -297,7 +353,11 @@ where
             );
         } else {
             let flag = if *ok { "" } else { "  WRONG OUTPUT" };
-            println!("{name:<26}{s:>12.4}{:>14.1}{:>11.2}x{flag}", rate / 1e6, s / base);
+            println!(
+                "{name:<26}{s:>12.4}{:>14.1}{:>11.2}x{flag}",
+                rate / 1e6,
+                s / base
+            );
         }
     }
     rows.iter().all(|r| r.2)

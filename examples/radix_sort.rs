@@ -67,14 +67,22 @@ fn parse_args() -> Result<Option<Args>, String> {
                 }
             }
             "--digit-bits" => args.digit_bits = Some(number(&flag, &value()?)?),
-            "--router" => args.router = Some(value()?.parse().map_err(|e| format!("--router: {e}"))?),
+            "--router" => {
+                args.router = Some(value()?.parse().map_err(|e| format!("--router: {e}"))?)
+            }
             "--no-verify" => args.verify = false,
             "--json" => args.json = true,
             other => return Err(format!("unknown option {other:?} (try --help)")),
         }
     }
-    if args.digit_bits.is_some_and(|b| !(1..=bsp::sort::MAX_DIGIT_BITS).contains(&b)) {
-        return Err(format!("--digit-bits must be in 1..={}", bsp::sort::MAX_DIGIT_BITS));
+    if args
+        .digit_bits
+        .is_some_and(|b| !(1..=bsp::sort::MAX_DIGIT_BITS).contains(&b))
+    {
+        return Err(format!(
+            "--digit-bits must be in 1..={}",
+            bsp::sort::MAX_DIGIT_BITS
+        ));
     }
     Ok(Some(args))
 }
@@ -85,7 +93,11 @@ fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
 }
 
 /// Sorts processor `ctx.pid()`'s keys; returns `Some(verified)` on pid 0.
-fn sort_and_check<K>(ctx: &mut Ctx, args: &Args, keys_of: impl Fn(usize, usize) -> Vec<K>) -> Option<bool>
+fn sort_and_check<K>(
+    ctx: &mut Ctx,
+    args: &Args,
+    keys_of: impl Fn(usize, usize) -> Vec<K>,
+) -> Option<bool>
 where
     K: RadixKey + Pod + Ord + Send + Sync,
 {
@@ -120,7 +132,14 @@ where
     Some(verified != Some(false))
 }
 
-fn report(args: &Args, p: usize, router: Router, info: &SortInfo, seconds: f64, verified: Option<bool>) {
+fn report(
+    args: &Args,
+    p: usize,
+    router: Router,
+    info: &SortInfo,
+    seconds: f64,
+    verified: Option<bool>,
+) {
     let rate = args.n as f64 / seconds;
     let digits: Vec<String> = info.passes.iter().map(|d| d.bits.to_string()).collect();
     let verdict = match verified {

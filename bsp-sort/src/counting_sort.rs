@@ -66,6 +66,8 @@ pub(crate) struct Engine<T> {
     scans: Coarray<u64>,
     gather: GatherArea,
     max_radix: usize,
+    /// Reused buffer of the staged delivery.
+    stage: Vec<T>,
     counts: Vec<u64>,
     /// Global position of this processor's first key of each digit.
     my_start: Vec<u64>,
@@ -100,6 +102,7 @@ impl<T: Pod + Send + Sync> Engine<T> {
             scans,
             gather,
             max_radix,
+            stage: Vec::new(),
             counts: Vec::new(),
             my_start: Vec::new(),
             global_start: Vec::new(),
@@ -218,26 +221,21 @@ impl<T: Pod + Send + Sync> Engine<T> {
     }
 
     /// Cuts every digit's range of global positions at processor
-    /// boundaries and hands each piece to `place(dst, global position,
-    /// length)`, which returns the piece's segment in the scatter targets.
-    /// Returns the segments and each digit's first segment.
-    fn plan(&self, mut place: impl FnMut(usize, usize, usize) -> Seg) -> (Vec<Seg>, Vec<usize>) {
-        let mut segs = Vec::new();
-        let mut first = Vec::with_capacity(self.counts.len());
+    /// boundaries and calls `piece` for each
+    /// piece, in digit order, as `piece(digit, dst, global position, length)`.
+    fn for_each_piece(&self, mut piece: impl FnMut(usize, usize, usize, usize)) {
         let mut dst = 0;
-        for (&start, &count) in self.my_start.iter().zip(&self.counts) {
-            first.push(segs.len());
+        for (d, (&start, &count)) in self.my_start.iter().zip(&self.counts).enumerate() {
             let (mut g, end) = (start as usize, (start + count) as usize);
             while g < end {
                 while self.bounds[dst + 1] <= g {
                     dst += 1;
                 }
                 let len = end.min(self.bounds[dst + 1]) - g;
-                segs.push(place(dst, g, len));
+                piece(d, dst, g, len);
                 g += len;
             }
         }
-        (segs, first)
     }
 
     /// Step 6, one put per piece straight to its final position.
@@ -252,8 +250,14 @@ impl<T: Pod + Send + Sync> Engine<T> {
         let me = ctx.pid();
         let lo = self.bounds[me];
         let mut pieces = Vec::new();
-        let (segs, first) = self.plan(|dst, g, len| {
-            if dst == me {
+        let mut segs = Vec::new();
+        // Digits without keys keep an index past the end: no segment.
+        let mut first = vec![usize::MAX; self.counts.len()];
+        self.for_each_piece(|d, dst, g, len| {
+            if first[d] == usize::MAX {
+                first[d] = segs.len();
+            }
+            segs.push(if dst == me {
                 Seg {
                     target: 0,
                     pos: g - lo,
@@ -266,7 +270,7 @@ impl<T: Pod + Send + Sync> Engine<T> {
                     pos: 0,
                     len,
                 }
-            }
+            })
         });
         let mut bufs: Vec<Vec<T>> = pieces
             .iter()
@@ -331,20 +335,26 @@ impl<T: Pod + Send + Sync> Engine<T> {
         digit: impl Fn(&T) -> usize + Copy,
     ) -> Vec<Span> {
         let (p, me) = (ctx.nprocs(), ctx.pid());
+        // A local stable counting sort: the keys for each destination are
+        // then a contiguous range of `stage`, in destination order.
         let mut fill = vec![0usize; p];
-        let (segs, first) = self.plan(|dst, _, len| {
-            fill[dst] += len;
-            Seg {
-                target: dst,
-                pos: fill[dst] - len,
-                len,
-            }
+        self.for_each_piece(|_, dst, _, len| fill[dst] += len);
+        let mut next = Vec::with_capacity(self.counts.len());
+        let mut at = 0;
+        for &c in &self.counts {
+            next.push(at);
+            at += c as usize;
+        }
+        let mut stage = std::mem::take(&mut self.stage);
+        stage.resize(at, T::zeroed());
+        each(mine, ctx.local(&self.recv), spans, |x| {
+            let slot = &mut next[digit(x)];
+            stage[*slot] = *x;
+            *slot += 1;
         });
-        let mut bufs: Vec<Vec<T>> = fill.iter().map(|&len| vec![T::zeroed(); len]).collect();
-        {
-            let mut targets: Vec<&mut [T]> = bufs.iter_mut().map(Vec::as_mut_slice).collect();
-            let recv = ctx.local(&self.recv);
-            scatter(mine, recv, spans, digit, &segs, &first, &mut targets);
+        let mut cuts = vec![0];
+        for f in &fill {
+            cuts.push(cuts.last().unwrap() + f);
         }
         // The p × p matrix of send counts: sizes[j * p + k] from j to k.
         let row: Vec<u64> = fill.iter().map(|&f| f as u64).collect();
@@ -352,18 +362,15 @@ impl<T: Pod + Send + Sync> Engine<T> {
         let from = |j: usize, k: usize| sizes[j * p + k] as usize;
         // Where source j's block starts in processor k's receive coarray.
         let offset = |j: usize, k: usize| (0..j).filter(|&i| i != k).map(|i| from(i, k)).sum();
-        let own = std::mem::take(&mut bufs[me]);
-        for (k, buf) in bufs.into_iter().enumerate() {
-            if k != me && !buf.is_empty() {
-                ctx.put_vec(k, &self.recv, offset(me, k), buf);
-            }
+        for k in (0..p).filter(|&k| k != me && fill[k] > 0) {
+            ctx.put(k, &self.recv, offset(me, k), &stage[cuts[k]..cuts[k + 1]]);
         }
         ctx.sync();
         let recv = ctx.local(&self.recv);
         let runs: Vec<&[T]> = (0..p)
             .map(|j| {
                 if j == me {
-                    &own[..]
+                    &stage[cuts[me]..cuts[me + 1]]
                 } else {
                     let s = offset(j, me);
                     &recv[s..s + from(j, me)]
@@ -371,6 +378,7 @@ impl<T: Pod + Send + Sync> Engine<T> {
             })
             .collect();
         merge_runs(&runs, out, digit);
+        self.stage = stage;
         Span::mine(out.len())
     }
 
