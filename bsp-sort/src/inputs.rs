@@ -99,7 +99,7 @@ impl Dist {
                 .map(u64::from)
                 .collect(),
             Dist::Gaussian => range
-                .map(|i| (0..4).map(|j| uniform(4 * i as u64 + j)).sum::<u64>() / 4)
+                .map(|i| (0..4).map(|j| uniform(4 * i as u64 + j) / 4).sum())
                 .collect(),
         }
     }
