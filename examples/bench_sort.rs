@@ -237,15 +237,9 @@ fn time_bsp<T: Item>(
     (median(per_rep), check(&all))
 }
 
-fn run_case<T: Item>(
-    args: &Args,
-    kind: &str,
-    dist: Dist,
-    n: usize,
-    pool: &rayon::ThreadPool,
-) -> bool
+fn run_case<T>(args: &Args, kind: &str, dist: Dist, n: usize, pool: &rayon::ThreadPool) -> bool
 where
-    T: rdst::RadixKey + Radixable<u32>,
+    T: Item + rdst::RadixKey + Radixable<u32>,
 {
     let keys: Vec<u32> = (0..args.procs)
         .flat_map(|q| dist.keys_u32(q, args.procs, n))

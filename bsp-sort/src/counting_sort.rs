@@ -135,15 +135,14 @@ impl<T: Pod + Send + Sync> Engine<T> {
     }
 
     /// One stable counting-sort pass on digits `0..r` of the local sequence
-    /// (`spans` over `mine` and the receive coarray). This processor's keys
+    /// `(mine, spans)` (spans over `mine` and the receive coarray). This processor's keys
     /// that stay here are written to `out`; the returned spans say which
     /// ranges of the new local sequence are in `out` and which arrived in
     /// the receive coarray.
     pub(crate) fn pass(
         &mut self,
         ctx: &mut Ctx,
-        mine: &[T],
-        spans: &[Span],
+        (mine, spans): (&[T], &[Span]),
         out: &mut [T],
         r: usize,
         digit: impl Fn(&T) -> usize + Copy,
@@ -491,8 +490,7 @@ impl<T: Pod + Send + Sync> CountingSort<T> {
         );
         let spans = self.engine.pass(
             ctx,
-            src,
-            &Span::mine(n),
+            (src, &Span::mine(n)),
             dst,
             self.radix,
             digit,

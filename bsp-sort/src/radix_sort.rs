@@ -215,8 +215,7 @@ impl<T: Pod + Send + Sync> RadixSorter<T> {
             };
             spans = self.engine.pass(
                 ctx,
-                src,
-                &spans,
+                (src, &spans),
                 out,
                 1 << pass.bits,
                 digit,
