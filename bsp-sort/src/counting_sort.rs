@@ -430,6 +430,10 @@ impl<T: Pod + Send + Sync> CountingSort<T> {
     /// digits `0..radix`. Collective: every processor calls it at the same
     /// point (local lengths may differ).
     ///
+    /// # Examples
+    ///
+    /// See [`CountingSort`].
+    ///
     /// # Panics
     ///
     /// If `radix` is 0.
@@ -447,6 +451,26 @@ impl<T: Pod + Send + Sync> CountingSort<T> {
     }
 
     /// Chooses how step 6 delivers the keys (default [`Delivery::Auto`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_sort::{CountingSort, Delivery};
+    ///
+    /// let out = bsp_core::run(2, |ctx| {
+    ///     let keys = vec![3u8, 1, 2, 1];
+    ///     let mut sort = CountingSort::new(ctx, 4, 4).delivery(Delivery::Staged);
+    ///     let mut sorted = vec![0; 4];
+    ///     sort.sort_into(ctx, &keys, &mut sorted, |&k| k as usize);
+    ///     sorted
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out.concat(), [1, 1, 1, 1, 2, 2, 3, 3]);
+    /// ```
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1).
     pub fn delivery(mut self, delivery: Delivery) -> Self {
         self.delivery = delivery;
         self
@@ -458,6 +482,10 @@ impl<T: Pod + Send + Sync> CountingSort<T> {
     /// global rank of every digit.
     ///
     /// Collective: every processor calls it with the same `digit` function.
+    ///
+    /// # Examples
+    ///
+    /// See [`CountingSort`].
     ///
     /// # Panics
     ///
@@ -501,7 +529,15 @@ impl<T: Pod + Send + Sync> CountingSort<T> {
 
     /// After a sort: for every digit d, the number of keys over all
     /// processors whose digit is smaller than d (the global rank of the
-    /// first key with digit d).
+    /// first key with digit d). Empty before the first sort.
+    ///
+    /// # Examples
+    ///
+    /// See [`CountingSort`].
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1).
     pub fn digit_starts(&self) -> &[u64] {
         self.engine.global_start()
     }

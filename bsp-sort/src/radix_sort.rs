@@ -126,6 +126,14 @@ impl<T: Pod + Send + Sync> RadixSorter<T> {
     /// default options. Collective: every processor calls it at the same
     /// point (local lengths may differ).
     ///
+    /// # Examples
+    ///
+    /// See [`RadixSorter`].
+    ///
+    /// # Panics
+    ///
+    /// Never.
+    ///
     /// # Cost
     ///
     /// One superstep (h = p words); allocates 2·`local_len` elements and
@@ -135,6 +143,10 @@ impl<T: Pod + Send + Sync> RadixSorter<T> {
     }
 
     /// Like [`new`](RadixSorter::new), with `options`.
+    ///
+    /// # Examples
+    ///
+    /// See [`RadixOptions`].
     ///
     /// # Panics
     ///
@@ -160,6 +172,10 @@ impl<T: Pod + Send + Sync> RadixSorter<T> {
     ///
     /// Collective: every processor calls it with its own slice and the same
     /// key function. Returns the passes made (the same on every processor).
+    ///
+    /// # Examples
+    ///
+    /// See [`radix_sort_by_key`], its one-shot form.
     ///
     /// # Panics
     ///
