@@ -1,0 +1,544 @@
+//! The counting sort pass with transposed prefix sums (Bader, Helman and
+//! JáJá 1995, Sect. 4.1 and Appendix C), and its reusable public form
+//! [`CountingSort`].
+//!
+//! The six steps, for digits in `0..R` and processor i:
+//!
+//! 1. count the local keys of every digit: `I[i][d]`;
+//! 2. transpose the count matrix: processor b receives the columns of its
+//!    block of about R/p digits from every processor;
+//! 3. each processor computes, for the digits of its block, the exclusive
+//!    prefix sums over processors and the digit totals;
+//! 4. inverse transpose of the prefixes interleaved with the totals (block
+//!    2R/p): processor i now knows, for every digit, how many keys of that
+//!    digit lie on processors before it, and the digit's global total;
+//! 5. local ranks: the global start of digit d is the sum of the totals of
+//!    the smaller digits, and processor i's keys of digit d take the
+//!    positions after the prefix, in their local order (stable);
+//! 6. one h-relation moves every key to its rank, the output being
+//!    congruent with the input (processor j holds the same number of keys as
+//!    before).
+
+use bsp_core::{Coarray, Ctx};
+use bytemuck::Pod;
+
+use crate::gather::GatherArea;
+use crate::scatter::{each, merge_runs, scatter, Seg, Span};
+
+/// How step 6 of a counting-sort pass moves the keys to their ranks.
+///
+/// Each processor's keys of one digit occupy a contiguous range of global
+/// positions; cut at processor boundaries, these are the pass's pieces.
+/// Both deliveries give the same result.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_sort::{Delivery, RadixOptions};
+///
+/// let options = RadixOptions { delivery: Delivery::Staged, ..RadixOptions::default() };
+/// assert_eq!(options.digit_bits, None);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Delivery {
+    /// `Direct` when the pieces are long (on average at least 32 keys per
+    /// processor and digit), `Staged` otherwise.
+    #[default]
+    Auto,
+    /// Every piece is one put straight to its final position: no copy at
+    /// the receiver, but one 24-byte record per piece (about R + p per
+    /// processor and pass). Best for R well below n/p.
+    Direct,
+    /// The keys for one destination travel as one put; a small extra
+    /// superstep exchanges the p × p send counts so that each sender knows
+    /// where its block lands, and the receiver merges the p digit-sorted
+    /// blocks. Best when R is close to n/p, as in NAS IS.
+    Staged,
+}
+
+/// Registered state shared by every pass: the receive coarray, the
+/// transpose areas and the partition of global positions over processors.
+pub(crate) struct Engine<T> {
+    /// `bounds[j]..bounds[j + 1]` are processor j's global positions.
+    bounds: Vec<usize>,
+    recv: Coarray<T>,
+    tran: Coarray<u64>,
+    scans: Coarray<u64>,
+    gather: GatherArea,
+    max_radix: usize,
+    /// Reused buffer of the staged delivery.
+    stage: Vec<T>,
+    counts: Vec<u64>,
+    /// Global position of this processor's first key of each digit.
+    my_start: Vec<u64>,
+    /// Number of keys, over all processors, with a smaller digit.
+    global_start: Vec<u64>,
+}
+
+/// Digits `start..end` of block b when `r` digits are split over `p` blocks.
+fn block(r: usize, p: usize, b: usize) -> (usize, usize) {
+    (r * b / p, r * (b + 1) / p)
+}
+
+impl<T: Pod + Send + Sync> Engine<T> {
+    /// Collective: registers the coarrays and learns every processor's
+    /// local length (one superstep).
+    pub(crate) fn new(ctx: &mut Ctx, local_len: usize, max_radix: usize) -> Self {
+        assert!(max_radix >= 1, "bsp-sort: the radix must be at least 1");
+        let p = ctx.nprocs();
+        let recv = ctx.coarray::<T>(local_len);
+        let tran = ctx.coarray::<u64>(p * max_radix.div_ceil(p));
+        let scans = ctx.coarray::<u64>(2 * max_radix);
+        let gather = GatherArea::new(ctx, p.max(4));
+        let lens = gather.all_gather(ctx, &[local_len as u64]);
+        let mut bounds = vec![0];
+        for len in lens {
+            bounds.push(bounds.last().unwrap() + len as usize);
+        }
+        Engine {
+            bounds,
+            recv,
+            tran,
+            scans,
+            gather,
+            max_radix,
+            stage: Vec::new(),
+            counts: Vec::new(),
+            my_start: Vec::new(),
+            global_start: Vec::new(),
+        }
+    }
+
+    pub(crate) fn local_len(&self, me: usize) -> usize {
+        self.bounds[me + 1] - self.bounds[me]
+    }
+
+    pub(crate) fn total_len(&self) -> usize {
+        *self.bounds.last().unwrap()
+    }
+
+    pub(crate) fn gather(&self) -> GatherArea {
+        self.gather
+    }
+
+    pub(crate) fn global_start(&self) -> &[u64] {
+        &self.global_start
+    }
+
+    /// Whether `delivery` resolves to the staged form for radix `r`.
+    fn staged(&self, delivery: Delivery, p: usize, r: usize) -> bool {
+        match delivery {
+            Delivery::Auto => self.total_len() / p < 32 * r,
+            Delivery::Direct => false,
+            Delivery::Staged => true,
+        }
+    }
+
+    /// One stable counting-sort pass on digits `0..r` of the local sequence
+    /// `(mine, spans)` (spans over `mine` and the receive coarray). This processor's keys
+    /// that stay here are written to `out`; the returned spans say which
+    /// ranges of the new local sequence are in `out` and which arrived in
+    /// the receive coarray.
+    pub(crate) fn pass(
+        &mut self,
+        ctx: &mut Ctx,
+        (mine, spans): (&[T], &[Span]),
+        out: &mut [T],
+        r: usize,
+        digit: impl Fn(&T) -> usize + Copy,
+        delivery: Delivery,
+    ) -> Vec<Span> {
+        assert!(
+            (1..=self.max_radix).contains(&r),
+            "bsp-sort: radix {r} outside 1..={}",
+            self.max_radix
+        );
+        // Step 1: local counts.
+        self.counts.clear();
+        self.counts.resize(r, 0);
+        let counts = &mut self.counts;
+        each(mine, ctx.local(&self.recv), spans, |x| {
+            counts[digit(x)] += 1
+        });
+        // Steps 2 to 5.
+        self.ranks(ctx, r);
+        // Step 6.
+        if self.staged(delivery, ctx.nprocs(), r) {
+            self.deliver_staged(ctx, mine, spans, out, digit)
+        } else {
+            self.deliver_direct(ctx, mine, spans, out, digit)
+        }
+    }
+
+    /// Steps 2 to 5: from the local counts to `my_start` and `global_start`.
+    /// Two supersteps, h = R/p and 2R/p words per processor pair.
+    fn ranks(&mut self, ctx: &mut Ctx, r: usize) {
+        let (p, me) = (ctx.nprocs(), ctx.pid());
+        let width = r.div_ceil(p);
+        // Step 2: transpose of the count matrix.
+        for b in 0..p {
+            let (s, e) = block(r, p, b);
+            if e > s {
+                ctx.put(b, &self.tran, me * width, &self.counts[s..e]);
+            }
+        }
+        ctx.sync();
+        // Step 3: prefix sums over processors of this block's digits.
+        let (s, e) = block(r, p, me);
+        let w = e - s;
+        let mut interleaved = vec![vec![0u64; 2 * w]; p];
+        {
+            let tran = ctx.local(&self.tran);
+            for k in 0..w {
+                let mut sum = 0;
+                for (i, row) in interleaved.iter_mut().enumerate() {
+                    row[2 * k] = sum;
+                    sum += tran[i * width + k];
+                }
+                for row in interleaved.iter_mut() {
+                    row[2 * k + 1] = sum;
+                }
+            }
+        }
+        // Step 4: inverse transpose of prefixes interleaved with totals.
+        if w > 0 {
+            for (j, row) in interleaved.into_iter().enumerate() {
+                ctx.put_vec(j, &self.scans, 2 * s, row);
+            }
+        }
+        ctx.sync();
+        // Step 5: global digit starts and this processor's first ranks.
+        let scans = &ctx.local(&self.scans)[..2 * r];
+        self.global_start.clear();
+        self.my_start.clear();
+        let mut offset = 0;
+        for pair in scans.chunks_exact(2) {
+            self.global_start.push(offset);
+            self.my_start.push(offset + pair[0]);
+            offset += pair[1];
+        }
+    }
+
+    /// Cuts every digit's range of global positions at processor
+    /// boundaries and calls `piece` for each
+    /// piece, in digit order, as `piece(digit, dst, global position, length)`.
+    fn for_each_piece(&self, mut piece: impl FnMut(usize, usize, usize, usize)) {
+        let mut dst = 0;
+        for (d, (&start, &count)) in self.my_start.iter().zip(&self.counts).enumerate() {
+            let (mut g, end) = (start as usize, (start + count) as usize);
+            while g < end {
+                while self.bounds[dst + 1] <= g {
+                    dst += 1;
+                }
+                let len = end.min(self.bounds[dst + 1]) - g;
+                piece(d, dst, g, len);
+                g += len;
+            }
+        }
+    }
+
+    /// Step 6, one put per piece straight to its final position.
+    fn deliver_direct(
+        &mut self,
+        ctx: &mut Ctx,
+        mine: &[T],
+        spans: &[Span],
+        out: &mut [T],
+        digit: impl Fn(&T) -> usize,
+    ) -> Vec<Span> {
+        let me = ctx.pid();
+        let lo = self.bounds[me];
+        let mut pieces = Vec::new();
+        let mut segs = Vec::new();
+        // Digits without keys keep an index past the end: no segment.
+        let mut first = vec![usize::MAX; self.counts.len()];
+        self.for_each_piece(|d, dst, g, len| {
+            if first[d] == usize::MAX {
+                first[d] = segs.len();
+            }
+            segs.push(if dst == me {
+                Seg {
+                    target: 0,
+                    pos: g - lo,
+                    len,
+                }
+            } else {
+                pieces.push((dst, g - self.bounds[dst], len));
+                Seg {
+                    target: pieces.len(),
+                    pos: 0,
+                    len,
+                }
+            })
+        });
+        let mut bufs: Vec<Vec<T>> = pieces
+            .iter()
+            .map(|&(_, _, len)| vec![T::zeroed(); len])
+            .collect();
+        {
+            let mut targets: Vec<&mut [T]> = std::iter::once(&mut *out)
+                .chain(bufs.iter_mut().map(Vec::as_mut_slice))
+                .collect();
+            let recv = ctx.local(&self.recv);
+            scatter(mine, recv, spans, digit, &segs, &first, &mut targets);
+        }
+        for (&(dst, offset, _), buf) in pieces.iter().zip(bufs) {
+            ctx.put_vec(dst, &self.recv, offset, buf);
+        }
+        ctx.sync();
+        // What stayed here is in `out`; the rest arrived in the receive coarray.
+        let mut kept: Vec<(usize, usize)> = segs
+            .iter()
+            .filter(|s| s.target == 0)
+            .map(|s| (s.pos, s.pos + s.len))
+            .collect();
+        kept.sort_unstable();
+        let mut new_spans = Vec::new();
+        let mut at = 0;
+        for (s, e) in kept {
+            if s > at {
+                new_spans.push(Span {
+                    in_recv: true,
+                    start: at,
+                    end: s,
+                });
+            }
+            match new_spans.last_mut() {
+                Some(last) if !last.in_recv && last.end == s => last.end = e,
+                _ => new_spans.push(Span {
+                    in_recv: false,
+                    start: s,
+                    end: e,
+                }),
+            }
+            at = e;
+        }
+        let n = self.local_len(me);
+        if at < n {
+            new_spans.push(Span {
+                in_recv: true,
+                start: at,
+                end: n,
+            });
+        }
+        new_spans
+    }
+
+    /// Step 6, one put per destination, then a merge at the receiver.
+    fn deliver_staged(
+        &mut self,
+        ctx: &mut Ctx,
+        mine: &[T],
+        spans: &[Span],
+        out: &mut [T],
+        digit: impl Fn(&T) -> usize + Copy,
+    ) -> Vec<Span> {
+        let (p, me) = (ctx.nprocs(), ctx.pid());
+        // A local stable counting sort: the keys for each destination are
+        // then a contiguous range of `stage`, in destination order.
+        let mut fill = vec![0usize; p];
+        self.for_each_piece(|_, dst, _, len| fill[dst] += len);
+        let mut next = Vec::with_capacity(self.counts.len());
+        let mut at = 0;
+        for &c in &self.counts {
+            next.push(at);
+            at += c as usize;
+        }
+        let mut stage = std::mem::take(&mut self.stage);
+        stage.resize(at, T::zeroed());
+        each(mine, ctx.local(&self.recv), spans, |x| {
+            let slot = &mut next[digit(x)];
+            stage[*slot] = *x;
+            *slot += 1;
+        });
+        let mut cuts = vec![0];
+        for f in &fill {
+            cuts.push(cuts.last().unwrap() + f);
+        }
+        // The p × p matrix of send counts: sizes[j * p + k] from j to k.
+        let row: Vec<u64> = fill.iter().map(|&f| f as u64).collect();
+        let sizes = self.gather.all_gather(ctx, &row);
+        let from = |j: usize, k: usize| sizes[j * p + k] as usize;
+        // Where source j's block starts in processor k's receive coarray.
+        let offset = |j: usize, k: usize| (0..j).filter(|&i| i != k).map(|i| from(i, k)).sum();
+        for k in (0..p).filter(|&k| k != me && fill[k] > 0) {
+            ctx.put(k, &self.recv, offset(me, k), &stage[cuts[k]..cuts[k + 1]]);
+        }
+        ctx.sync();
+        let recv = ctx.local(&self.recv);
+        let runs: Vec<&[T]> = (0..p)
+            .map(|j| {
+                if j == me {
+                    &stage[cuts[me]..cuts[me + 1]]
+                } else {
+                    let s = offset(j, me);
+                    &recv[s..s + from(j, me)]
+                }
+            })
+            .collect();
+        merge_runs(&runs, out, digit);
+        self.stage = stage;
+        Span::mine(out.len())
+    }
+
+    /// Copies the ranges of the local sequence that are in the receive
+    /// coarray into `out`, which already holds the others.
+    pub(crate) fn settle(&self, ctx: &Ctx, spans: &[Span], out: &mut [T]) {
+        let recv = ctx.local(&self.recv);
+        for s in spans.iter().filter(|s| s.in_recv) {
+            out[s.start..s.end].copy_from_slice(&recv[s.start..s.end]);
+        }
+    }
+}
+
+/// A reusable stable counting sort over digits `0..R`: the paper's six
+/// steps, registered once and run as often as needed (NAS IS runs it every
+/// iteration).
+///
+/// The output is congruent with the input: processor i receives as many
+/// keys as it contributed, and every key on processor i comes before every
+/// key on processor i + 1 in (digit, source processor, source position)
+/// order.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_sort::CountingSort;
+///
+/// let out = bsp_core::run(3, |ctx| {
+///     let keys: Vec<u32> = (0..5).map(|i| (7 * i + ctx.pid() as u32) % 10).collect();
+///     let mut sorter = CountingSort::new(ctx, keys.len(), 10);
+///     let mut sorted = vec![0; keys.len()];
+///     sorter.sort_into(ctx, &keys, &mut sorted, |&k| k as usize);
+///     // Number of keys, over all processors, smaller than 5:
+///     let below_five = sorter.digit_starts()[5];
+///     (sorted, below_five)
+/// })
+/// .unwrap();
+/// let all: Vec<u32> = out.iter().flat_map(|(s, _)| s.clone()).collect();
+/// assert!(all.windows(2).all(|w| w[0] <= w[1]));
+/// assert_eq!(out[0].1, all.iter().filter(|&&k| k < 5).count() as u64);
+/// ```
+pub struct CountingSort<T> {
+    engine: Engine<T>,
+    radix: usize,
+    delivery: Delivery,
+}
+
+impl<T: Pod + Send + Sync> CountingSort<T> {
+    /// Registers a counting sort for `local_len` keys on this processor and
+    /// digits `0..radix`. Collective: every processor calls it at the same
+    /// point (local lengths may differ).
+    ///
+    /// # Examples
+    ///
+    /// See [`CountingSort`].
+    ///
+    /// # Panics
+    ///
+    /// If `radix` is 0.
+    ///
+    /// # Cost
+    ///
+    /// One superstep (an all-gather of the local lengths, h = p words);
+    /// allocates `local_len` elements and about 3·radix words.
+    pub fn new(ctx: &mut Ctx, local_len: usize, radix: usize) -> Self {
+        CountingSort {
+            engine: Engine::new(ctx, local_len, radix),
+            radix,
+            delivery: Delivery::Auto,
+        }
+    }
+
+    /// Chooses how step 6 delivers the keys (default [`Delivery::Auto`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_sort::{CountingSort, Delivery};
+    ///
+    /// let out = bsp_core::run(2, |ctx| {
+    ///     let keys = vec![3u8, 1, 2, 1];
+    ///     let mut sort = CountingSort::new(ctx, 4, 4).delivery(Delivery::Staged);
+    ///     let mut sorted = vec![0; 4];
+    ///     sort.sort_into(ctx, &keys, &mut sorted, |&k| k as usize);
+    ///     sorted
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out.concat(), [1, 1, 1, 1, 2, 2, 3, 3]);
+    /// ```
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1).
+    pub fn delivery(mut self, delivery: Delivery) -> Self {
+        self.delivery = delivery;
+        self
+    }
+
+    /// Sorts the keys of `src` stably by `digit` over all processors and
+    /// writes this processor's share of the sorted sequence to `dst`.
+    /// Afterwards [`digit_starts`](CountingSort::digit_starts) gives the
+    /// global rank of every digit.
+    ///
+    /// Collective: every processor calls it with the same `digit` function.
+    ///
+    /// # Examples
+    ///
+    /// See [`CountingSort`].
+    ///
+    /// # Panics
+    ///
+    /// If `src` or `dst` is not `local_len` long, or `digit` returns a value
+    /// `>= radix`.
+    ///
+    /// # Cost
+    ///
+    /// Three supersteps (four with [`Delivery::Staged`]): transposes of R/p
+    /// and 2R/p words per processor pair, and the h-relation of step 6 with
+    /// h = n/p elements (plus one 24-byte record per piece). Local work
+    /// O(n/p + R).
+    pub fn sort_into(
+        &mut self,
+        ctx: &mut Ctx,
+        src: &[T],
+        dst: &mut [T],
+        digit: impl Fn(&T) -> usize + Copy,
+    ) {
+        let n = self.engine.local_len(ctx.pid());
+        assert_eq!(
+            src.len(),
+            n,
+            "bsp-sort: source length differs from local_len"
+        );
+        assert_eq!(
+            dst.len(),
+            n,
+            "bsp-sort: destination length differs from local_len"
+        );
+        let spans = self.engine.pass(
+            ctx,
+            (src, &Span::mine(n)),
+            dst,
+            self.radix,
+            digit,
+            self.delivery,
+        );
+        self.engine.settle(ctx, &spans, dst);
+    }
+
+    /// After a sort: for every digit d, the number of keys over all
+    /// processors whose digit is smaller than d (the global rank of the
+    /// first key with digit d). Empty before the first sort.
+    ///
+    /// # Examples
+    ///
+    /// See [`CountingSort`].
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1).
+    pub fn digit_starts(&self) -> &[u64] {
+        self.engine.global_start()
+    }
+}

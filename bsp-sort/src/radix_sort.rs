@@ -1,0 +1,374 @@
+//! The stable LSD radix sort (Bader, Helman and JáJá 1995, Sect. 4.2):
+//! counting-sort passes from the least significant digit up.
+
+use bsp_core::Ctx;
+use bytemuck::Pod;
+
+use crate::counting_sort::{Delivery, Engine};
+use crate::key::RadixKey;
+use crate::scatter::Span;
+
+/// The widest digit the automatic choice uses.
+const MAX_AUTO_BITS: u32 = 11;
+/// The widest digit an explicit choice may ask for.
+pub const MAX_DIGIT_BITS: u32 = 16;
+
+/// Tuning of a [`RadixSorter`].
+///
+/// # Examples
+///
+/// ```
+/// use bsp_sort::{RadixOptions, RadixSorter};
+///
+/// let out = bsp_core::run(2, |ctx| {
+///     let mut keys: Vec<u16> = (0..100).map(|i| (i * 37 % 101) as u16).collect();
+///     let options = RadixOptions { digit_bits: Some(4), ..RadixOptions::default() };
+///     let mut sorter = RadixSorter::with_options(ctx, keys.len(), options);
+///     let info = sorter.sort(ctx, &mut keys);
+///     (keys, info.passes.len())
+/// })
+/// .unwrap();
+/// assert!(out[0].0.windows(2).all(|w| w[0] <= w[1]));
+/// assert_eq!(out[0].1, 2); // keys below 101 vary in their low 7 bits: two 4-bit digits
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RadixOptions {
+    /// Bits per digit (1 to [`MAX_DIGIT_BITS`]); `None` chooses from n/p:
+    /// up to 11 bits, fewer when n/p is small, balanced over the bits
+    /// that vary.
+    pub digit_bits: Option<u32>,
+    /// How each pass delivers its keys.
+    pub delivery: Delivery,
+}
+
+/// One counting-sort pass of a radix sort: the digit is
+/// `(key >> shift) & (2^bits − 1)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DigitPass {
+    /// Position of the digit's lowest bit.
+    pub shift: u32,
+    /// Width of the digit.
+    pub bits: u32,
+}
+
+/// What a radix sort did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SortInfo {
+    /// The passes made, least significant digit first. Digits in which no
+    /// key differs from any other are skipped.
+    pub passes: Vec<DigitPass>,
+    /// The key bits in which some keys differ (over all processors).
+    pub varying_bits: u64,
+}
+
+/// The digits to sort on: the span of varying bits cut into passes of at
+/// most `max_bits`, widths balanced, digits without varying bits dropped.
+fn plan(varying: u64, max_bits: u32) -> Vec<DigitPass> {
+    if varying == 0 {
+        return Vec::new();
+    }
+    let lo = varying.trailing_zeros();
+    let span = 64 - varying.leading_zeros() - lo;
+    let count = span.div_ceil(max_bits);
+    let mut shift = lo;
+    let mut passes = Vec::new();
+    for i in 0..count {
+        let bits = span / count + u32::from(i < span % count);
+        let digit_mask = ((1u64 << bits) - 1) << shift;
+        if varying & digit_mask != 0 {
+            passes.push(DigitPass { shift, bits });
+        }
+        shift += bits;
+    }
+    passes
+}
+
+/// Automatic digit width for `per_proc` keys per processor: about
+/// log2(n/p) − 5 bits, between 4 and [`MAX_AUTO_BITS`].
+fn auto_bits(per_proc: usize) -> u32 {
+    (per_proc.max(1).ilog2().saturating_sub(5)).clamp(4, MAX_AUTO_BITS)
+}
+
+/// A reusable, stable, distributed LSD radix sort for elements of type `T`.
+///
+/// Registered once (collectively) for a fixed local length; each
+/// [`sort_by_key`](RadixSorter::sort_by_key) then sorts the processors'
+/// local slices together. The output is congruent with the input: every
+/// processor keeps its number of elements, its slice ends up sorted, and all
+/// its keys are ≤ those of the next processor. Equal keys keep their global
+/// input order (processor, then position).
+///
+/// # Examples
+///
+/// ```
+/// use bsp_sort::RadixSorter;
+///
+/// let out = bsp_core::run(4, |ctx| {
+///     let s = ctx.pid() as i64;
+///     let mut keys: Vec<i64> = (0..1000).map(|i| (i * 7919 + s * 104729) % 2001 - 1000).collect();
+///     let mut sorter = RadixSorter::new(ctx, keys.len());
+///     sorter.sort(ctx, &mut keys);
+///     keys
+/// })
+/// .unwrap();
+/// let all: Vec<i64> = out.concat();
+/// assert!(all.windows(2).all(|w| w[0] <= w[1]));
+/// assert!(out.iter().all(|part| part.len() == 1000));
+/// ```
+pub struct RadixSorter<T> {
+    engine: Engine<T>,
+    spare: Vec<T>,
+    options: RadixOptions,
+}
+
+impl<T: Pod + Send + Sync> RadixSorter<T> {
+    /// Registers a sorter for `local_len` elements on this processor, with
+    /// default options. Collective: every processor calls it at the same
+    /// point (local lengths may differ).
+    ///
+    /// # Examples
+    ///
+    /// See [`RadixSorter`].
+    ///
+    /// # Panics
+    ///
+    /// Never.
+    ///
+    /// # Cost
+    ///
+    /// One superstep (h = p words); allocates 2·`local_len` elements and
+    /// about 3·2^11 words.
+    pub fn new(ctx: &mut Ctx, local_len: usize) -> Self {
+        Self::with_options(ctx, local_len, RadixOptions::default())
+    }
+
+    /// Like [`new`](RadixSorter::new), with `options`.
+    ///
+    /// # Examples
+    ///
+    /// See [`RadixOptions`].
+    ///
+    /// # Panics
+    ///
+    /// If `options.digit_bits` is 0 or above [`MAX_DIGIT_BITS`].
+    ///
+    /// # Cost
+    ///
+    /// As [`new`](RadixSorter::new), with 3·2^bits words for the counts.
+    pub fn with_options(ctx: &mut Ctx, local_len: usize, options: RadixOptions) -> Self {
+        let max_bits = options.digit_bits.unwrap_or(MAX_AUTO_BITS);
+        assert!(
+            (1..=MAX_DIGIT_BITS).contains(&max_bits),
+            "bsp-sort: digit_bits must be in 1..={MAX_DIGIT_BITS}, not {max_bits}"
+        );
+        RadixSorter {
+            engine: Engine::new(ctx, local_len, 1 << max_bits),
+            spare: vec![T::zeroed(); local_len],
+            options,
+        }
+    }
+
+    /// Sorts the processors' `data` together, stably, by `key`.
+    ///
+    /// Collective: every processor calls it with its own slice and the same
+    /// key function. Returns the passes made (the same on every processor).
+    ///
+    /// # Examples
+    ///
+    /// See [`radix_sort_by_key`], its one-shot form.
+    ///
+    /// # Panics
+    ///
+    /// If `data.len()` differs from the `local_len` given at registration.
+    ///
+    /// # Cost
+    ///
+    /// One superstep to find the varying key bits (h = 3p words), then per
+    /// digit pass three supersteps (four for [`Delivery::Staged`]): two
+    /// transposes of R/p and 2R/p words and one h-relation with h = n/p
+    /// elements plus about R + p records. Local work O(n/p + R) per pass.
+    pub fn sort_by_key<K: RadixKey>(
+        &mut self,
+        ctx: &mut Ctx,
+        data: &mut [T],
+        key: impl Fn(&T) -> K + Copy,
+    ) -> SortInfo {
+        let me = ctx.pid();
+        let n = self.engine.local_len(me);
+        assert_eq!(
+            data.len(),
+            n,
+            "bsp-sort: data length differs from local_len"
+        );
+        let varying = self.varying_bits(ctx, data, key);
+        let per_proc = self.engine.total_len() / ctx.nprocs();
+        let max_bits = self
+            .options
+            .digit_bits
+            .unwrap_or_else(|| auto_bits(per_proc));
+        let passes = plan(varying, max_bits);
+        if passes.is_empty() {
+            return SortInfo {
+                passes,
+                varying_bits: varying,
+            };
+        }
+        // The last pass writes into `data`; passes alternate buffers.
+        let spare = &mut self.spare;
+        let mut from_data = passes.len() % 2 == 0;
+        if !from_data {
+            spare.copy_from_slice(data);
+        }
+        let mut spans = Span::mine(n);
+        for pass in &passes {
+            let mask = (1u64 << pass.bits) - 1;
+            let shift = pass.shift;
+            let digit = move |x: &T| ((key(x).radix() >> shift) & mask) as usize;
+            let (src, out) = if from_data {
+                (&*data, &mut spare[..])
+            } else {
+                (&spare[..], &mut *data)
+            };
+            spans = self.engine.pass(
+                ctx,
+                (src, &spans),
+                out,
+                1 << pass.bits,
+                digit,
+                self.options.delivery,
+            );
+            from_data = !from_data;
+        }
+        self.engine.settle(ctx, &spans, data);
+        SortInfo {
+            passes,
+            varying_bits: varying,
+        }
+    }
+
+    /// The key bits in which some keys differ, over all processors.
+    fn varying_bits<K: RadixKey>(&self, ctx: &mut Ctx, data: &[T], key: impl Fn(&T) -> K) -> u64 {
+        let first = data.first().map_or(0, |x| key(x).radix());
+        let local = data.iter().fold(0, |acc, x| acc | (key(x).radix() ^ first));
+        let row = [u64::from(!data.is_empty()), first, local];
+        let rows = self.engine.gather().all_gather(ctx, &row);
+        let present: Vec<&[u64]> = rows.chunks_exact(3).filter(|r| r[0] == 1).collect();
+        let reference = present.first().map_or(0, |r| r[1]);
+        present
+            .iter()
+            .fold(0, |acc, r| acc | r[2] | (r[1] ^ reference))
+    }
+}
+
+impl<K: RadixKey + Pod + Send + Sync> RadixSorter<K> {
+    /// Sorts the processors' keys together (see
+    /// [`sort_by_key`](RadixSorter::sort_by_key)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(2, |ctx| {
+    ///     let mut keys = vec![2.5f32, -1.0, f32::NAN, 0.0];
+    ///     let mut sorter = bsp_sort::RadixSorter::new(ctx, keys.len());
+    ///     sorter.sort(ctx, &mut keys);
+    ///     keys
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out[0], [-1.0, -1.0, 0.0, 0.0]);
+    /// assert_eq!(out[1][..2], [2.5, 2.5]);
+    /// assert!(out[1][2].is_nan() && out[1][3].is_nan());
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// As [`sort_by_key`](RadixSorter::sort_by_key).
+    ///
+    /// # Cost
+    ///
+    /// As [`sort_by_key`](RadixSorter::sort_by_key).
+    pub fn sort(&mut self, ctx: &mut Ctx, data: &mut [K]) -> SortInfo {
+        self.sort_by_key(ctx, data, |k| *k)
+    }
+}
+
+/// Sorts the processors' keys together: a one-shot [`RadixSorter`].
+///
+/// Collective. Registers its buffers on every call (registrations are never
+/// released), so a program that sorts repeatedly should keep a
+/// [`RadixSorter`] instead.
+///
+/// # Examples
+///
+/// ```
+/// let out = bsp_core::run(3, |ctx| {
+///     let mut keys: Vec<u64> = (0..10).map(|i| (i * 31 + ctx.pid() as u64 * 17) % 23).collect();
+///     bsp_sort::radix_sort(ctx, &mut keys);
+///     keys
+/// })
+/// .unwrap();
+/// assert!(out.concat().windows(2).all(|w| w[0] <= w[1]));
+/// ```
+///
+/// # Panics
+///
+/// Never, for any local lengths.
+///
+/// # Cost
+///
+/// As [`RadixSorter::new`] plus [`RadixSorter::sort_by_key`].
+pub fn radix_sort<K: RadixKey + Pod + Send + Sync>(ctx: &mut Ctx, data: &mut [K]) -> SortInfo {
+    RadixSorter::new(ctx, data.len()).sort(ctx, data)
+}
+
+/// Sorts the processors' records together, stably, by `key`: a one-shot
+/// [`RadixSorter`] (see [`radix_sort`] for when to keep one instead).
+///
+/// # Examples
+///
+/// ```
+/// let out = bsp_core::run(2, |ctx| {
+///     // (key, payload) records; the payload records the input order.
+///     let mut recs: Vec<[u32; 2]> = (0..6).map(|i| [i % 2, 10 * ctx.pid() as u32 + i]).collect();
+///     bsp_sort::radix_sort_by_key(ctx, &mut recs, |r| r[0]);
+///     recs
+/// })
+/// .unwrap();
+/// let all = out.concat();
+/// let payloads: Vec<u32> = all.iter().map(|r| r[1]).collect();
+/// assert_eq!(payloads, [0, 2, 4, 10, 12, 14, 1, 3, 5, 11, 13, 15]);
+/// ```
+///
+/// # Panics
+///
+/// Never, for any local lengths.
+///
+/// # Cost
+///
+/// As [`RadixSorter::new`] plus [`RadixSorter::sort_by_key`].
+pub fn radix_sort_by_key<T: Pod + Send + Sync, K: RadixKey>(
+    ctx: &mut Ctx,
+    data: &mut [T],
+    key: impl Fn(&T) -> K + Copy,
+) -> SortInfo {
+    RadixSorter::new(ctx, data.len()).sort_by_key(ctx, data, key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_cover_the_varying_bits() {
+        assert!(plan(0, 8).is_empty());
+        let p = plan(0x7fff_ffff, 11);
+        let widths: Vec<u32> = p.iter().map(|d| d.bits).collect();
+        assert_eq!(widths, [11, 10, 10]);
+        // Bits 0 and 40 vary: the digits in between are skipped.
+        let p = plan(1 | 1 << 40, 8);
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[0].shift, 0);
+        assert!(p[1].shift <= 40 && 40 < p[1].shift + p[1].bits);
+        assert_eq!(auto_bits(1 << 25), 11);
+        assert_eq!(auto_bits(10), 4);
+    }
+}

@@ -1,0 +1,393 @@
+//! Side-by-side sort benchmark: this project's distributed radix sort
+//! (threads transport) against the sorters a Rust user would pick instead,
+//! on the same inputs in one run; median of several repetitions, with
+//! ratios to `bsp`.
+//!
+//! ```text
+//! cargo run --release --example bench_sort -- --n 16777216,67108864 --procs 2
+//! ```
+
+use std::cmp::Ordering;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use bsp::prelude::*;
+use bsp::sort::inputs::{block_range, Dist};
+use bsp::sort::RadixSorter;
+use bytemuck::{Pod, Zeroable};
+use rayon::prelude::*;
+use voracious_radix_sort::{RadixSort as _, Radixable};
+
+const HELP: &str = "\
+bench_sort: this project's radix sort against rdst, voracious_radix_sort, radsort, rayon and std
+
+usage: bench_sort [options]
+  --n N[,N..]         total keys per case (default 16777216,67108864)
+  --procs P           processors for bsp and threads for the parallel peers (default 2)
+  --dist D[,D..]      distributions among R,S,C,N,G (default R,S)
+  --kind K[,K..]      keys (u32) and/or pairs (u32 key + u32 payload) (default keys,pairs)
+  --reps R            repetitions, the median is reported (default 5)
+  --only NAME[,..]    run only these sorters
+  --router two-phase|direct   router for bsp (default two-phase)
+  --json              one JSON object per line instead of tables
+  --help              this text";
+
+/// A u32 key with a u32 payload.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct Rec {
+    key: u32,
+    val: u32,
+}
+
+impl PartialEq for Rec {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+
+impl PartialOrd for Rec {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        self.key.partial_cmp(&other.key)
+    }
+}
+
+impl Radixable<u32> for Rec {
+    type Key = u32;
+    fn key(&self) -> u32 {
+        self.key
+    }
+}
+
+impl rdst::RadixKey for Rec {
+    const LEVELS: usize = 4;
+    fn get_level(&self, level: usize) -> u8 {
+        (self.key >> (level * 8)) as u8
+    }
+}
+
+/// What the benchmark sorts: plain keys or records, with their key.
+trait Item: Pod + Send + Sync + PartialOrd + std::fmt::Debug {
+    fn sort_key(&self) -> u32;
+    fn make(key: u32, index: usize) -> Self;
+}
+
+impl Item for u32 {
+    fn sort_key(&self) -> u32 {
+        *self
+    }
+    fn make(key: u32, _: usize) -> Self {
+        key
+    }
+}
+
+impl Item for Rec {
+    fn sort_key(&self) -> u32 {
+        self.key
+    }
+    fn make(key: u32, index: usize) -> Self {
+        Rec {
+            key,
+            val: index as u32,
+        }
+    }
+}
+
+struct Args {
+    ns: Vec<usize>,
+    procs: usize,
+    dists: Vec<Dist>,
+    kinds: Vec<String>,
+    reps: usize,
+    only: Option<Vec<String>>,
+    router: Router,
+    json: bool,
+}
+
+fn list<T>(flag: &str, v: &str, parse: impl Fn(&str) -> Option<T>) -> Result<Vec<T>, String> {
+    v.split(',')
+        .map(|s| parse(s.trim()).ok_or_else(|| format!("{flag}: cannot parse {s:?}")))
+        .collect()
+}
+
+fn parse_args() -> Result<Option<Args>, String> {
+    let mut a = Args {
+        ns: vec![1 << 24, 1 << 26],
+        procs: 2,
+        dists: vec![Dist::Uniform, Dist::Sparse],
+        kinds: vec!["keys".into(), "pairs".into()],
+        reps: 5,
+        only: None,
+        router: Router::TwoPhase,
+        json: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--help" | "-h" => return Ok(None),
+            "--n" => a.ns = list(&flag, &value()?, |s| s.parse().ok())?,
+            "--procs" => a.procs = list(&flag, &value()?, |s| s.parse().ok())?[0],
+            "--dist" => a.dists = list(&flag, &value()?, |s| s.parse().ok())?,
+            "--kind" => {
+                a.kinds = list(&flag, &value()?, |s| {
+                    matches!(s, "keys" | "pairs").then(|| s.to_owned())
+                })?
+            }
+            "--reps" => a.reps = list(&flag, &value()?, |s| s.parse().ok())?[0],
+            "--only" => a.only = Some(list(&flag, &value()?, |s| Some(s.to_owned()))?),
+            "--router" => a.router = value()?.parse().map_err(|e| format!("--router: {e}"))?,
+            "--json" => a.json = true,
+            other => return Err(format!("unknown option {other:?} (try --help)")),
+        }
+    }
+    if a.procs == 0 || a.reps == 0 {
+        return Err("--procs and --reps must be at least 1".into());
+    }
+    Ok(Some(a))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Times `sort` on a fresh copy of `input` `reps` times; returns the median
+/// and whether every output was right.
+fn time_peer<T: Item>(
+    input: &[T],
+    reps: usize,
+    check: &dyn Fn(&[T]) -> bool,
+    sort: &dyn Fn(&mut Vec<T>),
+) -> (f64, bool) {
+    let mut ok = true;
+    let times = (0..reps)
+        .map(|_| {
+            let mut v = input.to_vec();
+            let t = Instant::now();
+            sort(&mut v);
+            let s = t.elapsed().as_secs_f64();
+            ok &= check(&v);
+            s
+        })
+        .collect();
+    (median(times), ok)
+}
+
+/// This project's sort at p processors: each repetition runs in a fresh
+/// runtime and includes registering the sorter (`reuse == false`), or all
+/// repetitions share one registered sorter (`reuse == true`). Times are the
+/// slowest processor's.
+fn time_bsp<T: Item>(
+    input: &[T],
+    args: &Args,
+    reuse: bool,
+    check: &dyn Fn(&[T]) -> bool,
+) -> (f64, bool) {
+    let p = args.procs;
+    let rt = Runtime::threads(p).router(args.router);
+    let one_run = |reps: usize| {
+        rt.run(|ctx| {
+            let range = block_range(ctx.pid(), p, input.len());
+            let mut data = input[range.clone()].to_vec();
+            let mut sorter = RadixSorter::new(ctx, data.len());
+            let mut times = Vec::new();
+            for _ in 0..reps {
+                data.copy_from_slice(&input[range.clone()]);
+                ctx.sync();
+                let t = Instant::now();
+                if !reuse {
+                    sorter = RadixSorter::new(ctx, data.len());
+                }
+                sorter.sort_by_key(ctx, &mut data, |x| x.sort_key());
+                times.push(t.elapsed().as_secs_f64());
+            }
+            (times, data)
+        })
+        .expect("bsp run failed")
+    };
+    let outs: Vec<(Vec<f64>, Vec<T>)> = if reuse {
+        one_run(args.reps)
+    } else {
+        // A fresh runtime per repetition, so registrations do not pile up.
+        let runs: Vec<_> = (0..args.reps).map(|_| one_run(1)).collect();
+        let mut merged: Vec<(Vec<f64>, Vec<T>)> = Vec::new();
+        for run in runs {
+            merged = run
+                .into_iter()
+                .zip(
+                    merged
+                        .into_iter()
+                        .map(Some)
+                        .chain(std::iter::repeat_with(|| None)),
+                )
+                .map(|((t, d), prev)| {
+                    let mut times = prev.map(|(pt, _)| pt).unwrap_or_default();
+                    times.extend(t);
+                    (times, d)
+                })
+                .collect();
+        }
+        merged
+    };
+    let per_rep = (0..args.reps)
+        .map(|r| outs.iter().map(|(t, _)| t[r]).fold(0.0, f64::max))
+        .collect();
+    let all: Vec<T> = outs.into_iter().flat_map(|(_, d)| d).collect();
+    (median(per_rep), check(&all))
+}
+
+fn run_case<T>(args: &Args, kind: &str, dist: Dist, n: usize, pool: &rayon::ThreadPool) -> bool
+where
+    T: Item + rdst::RadixKey + Radixable<u32>,
+{
+    let keys: Vec<u32> = (0..args.procs)
+        .flat_map(|q| dist.keys_u32(q, args.procs, n))
+        .collect();
+    let input: Vec<T> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| T::make(k, i))
+        .collect();
+    let mut reference = input.clone();
+    reference.sort_by_key(|x| x.sort_key());
+    let stable_ok = |v: &[T]| {
+        v.len() == reference.len()
+            && v.iter()
+                .zip(&reference)
+                .all(|(a, b)| bytemuck::bytes_of(a) == bytemuck::bytes_of(b))
+    };
+    let keys_ok = |v: &[T]| {
+        v.len() == reference.len()
+            && v.iter()
+                .zip(&reference)
+                .all(|(a, b)| a.sort_key() == b.sort_key())
+    };
+    let p = args.procs;
+    type Peer<'a, T> = (&'a str, bool, Box<dyn Fn(&mut Vec<T>) + 'a>);
+    let peers: Vec<Peer<'_, T>> = vec![
+        (
+            "rdst",
+            false,
+            Box::new(|v| pool.install(|| rdst::RadixSort::radix_sort_unstable(v))),
+        ),
+        (
+            "voracious_mt",
+            false,
+            Box::new(|v| pool.install(|| v.voracious_mt_sort(p))),
+        ),
+        (
+            "voracious_stable",
+            true,
+            Box::new(|v| v.voracious_stable_sort()),
+        ),
+        (
+            "radsort",
+            true,
+            Box::new(|v| radsort::sort_by_key(v, |x| x.sort_key())),
+        ),
+        (
+            "rayon_par_sort",
+            true,
+            Box::new(|v| pool.install(|| v.par_sort_by_key(|x| x.sort_key()))),
+        ),
+        (
+            "rayon_par_sort_unstable",
+            false,
+            Box::new(|v| pool.install(|| v.par_sort_unstable_by_key(|x| x.sort_key()))),
+        ),
+        (
+            "std_sort",
+            true,
+            Box::new(|v| v.sort_by_key(|x| x.sort_key())),
+        ),
+        (
+            "std_sort_unstable",
+            false,
+            Box::new(|v| v.sort_unstable_by_key(|x| x.sort_key())),
+        ),
+    ];
+    let wanted = |name: &str| {
+        args.only
+            .as_ref()
+            .is_none_or(|o| o.iter().any(|w| w == name))
+    };
+    let mut rows: Vec<(String, f64, bool)> = Vec::new();
+    for (name, reuse) in [("bsp", false), ("bsp_reused", true)] {
+        if wanted(name) {
+            let (s, ok) = time_bsp(&input, args, reuse, &stable_ok);
+            rows.push((name.to_owned(), s, ok));
+        }
+    }
+    for (name, stable, sort) in &peers {
+        if wanted(name) {
+            let check: &dyn Fn(&[T]) -> bool = if *stable { &stable_ok } else { &keys_ok };
+            let (s, ok) = time_peer(&input, args.reps, check, sort.as_ref());
+            rows.push(((*name).to_owned(), s, ok));
+        }
+    }
+    let base = rows.first().map_or(f64::NAN, |r| r.1);
+    if !args.json {
+        println!(
+            "\n{kind}, dist [{dist}], n = {n}, p = {p}, median of {}",
+            args.reps
+        );
+        println!(
+            "{:<26}{:>12}{:>14}{:>12}",
+            "sorter", "seconds", "Mkeys/s", "vs bsp"
+        );
+    }
+    for (name, s, ok) in &rows {
+        let rate = n as f64 / s;
+        if args.json {
+            println!(
+                "{{\"sorter\":\"{name}\",\"kind\":\"{kind}\",\"dist\":\"{dist}\",\"n\":{n},\"procs\":{p},\
+                 \"seconds\":{s:.6},\"keys_per_second\":{rate:.0},\"time_vs_bsp\":{:.3},\"correct\":{ok}}}",
+                s / base
+            );
+        } else {
+            let flag = if *ok { "" } else { "  WRONG OUTPUT" };
+            println!(
+                "{name:<26}{s:>12.4}{:>14.1}{:>11.2}x{flag}",
+                rate / 1e6,
+                s / base
+            );
+        }
+    }
+    rows.iter().all(|r| r.2)
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            println!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("bench_sort: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.procs)
+        .build()
+        .expect("cannot build the rayon pool");
+    let mut all_ok = true;
+    for kind in &args.kinds {
+        for &dist in &args.dists {
+            for &n in &args.ns {
+                all_ok &= match kind.as_str() {
+                    "keys" => run_case::<u32>(&args, kind, dist, n, &pool),
+                    _ => run_case::<Rec>(&args, kind, dist, n, &pool),
+                };
+            }
+        }
+    }
+    if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("bench_sort: some sorter produced a wrong output");
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,205 @@
+//! The NAS Parallel Benchmarks IS kernel on BSP: every iteration ranks all
+//! keys with one counting-sort pass (radix = the class's max key), checks
+//! five ranks against NPB's table, and the last sorted output is fully
+//! verified.
+//!
+//! ```text
+//! cargo run --release --example nas_is -- --class B --procs 2
+//! ```
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use bsp::prelude::*;
+use bsp::sort::inputs::block_range;
+use bsp::sort::nas::Class;
+use bsp::sort::CountingSort;
+
+const ITERATIONS: usize = 10;
+
+const HELP: &str = "\
+nas_is: the NAS Parallel Benchmarks IS (integer sort) kernel
+
+usage: nas_is [options]
+  --class S|W|A|B|C   problem class (default A)
+  --procs P           processors (default: BSP_PROCS or the number of cores)
+  --router two-phase|direct   h-relation router (default: BSP_ROUTER or two-phase)
+  --json              print one JSON object instead of text
+  --help              this text";
+
+struct Args {
+    class: Class,
+    procs: Option<usize>,
+    router: Option<Router>,
+    json: bool,
+}
+
+fn parse_args() -> Result<Option<Args>, String> {
+    let mut a = Args {
+        class: Class::from_name("A").expect("class A exists"),
+        procs: None,
+        router: None,
+        json: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--help" | "-h" => return Ok(None),
+            "--class" => {
+                let v = value()?;
+                a.class = Class::from_name(&v).ok_or_else(|| {
+                    format!("--class: unknown class {v:?} (expected S, W, A, B or C)")
+                })?;
+            }
+            "--procs" => {
+                let v = value()?;
+                a.procs = Some(
+                    v.parse()
+                        .map_err(|_| format!("--procs: {v:?} is not a number"))?,
+                );
+            }
+            "--router" => a.router = Some(value()?.parse().map_err(|e| format!("--router: {e}"))?),
+            "--json" => a.json = true,
+            other => return Err(format!("unknown option {other:?} (try --help)")),
+        }
+    }
+    Ok(Some(a))
+}
+
+/// What processor 0 reports.
+struct Outcome {
+    seconds: f64,
+    passed: u64,
+    full: bool,
+}
+
+/// The whole benchmark on one processor; `Some` on processor 0.
+fn nas_is(ctx: &mut Ctx, class: Class) -> Option<Outcome> {
+    let (p, me) = (ctx.nprocs(), ctx.pid());
+    let range = block_range(me, p, class.total_keys);
+    let mut keys = class.keys(range.clone());
+    let mut sorted = vec![0u32; keys.len()];
+    let mut counting = CountingSort::new(ctx, keys.len(), class.max_key as usize);
+    // Per processor: passed partial checks, seconds, first and last sorted
+    // key (or u64::MAX / 0 when empty), and whether its part is sorted.
+    let report = ctx.coarray::<u64>(if me == 0 { 5 * p } else { 0 });
+
+    let mut iteration = |ctx: &mut Ctx, it: usize| -> u64 {
+        for (index, key) in class.modifications(it) {
+            if range.contains(&index) {
+                keys[index - range.start] = key;
+            }
+        }
+        counting.sort_into(ctx, &keys, &mut sorted, |&k| k as usize);
+        let ranks = counting.digit_starts();
+        (0..5)
+            .filter(|&t| range.contains(&class.test_index[t]))
+            .filter(|&t| {
+                let k = keys[class.test_index[t] - range.start] as usize;
+                ranks[k] == class.expected_rank(t, it)
+            })
+            .count() as u64
+    };
+    iteration(ctx, 1); // untimed warm-up, as NPB does
+    ctx.sync();
+    let start = Instant::now();
+    let passed: u64 = (1..=ITERATIONS).map(|it| iteration(ctx, it)).sum();
+    let seconds = start.elapsed().as_secs_f64();
+
+    let locally_sorted = sorted.windows(2).all(|w| w[0] <= w[1]);
+    let first = sorted.first().map_or(u64::MAX, |&k| u64::from(k));
+    let last = sorted.last().map_or(0, |&k| u64::from(k));
+    let row = [
+        passed,
+        seconds.to_bits(),
+        first,
+        last,
+        u64::from(locally_sorted),
+    ];
+    ctx.put(0, &report, 5 * me, &row);
+    ctx.sync();
+    if me != 0 {
+        return None;
+    }
+    let rows: Vec<&[u64]> = ctx.local(&report).chunks_exact(5).collect();
+    let mut full = rows.iter().all(|r| r[4] == 1);
+    let mut highest = 0;
+    for r in rows.iter().filter(|r| r[2] != u64::MAX) {
+        full &= r[2] >= highest;
+        highest = r[3];
+    }
+    Some(Outcome {
+        seconds: rows
+            .iter()
+            .map(|r| f64::from_bits(r[1]))
+            .fold(0.0, f64::max),
+        passed: rows.iter().map(|r| r[0]).sum(),
+        full,
+    })
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            println!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("nas_is: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut rt = Runtime::from_env();
+    if let Some(p) = args.procs {
+        rt = rt.procs(p);
+    }
+    if let Some(r) = args.router {
+        rt = rt.router(r);
+    }
+    let class = args.class;
+    let result = rt.run(|ctx| {
+        let outcome = nas_is(ctx, class)?;
+        let verified = outcome.full && outcome.passed == 5 * ITERATIONS as u64;
+        let mops = (ITERATIONS * class.total_keys) as f64 / outcome.seconds / 1e6;
+        if args.json {
+            println!(
+                "{{\"class\":\"{}\",\"procs\":{},\"router\":\"{}\",\"total_keys\":{},\"iterations\":{ITERATIONS},\
+                 \"seconds\":{:.6},\"mops\":{mops:.2},\"partial_passed\":{},\"full_verification\":{},\"verified\":{verified}}}",
+                class.name,
+                ctx.nprocs(),
+                ctx.router(),
+                class.total_keys,
+                outcome.seconds,
+                outcome.passed,
+                outcome.full
+            );
+        } else {
+            println!(
+                "NAS IS class {}: {} keys in [0, {}), p = {}, router {}\n  \
+                 time {:.4} s for {ITERATIONS} iterations, {mops:.1} Mop/s\n  \
+                 partial verification {}/{}, full verification {}: {}",
+                class.name,
+                class.total_keys,
+                class.max_key,
+                ctx.nprocs(),
+                ctx.router(),
+                outcome.seconds,
+                outcome.passed,
+                5 * ITERATIONS,
+                if outcome.full { "passed" } else { "FAILED" },
+                if verified { "SUCCESSFUL" } else { "UNSUCCESSFUL" }
+            );
+        }
+        Some(verified)
+    });
+    match result {
+        Ok(v) if v.iter().all(|r| *r != Some(false)) => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("nas_is: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
