@@ -302,6 +302,60 @@ impl Ctx {
         }
     }
 
+    /// This processor's local part of `read`, and mutably that of `write`,
+    /// at the same time (for a local pass from one coarray into another).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(1, |ctx| {
+    ///     let a = ctx.coarray_from(vec![1u32, 2, 3]);
+    ///     let b = ctx.coarray::<u64>(3);
+    ///     let (from, to) = ctx.local_pair_mut(&a, &b);
+    ///     for (t, f) in to.iter_mut().zip(from) {
+    ///         *t = u64::from(*f) * 10;
+    ///     }
+    ///     ctx.local(&b).to_vec()
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out[0], vec![10, 20, 30]);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `read` and `write` are the same coarray, or come from another run.
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1).
+    pub fn local_pair_mut<T: Pod, U: Pod>(
+        &mut self,
+        read: &Coarray<T>,
+        write: &Coarray<U>,
+    ) -> (&[T], &mut [U]) {
+        let (r, w) = (read.id as usize, write.id as usize);
+        assert_ne!(r, w, "bsp: local_pair_mut needs two different coarrays");
+        let (low, high) = self.registry.split_at_mut(r.max(w));
+        let (read_entry, write_entry) = if r < w {
+            (&low[r], &mut high[0])
+        } else {
+            (&high[0], &mut low[w])
+        };
+        let (Entry::Array(read_storage), Entry::Array(write_storage)) = (read_entry, write_entry)
+        else {
+            unreachable!("bsp: a coarray handle names a queue")
+        };
+        let from = read_storage
+            .as_any()
+            .downcast_ref::<PodVec<T>>()
+            .expect("bsp: coarray handle from another run");
+        let to = write_storage
+            .as_any_mut()
+            .downcast_mut::<PodVec<U>>()
+            .expect("bsp: coarray handle from another run");
+        (&from.0, &mut to.0)
+    }
+
     /// Requests that `src` be written into processor `dst`'s part of `a`,
     /// starting at element `offset`. `src` is copied now; the write lands at
     /// the next `sync`, after every get of this superstep has read its data.
