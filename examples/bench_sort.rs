@@ -199,7 +199,7 @@ fn time_bsp<T: Item>(
                 if !reuse {
                     sorter = RadixSorter::new(ctx, data.len());
                 }
-                sorter.sort_by_key(ctx, &mut data, |x| x.sort_key());
+                sorter.sort_vec_by_key(ctx, &mut data, |x| x.sort_key());
                 times.push(t.elapsed().as_secs_f64());
             }
             (times, data)

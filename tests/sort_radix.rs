@@ -56,20 +56,25 @@ fn check_records<K: RadixKey>(
     cmp: fn(&K, &K) -> Ordering,
     options: RadixOptions,
 ) {
+    // Both forms, on one sorter: the slice form, then the `Vec` form.
     let out = rt
         .run(|ctx| {
             let mut data = parts[ctx.pid()].clone();
             let mut sorter = RadixSorter::with_options(ctx, data.len(), options);
             sorter.sort_by_key(ctx, &mut data, key);
-            data
+            let mut owned = parts[ctx.pid()].clone();
+            sorter.sort_vec_by_key(ctx, &mut owned, key);
+            (data, owned)
         })
         .expect("sort run failed");
-    for (i, (o, p)) in out.iter().zip(parts).enumerate() {
+    let (sliced, owned): (Vec<Vec<Rec>>, Vec<Vec<Rec>>) = out.into_iter().unzip();
+    for (i, (o, p)) in sliced.iter().zip(parts).enumerate() {
         assert_eq!(o.len(), p.len(), "processor {i} changed its element count");
     }
     let mut expected: Vec<Rec> = parts.concat();
     expected.sort_by(|a, b| cmp(&key(a), &key(b)));
-    assert_eq!(out.concat(), expected);
+    assert_eq!(sliced.concat(), expected);
+    assert_eq!(owned, sliced, "the Vec form differs from the slice form");
 }
 
 /// Checks every supported key type on the same records.

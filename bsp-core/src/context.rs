@@ -302,6 +302,46 @@ impl Ctx {
         }
     }
 
+    /// Replaces this processor's local part of `a` with `local` and returns
+    /// the old one, without copying either: a way to hand a buffer to a
+    /// coarray and take it back. The local length may change; puts and gets
+    /// from other processors are checked against the length at the sync.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(2, |ctx| {
+    ///     let a = ctx.coarray::<u32>(0);
+    ///     let old = ctx.replace_local(&a, vec![ctx.pid() as u32; 3]);
+    ///     assert!(old.is_empty());
+    ///     ctx.put(1 - ctx.pid(), &a, 2, &[9]);
+    ///     ctx.sync();
+    ///     ctx.replace_local(&a, Vec::new())
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, vec![vec![0, 0, 9], vec![1, 1, 9]]);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `a` comes from another run.
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1).
+    pub fn replace_local<T: Pod + Send>(&mut self, a: &Coarray<T>, local: Vec<T>) -> Vec<T> {
+        match &mut self.registry[a.id as usize] {
+            Entry::Array(s) => {
+                let part = s
+                    .as_any_mut()
+                    .downcast_mut::<PodVec<T>>()
+                    .expect("bsp: coarray handle from another run");
+                std::mem::replace(&mut part.0, local)
+            }
+            Entry::Lent(_) | Entry::Queue(_) => unreachable!("bsp: a coarray handle names a queue"),
+        }
+    }
+
     /// This processor's local part of `read`, and mutably that of `write`,
     /// at the same time (for a local pass from one coarray into another).
     ///

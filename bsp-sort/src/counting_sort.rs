@@ -23,7 +23,7 @@ use bsp_core::{Coarray, Ctx};
 use bytemuck::Pod;
 
 use crate::gather::GatherArea;
-use crate::scatter::{each, merge_runs, scatter, Seg, Span};
+use crate::merge::merge_runs;
 
 /// How step 6 of a counting-sort pass moves the keys to their ranks.
 ///
@@ -56,12 +56,35 @@ pub enum Delivery {
     Staged,
 }
 
-/// Registered state shared by every pass: the receive coarray, the
-/// transpose areas and the partition of global positions over processors.
+/// Where a pass reads its keys.
+#[derive(Clone, Copy)]
+pub(crate) enum Source<'a, T> {
+    /// A caller's slice (the first pass).
+    Slice(&'a [T]),
+    /// The engine's current local sequence (the result of the previous pass).
+    Current,
+}
+
+/// Registered state shared by every pass: the coarrays the keys move
+/// through, the transpose areas and the partition of global positions over
+/// processors.
+///
+/// A pass reads the local sequence (a caller's slice or `cur`), groups it
+/// by digit into `grouped` with a local stable counting sort, and sends
+/// each piece straight from `grouped` into its final place in the
+/// receivers' `next` (`put_from`, so on threads the receiver's copy is the
+/// only one); then `cur` and `next` swap. Per key and pass that is one read
+/// to count, one read and one write to group, and one read and one write to
+/// deliver.
 pub(crate) struct Engine<T> {
     /// `bounds[j]..bounds[j + 1]` are processor j's global positions.
     bounds: Vec<usize>,
-    recv: Coarray<T>,
+    /// The local sequence after the last pass.
+    cur: Coarray<T>,
+    /// Where the keys of the running pass land.
+    next: Coarray<T>,
+    /// The local keys grouped by digit: the send buffer of direct delivery.
+    grouped: Coarray<T>,
     tran: Coarray<u64>,
     scans: Coarray<u64>,
     gather: GatherArea,
@@ -80,13 +103,15 @@ fn block(r: usize, p: usize, b: usize) -> (usize, usize) {
     (r * b / p, r * (b + 1) / p)
 }
 
-impl<T: Pod + Send + Sync> Engine<T> {
+impl<T: Pod + Send> Engine<T> {
     /// Collective: registers the coarrays and learns every processor's
     /// local length (one superstep).
     pub(crate) fn new(ctx: &mut Ctx, local_len: usize, max_radix: usize) -> Self {
         assert!(max_radix >= 1, "bsp-sort: the radix must be at least 1");
         let p = ctx.nprocs();
-        let recv = ctx.coarray::<T>(local_len);
+        let cur = ctx.coarray::<T>(local_len);
+        let next = ctx.coarray::<T>(local_len);
+        let grouped = ctx.coarray::<T>(local_len);
         let tran = ctx.coarray::<u64>(p * max_radix.div_ceil(p));
         let scans = ctx.coarray::<u64>(2 * max_radix);
         let gather = GatherArea::new(ctx, p.max(4));
@@ -97,7 +122,9 @@ impl<T: Pod + Send + Sync> Engine<T> {
         }
         Engine {
             bounds,
-            recv,
+            cur,
+            next,
+            grouped,
             tran,
             scans,
             gather,
@@ -134,20 +161,24 @@ impl<T: Pod + Send + Sync> Engine<T> {
         }
     }
 
-    /// One stable counting-sort pass on digits `0..r` of the local sequence
-    /// `(mine, spans)` (spans over `mine` and the receive coarray). This processor's keys
-    /// that stay here are written to `out`; the returned spans say which
-    /// ranges of the new local sequence are in `out` and which arrived in
-    /// the receive coarray.
+    /// The keys a pass reads.
+    fn source<'a>(&self, ctx: &'a Ctx, source: Source<'a, T>) -> &'a [T] {
+        match source {
+            Source::Slice(keys) => keys,
+            Source::Current => ctx.local(&self.cur),
+        }
+    }
+
+    /// One stable counting-sort pass on digits `0..r` of `source`; the
+    /// result is the engine's current local sequence.
     pub(crate) fn pass(
         &mut self,
         ctx: &mut Ctx,
-        (mine, spans): (&[T], &[Span]),
-        out: &mut [T],
+        source: Source<'_, T>,
         r: usize,
         digit: impl Fn(&T) -> usize + Copy,
         delivery: Delivery,
-    ) -> Vec<Span> {
+    ) {
         assert!(
             (1..=self.max_radix).contains(&r),
             "bsp-sort: radix {r} outside 1..={}",
@@ -156,17 +187,14 @@ impl<T: Pod + Send + Sync> Engine<T> {
         // Step 1: local counts.
         self.counts.clear();
         self.counts.resize(r, 0);
-        let counts = &mut self.counts;
-        each(mine, ctx.local(&self.recv), spans, |x| {
-            counts[digit(x)] += 1
-        });
+        count(self.source(ctx, source), &mut self.counts, digit);
         // Steps 2 to 5.
         self.ranks(ctx, r);
         // Step 6.
         if self.staged(delivery, ctx.nprocs(), r) {
-            self.deliver_staged(ctx, mine, spans, out, digit)
+            self.deliver_staged(ctx, source, digit);
         } else {
-            self.deliver_direct(ctx, mine, spans, out, digit)
+            self.deliver_direct(ctx, source, digit);
         }
     }
 
@@ -237,120 +265,48 @@ impl<T: Pod + Send + Sync> Engine<T> {
         }
     }
 
-    /// Step 6, one put per piece straight to its final position.
+    /// Step 6, one `put_from` per piece straight from the grouped keys to
+    /// their final positions.
     fn deliver_direct(
         &mut self,
         ctx: &mut Ctx,
-        mine: &[T],
-        spans: &[Span],
-        out: &mut [T],
+        source: Source<'_, T>,
         digit: impl Fn(&T) -> usize,
-    ) -> Vec<Span> {
-        let me = ctx.pid();
-        let lo = self.bounds[me];
-        let mut pieces = Vec::new();
-        let mut segs = Vec::new();
-        // Digits without keys keep an index past the end: no segment.
-        let mut first = vec![usize::MAX; self.counts.len()];
-        self.for_each_piece(|d, dst, g, len| {
-            if first[d] == usize::MAX {
-                first[d] = segs.len();
+    ) {
+        let mut next_slot = exclusive_prefix(&self.counts);
+        match source {
+            Source::Slice(keys) => group(keys, ctx.local_mut(&self.grouped), &mut next_slot, digit),
+            Source::Current => {
+                let (keys, grouped) = ctx.local_pair_mut(&self.cur, &self.grouped);
+                group(keys, grouped, &mut next_slot, digit);
             }
-            segs.push(if dst == me {
-                Seg {
-                    target: 0,
-                    pos: g - lo,
-                    len,
-                }
-            } else {
-                pieces.push((dst, g - self.bounds[dst], len));
-                Seg {
-                    target: pieces.len(),
-                    pos: 0,
-                    len,
-                }
-            })
+        }
+        let (next, grouped, bounds) = (self.next, self.grouped, &self.bounds);
+        let mut from = 0;
+        self.for_each_piece(|_, dst, g, len| {
+            ctx.put_from(dst, &next, g - bounds[dst], &grouped, from, len);
+            from += len;
         });
-        let mut bufs: Vec<Vec<T>> = pieces
-            .iter()
-            .map(|&(_, _, len)| vec![T::zeroed(); len])
-            .collect();
-        {
-            let mut targets: Vec<&mut [T]> = std::iter::once(&mut *out)
-                .chain(bufs.iter_mut().map(Vec::as_mut_slice))
-                .collect();
-            let recv = ctx.local(&self.recv);
-            scatter(mine, recv, spans, digit, &segs, &first, &mut targets);
-        }
-        for (&(dst, offset, _), buf) in pieces.iter().zip(bufs) {
-            ctx.put_vec(dst, &self.recv, offset, buf);
-        }
         ctx.sync();
-        // What stayed here is in `out`; the rest arrived in the receive coarray.
-        let mut kept: Vec<(usize, usize)> = segs
-            .iter()
-            .filter(|s| s.target == 0)
-            .map(|s| (s.pos, s.pos + s.len))
-            .collect();
-        kept.sort_unstable();
-        let mut new_spans = Vec::new();
-        let mut at = 0;
-        for (s, e) in kept {
-            if s > at {
-                new_spans.push(Span {
-                    in_recv: true,
-                    start: at,
-                    end: s,
-                });
-            }
-            match new_spans.last_mut() {
-                Some(last) if !last.in_recv && last.end == s => last.end = e,
-                _ => new_spans.push(Span {
-                    in_recv: false,
-                    start: s,
-                    end: e,
-                }),
-            }
-            at = e;
-        }
-        let n = self.local_len(me);
-        if at < n {
-            new_spans.push(Span {
-                in_recv: true,
-                start: at,
-                end: n,
-            });
-        }
-        new_spans
+        std::mem::swap(&mut self.cur, &mut self.next);
     }
 
     /// Step 6, one put per destination, then a merge at the receiver.
     fn deliver_staged(
         &mut self,
         ctx: &mut Ctx,
-        mine: &[T],
-        spans: &[Span],
-        out: &mut [T],
+        source: Source<'_, T>,
         digit: impl Fn(&T) -> usize + Copy,
-    ) -> Vec<Span> {
+    ) {
         let (p, me) = (ctx.nprocs(), ctx.pid());
         // A local stable counting sort: the keys for each destination are
         // then a contiguous range of `stage`, in destination order.
         let mut fill = vec![0usize; p];
         self.for_each_piece(|_, dst, _, len| fill[dst] += len);
-        let mut next = Vec::with_capacity(self.counts.len());
-        let mut at = 0;
-        for &c in &self.counts {
-            next.push(at);
-            at += c as usize;
-        }
         let mut stage = std::mem::take(&mut self.stage);
-        stage.resize(at, T::zeroed());
-        each(mine, ctx.local(&self.recv), spans, |x| {
-            let slot = &mut next[digit(x)];
-            stage[*slot] = *x;
-            *slot += 1;
-        });
+        stage.resize(self.counts.iter().sum::<u64>() as usize, T::zeroed());
+        let mut next_slot = exclusive_prefix(&self.counts);
+        group(self.source(ctx, source), &mut stage, &mut next_slot, digit);
         let mut cuts = vec![0];
         for f in &fill {
             cuts.push(cuts.last().unwrap() + f);
@@ -362,10 +318,10 @@ impl<T: Pod + Send + Sync> Engine<T> {
         // Where source j's block starts in processor k's receive coarray.
         let offset = |j: usize, k: usize| (0..j).filter(|&i| i != k).map(|i| from(i, k)).sum();
         for k in (0..p).filter(|&k| k != me && fill[k] > 0) {
-            ctx.put(k, &self.recv, offset(me, k), &stage[cuts[k]..cuts[k + 1]]);
+            ctx.put(k, &self.next, offset(me, k), &stage[cuts[k]..cuts[k + 1]]);
         }
         ctx.sync();
-        let recv = ctx.local(&self.recv);
+        let (recv, out) = ctx.local_pair_mut(&self.next, &self.cur);
         let runs: Vec<&[T]> = (0..p)
             .map(|j| {
                 if j == me {
@@ -378,16 +334,49 @@ impl<T: Pod + Send + Sync> Engine<T> {
             .collect();
         merge_runs(&runs, out, digit);
         self.stage = stage;
-        Span::mine(out.len())
     }
 
-    /// Copies the ranges of the local sequence that are in the receive
-    /// coarray into `out`, which already holds the others.
-    pub(crate) fn settle(&self, ctx: &Ctx, spans: &[Span], out: &mut [T]) {
-        let recv = ctx.local(&self.recv);
-        for s in spans.iter().filter(|s| s.in_recv) {
-            out[s.start..s.end].copy_from_slice(&recv[s.start..s.end]);
-        }
+    /// Makes `keys` the current local sequence, without a copy, and returns
+    /// the buffer it replaces.
+    pub(crate) fn swap_current(&mut self, ctx: &mut Ctx, keys: Vec<T>) -> Vec<T> {
+        ctx.replace_local(&self.cur, keys)
+    }
+
+    /// Copies the current local sequence into `out`.
+    pub(crate) fn settle(&self, ctx: &Ctx, out: &mut [T]) {
+        out.copy_from_slice(ctx.local(&self.cur));
+    }
+}
+
+/// Counts the digits of `keys` into `counts`.
+fn count<T>(keys: &[T], counts: &mut [u64], digit: impl Fn(&T) -> usize) {
+    for x in keys {
+        counts[digit(x)] += 1;
+    }
+}
+
+/// Exclusive prefix sums of `counts`, as positions.
+fn exclusive_prefix(counts: &[u64]) -> Vec<usize> {
+    let mut at = 0;
+    counts
+        .iter()
+        .map(|&c| {
+            let start = at;
+            at += c as usize;
+            start
+        })
+        .collect()
+}
+
+/// Stable local counting sort: key `x` goes to `out[next_slot[digit(x)]]`.
+///
+/// (Gathering keys per digit in cache-line buffers before writing them out
+/// measured slower here than these plain scattered stores.)
+fn group<T: Copy>(keys: &[T], out: &mut [T], next_slot: &mut [usize], digit: impl Fn(&T) -> usize) {
+    for x in keys {
+        let slot = &mut next_slot[digit(x)];
+        out[*slot] = *x;
+        *slot += 1;
     }
 }
 
@@ -425,7 +414,7 @@ pub struct CountingSort<T> {
     delivery: Delivery,
 }
 
-impl<T: Pod + Send + Sync> CountingSort<T> {
+impl<T: Pod + Send> CountingSort<T> {
     /// Registers a counting sort for `local_len` keys on this processor and
     /// digits `0..radix`. Collective: every processor calls it at the same
     /// point (local lengths may differ).
@@ -516,15 +505,9 @@ impl<T: Pod + Send + Sync> CountingSort<T> {
             n,
             "bsp-sort: destination length differs from local_len"
         );
-        let spans = self.engine.pass(
-            ctx,
-            (src, &Span::mine(n)),
-            dst,
-            self.radix,
-            digit,
-            self.delivery,
-        );
-        self.engine.settle(ctx, &spans, dst);
+        self.engine
+            .pass(ctx, Source::Slice(src), self.radix, digit, self.delivery);
+        self.engine.settle(ctx, dst);
     }
 
     /// After a sort: for every digit d, the number of keys over all

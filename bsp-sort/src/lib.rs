@@ -32,9 +32,9 @@ mod counting_sort;
 mod gather;
 pub mod inputs;
 mod key;
+mod merge;
 pub mod nas;
 mod radix_sort;
-mod scatter;
 
 pub use counting_sort::{CountingSort, Delivery};
 pub use key::RadixKey;
