@@ -1,7 +1,8 @@
 //! The NAS Parallel Benchmarks IS kernel on BSP: every iteration ranks all
-//! keys with one counting-sort pass (radix = the class's max key), checks
-//! five ranks against NPB's table, and the last sorted output is fully
-//! verified.
+//! keys with the counting sort's transposed prefix sums (radix = the
+//! class's max key), checks five ranks against NPB's table; after the timed
+//! loop the keys are moved to their ranks (step 6) and the whole sequence is
+//! verified. `--move-keys` moves them in every iteration too.
 //!
 //! ```text
 //! cargo run --release --example nas_is -- --class B --procs 2
@@ -24,6 +25,10 @@ usage: nas_is [options]
   --class S|W|A|B|C   problem class (default A)
   --procs P           processors (default: BSP_PROCS or the number of cores)
   --router two-phase|direct   h-relation router (default: BSP_ROUTER or two-phase)
+  --move-keys         also move every key to its rank in every timed iteration
+                      (step 6 of the counting sort), as NPB's MPI version
+                      redistributes keys; by default only the ranks are computed
+                      in the timed loop and keys move once, for full verification
   --json              print one JSON object instead of text
   --help              this text";
 
@@ -31,6 +36,7 @@ struct Args {
     class: Class,
     procs: Option<usize>,
     router: Option<Router>,
+    move_keys: bool,
     json: bool,
 }
 
@@ -39,6 +45,7 @@ fn parse_args() -> Result<Option<Args>, String> {
         class: Class::from_name("A").expect("class A exists"),
         procs: None,
         router: None,
+        move_keys: false,
         json: false,
     };
     let mut it = std::env::args().skip(1);
@@ -61,6 +68,7 @@ fn parse_args() -> Result<Option<Args>, String> {
             }
             "--router" => a.router = Some(value()?.parse().map_err(|e| format!("--router: {e}"))?),
             "--json" => a.json = true,
+            "--move-keys" => a.move_keys = true,
             other => return Err(format!("unknown option {other:?} (try --help)")),
         }
     }
@@ -75,7 +83,14 @@ struct Outcome {
 }
 
 /// The whole benchmark on one processor; `Some` on processor 0.
-fn nas_is(ctx: &mut Ctx, class: Class) -> Option<Outcome> {
+///
+/// Each timed iteration ranks all keys: steps 1–5 of the counting sort
+/// (local counts, transposed prefix sums) give every key value's global rank
+/// without moving a key. With `move_keys`, every iteration also runs step 6
+/// and moves the keys to their ranks (as NPB's MPI version redistributes
+/// keys every iteration); otherwise that happens once, after the timed
+/// loop, for the full verification.
+fn nas_is(ctx: &mut Ctx, class: Class, move_keys: bool) -> Option<Outcome> {
     let (p, me) = (ctx.nprocs(), ctx.pid());
     let range = block_range(me, p, class.total_keys);
     let mut keys = class.keys(range.clone());
@@ -91,7 +106,11 @@ fn nas_is(ctx: &mut Ctx, class: Class) -> Option<Outcome> {
                 keys[index - range.start] = key;
             }
         }
-        counting.sort_into(ctx, &keys, &mut sorted, |&k| k as usize);
+        if move_keys {
+            counting.sort_into(ctx, &keys, &mut sorted, |&k| k as usize);
+        } else {
+            counting.rank(ctx, &keys, |&k| k as usize);
+        }
         let ranks = counting.digit_starts();
         (0..5)
             .filter(|&t| range.contains(&class.test_index[t]))
@@ -106,6 +125,11 @@ fn nas_is(ctx: &mut Ctx, class: Class) -> Option<Outcome> {
     let start = Instant::now();
     let passed: u64 = (1..=ITERATIONS).map(|it| iteration(ctx, it)).sum();
     let seconds = start.elapsed().as_secs_f64();
+    // Full verification, untimed as in NPB: place every key at its rank
+    // (step 6 of the counting sort) and check the order.
+    if !move_keys {
+        counting.sort_into(ctx, &keys, &mut sorted, |&k| k as usize);
+    }
 
     let locally_sorted = sorted.windows(2).all(|w| w[0] <= w[1]);
     let first = sorted.first().map_or(u64::MAX, |&k| u64::from(k));
@@ -160,17 +184,18 @@ fn main() -> ExitCode {
     }
     let class = args.class;
     let result = rt.run(|ctx| {
-        let outcome = nas_is(ctx, class)?;
+        let outcome = nas_is(ctx, class, args.move_keys)?;
         let verified = outcome.full && outcome.passed == 5 * ITERATIONS as u64;
         let mops = (ITERATIONS * class.total_keys) as f64 / outcome.seconds / 1e6;
         if args.json {
             println!(
                 "{{\"class\":\"{}\",\"procs\":{},\"router\":\"{}\",\"total_keys\":{},\"iterations\":{ITERATIONS},\
-                 \"seconds\":{:.6},\"mops\":{mops:.2},\"partial_passed\":{},\"full_verification\":{},\"verified\":{verified}}}",
+                 \"move_keys\":{},\"seconds\":{:.6},\"mops\":{mops:.2},\"partial_passed\":{},\"full_verification\":{},\"verified\":{verified}}}",
                 class.name,
                 ctx.nprocs(),
                 ctx.router(),
                 class.total_keys,
+                args.move_keys,
                 outcome.seconds,
                 outcome.passed,
                 outcome.full

@@ -184,18 +184,33 @@ impl<T: Pod + Send> Engine<T> {
             "bsp-sort: radix {r} outside 1..={}",
             self.max_radix
         );
-        // Step 1: local counts.
-        self.counts.clear();
-        self.counts.resize(r, 0);
-        count(self.source(ctx, source), &mut self.counts, digit);
-        // Steps 2 to 5.
-        self.ranks(ctx, r);
+        self.rank(ctx, source, r, digit);
         // Step 6.
         if self.staged(delivery, ctx.nprocs(), r) {
             self.deliver_staged(ctx, source, digit);
         } else {
             self.deliver_direct(ctx, source, digit);
         }
+    }
+
+    /// Steps 1 to 5: the global rank of every digit and of this processor's
+    /// first key of every digit, without moving any key.
+    pub(crate) fn rank(
+        &mut self,
+        ctx: &mut Ctx,
+        source: Source<'_, T>,
+        r: usize,
+        digit: impl Fn(&T) -> usize,
+    ) {
+        assert!(
+            (1..=self.max_radix).contains(&r),
+            "bsp-sort: radix {r} outside 1..={}",
+            self.max_radix
+        );
+        self.counts.clear();
+        self.counts.resize(r, 0);
+        count(self.source(ctx, source), &mut self.counts, digit);
+        self.ranks(ctx, r);
     }
 
     /// Steps 2 to 5: from the local counts to `my_start` and `global_start`.
@@ -508,6 +523,47 @@ impl<T: Pod + Send> CountingSort<T> {
         self.engine
             .pass(ctx, Source::Slice(src), self.radix, digit, self.delivery);
         self.engine.settle(ctx, dst);
+    }
+
+    /// Ranks the keys of `keys` without moving them: steps 1 to 5 of the
+    /// pass (local counts, transpose of the count matrix, prefix sums,
+    /// inverse transpose). Afterwards
+    /// [`digit_starts`](CountingSort::digit_starts) gives, for every digit
+    /// d, the number of keys over all processors with a smaller digit: the
+    /// rank of every key with digit d. This is all that ranking needs (NAS
+    /// IS, for instance); [`sort_into`](CountingSort::sort_into) adds step 6.
+    ///
+    /// Collective: every processor calls it with the same `digit` function.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_sort::CountingSort;
+    ///
+    /// let out = bsp_core::run(2, |ctx| {
+    ///     let keys = vec![3u8, 0, 3, 1];
+    ///     let mut counting = CountingSort::new(ctx, keys.len(), 4);
+    ///     counting.rank(ctx, &keys, |&k| k as usize);
+    ///     counting.digit_starts().to_vec()
+    /// })
+    /// .unwrap();
+    /// // Keys over both processors: 0, 0, 1, 1, 3, 3, 3, 3.
+    /// assert_eq!(out[0], vec![0, 2, 4, 4]);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `keys` is not `local_len` long, or `digit` returns a value `>= radix`.
+    ///
+    /// # Cost
+    ///
+    /// Two supersteps: transposes of R/p and 2R/p words per processor pair.
+    /// Local work O(n/p + R).
+    pub fn rank(&mut self, ctx: &mut Ctx, keys: &[T], digit: impl Fn(&T) -> usize) {
+        let n = self.engine.local_len(ctx.pid());
+        assert_eq!(keys.len(), n, "bsp-sort: key count differs from local_len");
+        self.engine
+            .rank(ctx, Source::Slice(keys), self.radix, digit);
     }
 
     /// After a sort: for every digit d, the number of keys over all
