@@ -1,12 +1,10 @@
 //! Random access read with hot spots (seed 002, Sect. 7): the write's
 //! machinery run with requests, then in reverse with the data.
 
-use std::collections::HashMap;
-
 use bsp_core::{Ctx, GetHandle};
 use bytemuck::Pod;
 
-use super::plan::{Buckets, Plan};
+use super::plan::{Buckets, Plan, Run};
 use super::raw::check_block;
 use crate::comm::{receive_by_source, send_all};
 
@@ -85,8 +83,8 @@ pub fn rar_direct<T: Pod + Send + Sync>(
     rar_with(ctx, buckets, false, data, index)
 }
 
-/// Gets issued for runs of sorted requests, with their start in the sorted
-/// order.
+/// Gets issued for runs of bucket-sorted requests, with their start in
+/// the bucket-sorted order.
 type Pending<T> = Vec<(usize, GetHandle<T>)>;
 
 fn rar_with<T: Pod + Send + Sync>(
@@ -99,129 +97,128 @@ fn rar_with<T: Pod + Send + Sync>(
     let (p, me) = (ctx.nprocs(), ctx.pid());
     let dist = check_block(ctx, data.len(), buckets.dist.len(), "rar");
     let start = dist.start(me);
-    let (counts, order) = buckets.sort(index);
-    let plan = Plan::build(ctx, buckets, counts, stretch);
+    let hits = buckets.hits(index);
+    let plan = Plan::build(ctx, buckets, hits, stretch);
     let held = (plan.inter[me + 1] - plan.inter[me]) as usize;
-    let sparse_len = plan.sparse_len[me] as usize;
-    let sparse_req = ctx.coarray::<u64>(sparse_len);
-    let sparse_ans = ctx.coarray::<T>(sparse_len);
-    let dense_req = ctx.coarray::<u64>(held);
-    let dense_ans = ctx.coarray::<T>(held);
+    let sparse_req = ctx.coarray::<u32>(plan.sparse_len[me] as usize);
+    let dense_req = ctx.coarray::<u32>(held);
     let asks = ctx.queue::<u64>();
     let answers = ctx.queue::<T>();
 
-    // Stage 1: requests to the owners (sparse) or intermediates (dense).
-    let sorted: Vec<u64> = order.iter().map(|&i| index[i] as u64).collect();
-    let mut runs = Vec::new(); // (bucket, processor, offset, count, start in sorted)
-    let mut from = 0;
-    for b in 0..plan.buckets.count() {
-        for (q, off, n) in plan.runs(b) {
-            let coarray = if plan.dense[b] {
-                &dense_req
-            } else {
-                &sparse_req
-            };
-            if q == me {
-                ctx.local_mut(coarray)[off..off + n].copy_from_slice(&sorted[from..from + n]);
-            } else {
-                ctx.put(q, coarray, off, &sorted[from..from + n]);
-            }
-            runs.push((b, q, off, n, from));
-            from += n;
-        }
+    // Stage 1: requests (offsets in their bucket), counting-sorted by
+    // bucket straight into the send buffer, to the owners (sparse) or the
+    // intermediates (dense).
+    let mut offs = vec![0u32; index.len()];
+    plan.buckets
+        .place(index, &plan.mine, |_, pos, off| offs[pos] = off);
+    let runs = plan.runs();
+    let requests = |r: &Run| if r.dense { dense_req } else { sparse_req };
+    for r in runs.iter().filter(|r| r.to == me) {
+        ctx.local_mut(&requests(r))[r.at..r.at + r.len]
+            .copy_from_slice(&offs[r.from..r.from + r.len]);
+    }
+    let out = ctx.coarray_from(offs);
+    for r in runs.iter().filter(|r| r.to != me) {
+        ctx.put_from(r.to, &requests(r), r.at, &out, r.from, r.len);
     }
     ctx.sync();
 
-    // Stage 2: owners answer sparse requests in place; readers fetch them.
-    // Intermediates send each piece's distinct requests to the owners.
-    let answered: Vec<T> = ctx
-        .local(&sparse_req)
-        .iter()
-        .map(|&g| data[g as usize - start])
-        .collect();
-    ctx.local_mut(&sparse_ans).copy_from_slice(&answered);
-    let mut result = vec![T::zeroed(); index.len()];
-    let sparse_gets = fetch(ctx, &runs, &plan, false, &sparse_ans, &mut result);
+    // Stage 2: owners answer sparse requests in place, bucket by bucket;
+    // readers fetch them. Intermediates merge equal requests of each piece
+    // of a dense bucket (a dense window of the bucket's width) and send the
+    // distinct ones to the owners.
+    let mut answered = bytemuck::zeroed_vec(plan.sparse_len[me] as usize);
+    let asked_sparse = ctx.local(&sparse_req);
+    for b in (me * plan.buckets.k..(me + 1) * plan.buckets.k).filter(|&b| !plan.dense[b]) {
+        let base = plan.buckets.range(b).start - start;
+        let at = plan.slot[b] as usize..(plan.slot[b] + plan.hits[b]) as usize;
+        for (a, &o) in answered[at.clone()].iter_mut().zip(&asked_sparse[at]) {
+            *a = data[base + o as usize];
+        }
+    }
+    let sparse_ans = ctx.coarray_from(answered);
+    let mut sorted: Vec<T> = bytemuck::zeroed_vec(index.len());
+    let sparse_gets = fetch(ctx, &runs, false, &sparse_ans, &mut sorted);
     let mut asked: Vec<Vec<u64>> = (0..p).map(|_| Vec::new()).collect();
-    let mut slot: HashMap<u64, (usize, usize)> = HashMap::new(); // index -> (owner, position)
-    let requests = ctx.local(&dense_req);
-    for (b, range) in plan.pieces(me) {
-        let owner = plan.buckets.owner(b);
-        for &g in &requests[range] {
-            slot.entry(g).or_insert_with(|| {
-                asked[owner].push(g);
-                (owner, asked[owner].len() - 1)
-            });
+    let mut ask_of = vec![0u32; held]; // position -> its request in asked[owner]
+    let mut first = Vec::new(); // offset in the bucket -> its request, + 1
+    let pieces = plan.pieces(me);
+    let asked_dense = ctx.local(&dense_req);
+    for (b, range) in &pieces {
+        let (cover, list) = (plan.buckets.range(*b), &mut asked[plan.buckets.owner(*b)]);
+        first.clear();
+        first.resize(cover.len(), 0u32);
+        for (a, &o) in ask_of[range.clone()]
+            .iter_mut()
+            .zip(&asked_dense[range.clone()])
+        {
+            let f = &mut first[o as usize];
+            if *f == 0 {
+                list.push((cover.start + o as usize) as u64);
+                *f = u32::try_from(list.len()).expect("bsp-algos: fewer than 2^32 requests");
+            }
+            *a = *f - 1;
         }
     }
     for (owner, list) in asked.iter().enumerate() {
         send_all(ctx, owner, &asks, list);
     }
     ctx.sync();
-    take_all(ctx, sparse_gets, &mut result);
-    if !plan.any_dense() {
-        return unsort(&order, result);
-    }
+    take_all(ctx, sparse_gets, &mut sorted);
+    if plan.any_dense() {
+        // Stage 3: owners answer the merged requests, in the order received.
+        for (src, list) in receive_by_source(ctx, &asks).into_iter().enumerate() {
+            let values: Vec<T> = list.iter().map(|&g| data[g as usize - start]).collect();
+            send_all(ctx, src, &answers, &values);
+        }
+        ctx.sync();
 
-    // Stage 3: owners answer the merged requests, in the order received.
-    for (src, list) in receive_by_source(ctx, &asks).into_iter().enumerate() {
-        let values: Vec<T> = list.iter().map(|&g| data[g as usize - start]).collect();
-        send_all(ctx, src, &answers, &values);
+        // Stage 4: intermediates spread the answers over their positions;
+        // the readers fetch them.
+        let by_owner = receive_by_source(ctx, &answers);
+        let mut filled = bytemuck::zeroed_vec(held);
+        for (b, range) in pieces {
+            let from = &by_owner[plan.buckets.owner(b)];
+            for (f, &a) in filled[range.clone()].iter_mut().zip(&ask_of[range]) {
+                *f = from[a as usize];
+            }
+        }
+        let dense_ans = ctx.coarray_from(filled);
+        let dense_gets = fetch(ctx, &runs, true, &dense_ans, &mut sorted);
+        ctx.sync();
+        take_all(ctx, dense_gets, &mut sorted);
     }
-    ctx.sync();
-
-    // Stage 4: intermediates spread the answers over their positions; the
-    // readers fetch them.
-    let by_owner = receive_by_source(ctx, &answers);
-    let filled: Vec<T> = ctx
-        .local(&dense_req)
-        .iter()
-        .map(|g| {
-            let (owner, k) = slot[g];
-            by_owner[owner][k]
-        })
-        .collect();
-    ctx.local_mut(&dense_ans).copy_from_slice(&filled);
-    let dense_gets = fetch(ctx, &runs, &plan, true, &dense_ans, &mut result);
-    ctx.sync();
-    take_all(ctx, dense_gets, &mut result);
-    unsort(&order, result)
+    // Back from bucket order to request order.
+    let mut result = bytemuck::zeroed_vec(index.len());
+    plan.buckets
+        .place(index, &plan.mine, |i, pos, _| result[i] = sorted[pos]);
+    result
 }
 
 /// Issues gets for the runs into sparse or dense buckets; runs held by this
 /// processor are copied at once.
 fn fetch<T: Pod + Send + Sync>(
     ctx: &mut Ctx,
-    runs: &[(usize, usize, usize, usize, usize)],
-    plan: &Plan,
+    runs: &[Run],
     dense: bool,
     answers: &bsp_core::Coarray<T>,
-    result: &mut [T],
+    sorted: &mut [T],
 ) -> Pending<T> {
     let me = ctx.pid();
     let mut pending = Vec::new();
-    for &(_, q, off, n, from) in runs.iter().filter(|r| plan.dense[r.0] == dense) {
-        if q == me {
-            result[from..from + n].copy_from_slice(&ctx.local(answers)[off..off + n]);
+    for r in runs.iter().filter(|r| r.dense == dense) {
+        if r.to == me {
+            sorted[r.from..r.from + r.len].copy_from_slice(&ctx.local(answers)[r.at..r.at + r.len]);
         } else {
-            pending.push((from, ctx.get(q, answers, off, n)));
+            pending.push((r.from, ctx.get(r.to, answers, r.at, r.len)));
         }
     }
     pending
 }
 
-fn take_all<T: Pod>(ctx: &mut Ctx, pending: Pending<T>, result: &mut [T]) {
+fn take_all<T: Pod>(ctx: &mut Ctx, pending: Pending<T>, sorted: &mut [T]) {
     for (from, handle) in pending {
         let values = ctx.take(handle);
-        result[from..from + values.len()].copy_from_slice(&values);
+        sorted[from..from + values.len()].copy_from_slice(&values);
     }
-}
-
-/// Puts the answers, in bucket-sorted order, back into request order.
-fn unsort<T: Pod>(order: &[usize], sorted: Vec<T>) -> Vec<T> {
-    let mut out = vec![T::zeroed(); order.len()];
-    for (&i, v) in order.iter().zip(sorted) {
-        out[i] = v;
-    }
-    out
 }
