@@ -93,7 +93,7 @@ impl Buckets {
     /// at most about 1024 buckets in all, so that the local counting sort
     /// scatters into few enough streams to stay in cache.
     pub(crate) fn balanced(len: usize, p: usize) -> Self {
-        const MAX_BUCKETS: usize = 1024;
+        const MAX_BUCKETS: usize = 256;
         Self::new(len, p, (len.isqrt() / p).min(MAX_BUCKETS / p))
     }
 

@@ -1,12 +1,14 @@
 //! Random access read with hot spots (seed 002, Sect. 7): the write's
 //! machinery run with requests, then in reverse with the data.
 
+use std::ops::Range;
+
 use bsp_core::{Ctx, GetHandle};
 use bytemuck::Pod;
 
 use super::plan::{Buckets, Plan, Run};
 use super::raw::check_block;
-use crate::comm::{receive_by_source, send_all};
+use crate::dist::Block;
 
 /// Reads element `index[i]` of a block-distributed global array of `len`
 /// elements, of which `data` is this processor's block, for every i;
@@ -94,7 +96,7 @@ fn rar_with<T: Pod + Send + Sync>(
     data: &[T],
     index: &[usize],
 ) -> Vec<T> {
-    let (p, me) = (ctx.nprocs(), ctx.pid());
+    let me = ctx.pid();
     let dist = check_block(ctx, data.len(), buckets.dist.len(), "rar");
     let start = dist.start(me);
     let hits = buckets.hits(index);
@@ -102,8 +104,8 @@ fn rar_with<T: Pod + Send + Sync>(
     let held = (plan.inter[me + 1] - plan.inter[me]) as usize;
     let sparse_req = ctx.coarray::<u32>(plan.sparse_len[me] as usize);
     let dense_req = ctx.coarray::<u32>(held);
-    let asks = ctx.queue::<u64>();
-    let answers = ctx.queue::<T>();
+    let copies = Copies::new(&plan);
+    let bucket_data = ctx.coarray::<T>(copies.len(me));
 
     // Stage 1: requests (offsets in their bucket), counting-sorted by
     // bucket straight into the send buffer, to the owners (sparse) or the
@@ -124,63 +126,64 @@ fn rar_with<T: Pod + Send + Sync>(
     ctx.sync();
 
     // Stage 2: owners answer sparse requests in place, bucket by bucket;
-    // readers fetch them. Intermediates merge equal requests of each piece
-    // of a dense bucket (a dense window of the bucket's width) and send the
-    // distinct ones to the owners.
+    // readers fetch them. Owners send the data of each dense bucket to the
+    // intermediates holding its pieces, split in slices over them when
+    // there are several (seed 002, Sect. 7: one-way data instead of
+    // requests and answers).
     let mut answered = bytemuck::zeroed_vec(plan.sparse_len[me] as usize);
-    let asked_sparse = ctx.local(&sparse_req);
-    for b in (me * plan.buckets.k..(me + 1) * plan.buckets.k).filter(|&b| !plan.dense[b]) {
+    let asked = ctx.local(&sparse_req);
+    let k = plan.buckets.k;
+    for b in (me * k..(me + 1) * k).filter(|&b| !plan.dense[b]) {
         let base = plan.buckets.range(b).start - start;
         let at = plan.slot[b] as usize..(plan.slot[b] + plan.hits[b]) as usize;
-        for (a, &o) in answered[at.clone()].iter_mut().zip(&asked_sparse[at]) {
+        for (a, &o) in answered[at.clone()].iter_mut().zip(&asked[at]) {
             *a = data[base + o as usize];
         }
     }
     let sparse_ans = ctx.coarray_from(answered);
     let mut sorted: Vec<T> = bytemuck::zeroed_vec(index.len());
     let sparse_gets = fetch(ctx, &runs, false, &sparse_ans, &mut sorted);
-    let mut asked: Vec<Vec<u64>> = (0..p).map(|_| Vec::new()).collect();
-    let mut ask_of = vec![0u32; held]; // position -> its request in asked[owner]
-    let mut first = Vec::new(); // offset in the bucket -> its request, + 1
-    let pieces = plan.pieces(me);
-    let asked_dense = ctx.local(&dense_req);
-    for (b, range) in &pieces {
-        let (cover, list) = (plan.buckets.range(*b), &mut asked[plan.buckets.owner(*b)]);
-        first.clear();
-        first.resize(cover.len(), 0u32);
-        for (a, &o) in ask_of[range.clone()]
-            .iter_mut()
-            .zip(&asked_dense[range.clone()])
-        {
-            let f = &mut first[o as usize];
-            if *f == 0 {
-                list.push((cover.start + o as usize) as u64);
-                *f = u32::try_from(list.len()).expect("bsp-algos: fewer than 2^32 requests");
+    for b in (me * k..(me + 1) * k).filter(|&b| plan.dense[b]) {
+        let cover = plan.buckets.range(b);
+        for (q, slice) in copies.slices(&plan, b) {
+            let from = &data[cover.start - start + slice.start..cover.start - start + slice.end];
+            let at = copies.at(q, b) + slice.start;
+            if q == me {
+                ctx.local_mut(&bucket_data)[at..at + slice.len()].copy_from_slice(from);
+            } else {
+                ctx.put(q, &bucket_data, at, from);
             }
-            *a = *f - 1;
         }
-    }
-    for (owner, list) in asked.iter().enumerate() {
-        send_all(ctx, owner, &asks, list);
     }
     ctx.sync();
     take_all(ctx, sparse_gets, &mut sorted);
     if plan.any_dense() {
-        // Stage 3: owners answer the merged requests, in the order received.
-        for (src, list) in receive_by_source(ctx, &asks).into_iter().enumerate() {
-            let values: Vec<T> = list.iter().map(|&g| data[g as usize - start]).collect();
-            send_all(ctx, src, &answers, &values);
+        // Stage 3, for buckets over several intermediates: they all-gather
+        // the slices, so that each holds the whole bucket.
+        if plan.any_split() {
+            for (b, _) in plan.pieces(me) {
+                let slices = copies.slices(&plan, b);
+                if slices.len() < 2 {
+                    continue;
+                }
+                let mine = slices[me - slices[0].0].1.clone();
+                let at = copies.at(me, b);
+                let slice = ctx.local(&bucket_data)[at + mine.start..at + mine.end].to_vec();
+                for (q, _) in slices.into_iter().filter(|&(q, _)| q != me) {
+                    ctx.put(q, &bucket_data, copies.at(q, b) + mine.start, &slice);
+                }
+            }
+            ctx.sync();
         }
-        ctx.sync();
 
-        // Stage 4: intermediates spread the answers over their positions;
-        // the readers fetch them.
-        let by_owner = receive_by_source(ctx, &answers);
+        // Stage 4: intermediates answer the requests of their pieces from
+        // the bucket data; the readers fetch the answers.
+        let (held_data, asked) = (ctx.local(&bucket_data), ctx.local(&dense_req));
         let mut filled = bytemuck::zeroed_vec(held);
-        for (b, range) in pieces {
-            let from = &by_owner[plan.buckets.owner(b)];
-            for (f, &a) in filled[range.clone()].iter_mut().zip(&ask_of[range]) {
-                *f = from[a as usize];
+        for (b, range) in plan.pieces(me) {
+            let bucket = &held_data[copies.at(me, b)..];
+            for (f, &o) in filled[range.clone()].iter_mut().zip(&asked[range]) {
+                *f = bucket[o as usize];
             }
         }
         let dense_ans = ctx.coarray_from(filled);
@@ -193,6 +196,59 @@ fn rar_with<T: Pod + Send + Sync>(
     plan.buckets
         .place(index, &plan.mine, |i, pos, _| result[i] = sorted[pos]);
     result
+}
+
+/// Where the intermediates keep copies of the dense buckets whose pieces
+/// they hold: on processor q, one bucket's width per piece, in the order of
+/// [`Plan::pieces`]. Every processor computes the same layout.
+struct Copies {
+    /// Per processor: (bucket, offset of its copy), by bucket.
+    at: Vec<Vec<(usize, usize)>>,
+    /// Per processor: the length of its copies.
+    len: Vec<usize>,
+}
+
+impl Copies {
+    fn new(plan: &Plan) -> Self {
+        let (mut at, mut len) = (Vec::new(), Vec::new());
+        for q in 0..plan.inter.len() - 1 {
+            let mut end = 0;
+            at.push(
+                plan.pieces(q)
+                    .into_iter()
+                    .map(|(b, _)| {
+                        end += plan.buckets.range(b).len();
+                        (b, end - plan.buckets.range(b).len())
+                    })
+                    .collect(),
+            );
+            len.push(end);
+        }
+        Copies { at, len }
+    }
+
+    /// The length of processor q's copies.
+    fn len(&self, q: usize) -> usize {
+        self.len[q]
+    }
+
+    /// Where processor q keeps its copy of bucket b.
+    fn at(&self, q: usize, b: usize) -> usize {
+        let i = self.at[q]
+            .binary_search_by_key(&b, |&(c, _)| c)
+            .expect("a piece of the bucket is held there");
+        self.at[q][i].1
+    }
+
+    /// Dense bucket b's slices (offsets in the bucket) and the
+    /// intermediates they go to first: one per intermediate of its span.
+    fn slices(&self, plan: &Plan, b: usize) -> Vec<(usize, Range<usize>)> {
+        let span = plan.span(b);
+        let slicing = Block::new(plan.buckets.range(b).len(), span.len());
+        span.clone()
+            .map(|q| (q, slicing.range(q - span.start)))
+            .collect()
+    }
 }
 
 /// Issues gets for the runs into sparse or dense buckets; runs held by this
