@@ -15,12 +15,16 @@ use crate::dist::Block;
 /// returns the values in the order of `index`.
 ///
 /// Requests are bucketed as in [`raw`](crate::raw): one exclusive scan of
-/// per-bucket request counts; requests to sparse buckets go straight to
-/// the owner, requests to dense buckets (hot spots: many readers of few
-/// elements) are stretched over intermediate processors, which merge equal
-/// requests so that the owner answers each element once per piece; the
-/// answers travel back the same way. No processor sends or receives much
-/// more than its share of the requests, however hot the hot spots.
+/// per-bucket request counts, then a counting sort scatters each request
+/// (its offset in its bucket, 4 bytes) straight into the send buffer.
+/// Requests to sparse buckets go straight to the owner, which answers
+/// them in place. Requests to dense buckets (hot spots: many readers of
+/// few elements) are stretched over intermediate processors, and the owner
+/// sends each dense bucket's data (one bucket width) to them instead of
+/// answering requests (seed 002, Sect. 7); a bucket stretched over several
+/// intermediates is sent in slices, one per intermediate, which they then
+/// all-gather. Readers fetch their answers with gets. No processor sends
+/// or receives much more than its share, however hot the hot spots.
 ///
 /// # Examples
 ///
@@ -42,11 +46,15 @@ use crate::dist::Block;
 ///
 /// # Cost
 ///
-/// The exclusive scan of kp ≈ √len counts (1–2 supersteps), then 1
-/// superstep carrying the requests (h ≤ about n/p indices), and, when a
-/// bucket is dense, 2 more: merged requests to owners (h ≤ about
-/// 2·len/p + len/k), answers back (the same), with the replies to the
-/// readers travelling as gets (h ≤ about n/p values).
+/// Three local passes over the requests; the exclusive scan of the kp
+/// counts (1–2 supersteps); 1 superstep carrying the requests (h ≤ about
+/// 2n/p offsets of 4 bytes); 1 superstep with the answers to sparse
+/// requests as gets (h ≤ about 2n/p values) and the dense buckets' data
+/// (an owner sends at most its block, an intermediate receives at most
+/// about half the requests it holds plus 2w values, w ≈ len/(kp)); when a
+/// dense bucket spans intermediates, 1 superstep of all-gather (h ≤ about
+/// 2w values); when a bucket is dense, 1 superstep with the answers as
+/// gets (h ≤ about 2n/p values).
 pub fn rar<T: Pod + Send + Sync>(ctx: &mut Ctx, data: &[T], len: usize, index: &[usize]) -> Vec<T> {
     let buckets = Buckets::balanced(len, ctx.nprocs());
     rar_with(ctx, buckets, true, data, index)

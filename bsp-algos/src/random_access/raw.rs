@@ -19,17 +19,23 @@ use crate::dist::Block;
 /// include the old values as writes or start from zeros.)
 ///
 /// This is the hybrid algorithm of seed 002 (Sect. 4 and 5). The global
-/// array is cut into k ≈ √len/p buckets per processor. One exclusive scan
-/// of the per-bucket access counts gives every processor the global hits
-/// per bucket and its own offset within each bucket. Buckets with at most
-/// twice the mean load are *sparse* and their writes go straight to the
-/// owner. *Dense* buckets (hot spots) are stretched over intermediate
-/// processors, so that every processor receives about the mean number of
-/// writes whatever the skew; each intermediate combines its piece of a
-/// bucket, pieces of a bucket spread over several intermediates are
-/// combined by a reduce-scatter among them, and one value per written
-/// element reaches the owner. The time therefore does not depend on how
-/// hot the hot spots are (see `examples/bench_access.rs`).
+/// array is cut into k buckets per processor (kp ≈ min(√len, 256), at
+/// least p). One pass counts the writes per bucket, and one exclusive scan
+/// of the counts gives every processor the global hits per bucket and its
+/// own offset within each bucket. A second pass scatters every write, as
+/// its offset in its bucket (4 bytes) and its value, straight into the
+/// send buffer at its place (a counting sort by bucket), and the runs
+/// travel without another copy. Buckets with at most twice the mean load
+/// are *sparse* and their writes go straight to the owner, which resolves
+/// them bucket by bucket. *Dense* buckets (hot spots) are stretched over
+/// intermediate processors, so that every processor receives about the
+/// mean number of writes whatever the skew; each intermediate resolves its
+/// piece of a bucket in a dense array of the bucket's width, pieces of a
+/// bucket spread over several intermediates are combined by a
+/// reduce-scatter among them, and one value per written element reaches
+/// the owner. Every step is linear in the writes and the bucket widths, so
+/// the time does not depend on how hot the hot spots are (see
+/// `examples/bench_access.rs`).
 ///
 /// # Examples
 ///
@@ -62,13 +68,17 @@ use crate::dist::Block;
 ///
 /// # Cost
 ///
-/// With n the total number of writes and m = max(n, len): the exclusive
-/// scan of kp ≈ √len counts (1–2 supersteps); the first stage (1
-/// superstep, h ≤ about m/p + kp record headers); when some bucket is
-/// dense, a second (combined pieces to owners, slices to the
-/// reduce-scatter: 1 superstep, h ≤ about m/p) and, when a dense bucket
-/// spans intermediates, a third (1 superstep, h ≤ about 2·len/(kp) + m/p).
-/// [`Unique`](crate::Unique) adds one superstep.
+/// With n the total number of writes, m = max(n, len) and w ≈ len/(kp) the
+/// bucket width: two local passes over the writes; the exclusive scan of
+/// the kp counts (1–2 supersteps); the first stage (1 superstep, h ≤ about
+/// 2n/p writes of 4 + `size_of::<T>()` bytes, plus two 24-byte put headers
+/// per run, at most kp + p runs); when some bucket is dense, a second (combined
+/// pieces to owners, slices to the reduce-scatter: 1 superstep, h ≤ about
+/// m/p (index, value) pairs) and, when a dense bucket spans
+/// intermediates, a third (1 superstep, h ≤ about 2w + m/p pairs).
+/// [`Unique`](crate::Unique) adds one superstep. Each call registers
+/// receive and send buffers of about n/p writes (coarrays stay registered
+/// until the run ends).
 pub fn raw<T: Pod + Send + Sync, C: Collision<T>>(
     ctx: &mut Ctx,
     target: &mut [T],
