@@ -176,6 +176,19 @@ impl Buckets {
     }
 }
 
+/// Where each bucket's accesses start when they are ordered by bucket:
+/// the exclusive prefix sums of the counts.
+pub(crate) fn starts(counts: &[u64]) -> Vec<usize> {
+    let mut at = 0usize;
+    counts
+        .iter()
+        .map(|&c| {
+            at += c as usize;
+            at - c as usize
+        })
+        .collect()
+}
+
 /// The global picture: hits per bucket, which buckets are dense, and the
 /// layout of the sparse (at the owner) and stretched dense (at the
 /// intermediates) receive buffers.

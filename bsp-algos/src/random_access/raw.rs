@@ -8,7 +8,7 @@ use bytemuck::Pod;
 use super::collision::{Collision, Conflict, Resolver};
 use super::merge::{absorb, Window};
 use super::pairs::{outgoing, Pairs};
-use super::plan::{Buckets, Plan, Run};
+use super::plan::{starts, Buckets, Plan};
 use crate::dist::Block;
 
 /// Writes `values[i]` to element `index[i]` of a block-distributed global
@@ -178,9 +178,10 @@ fn raw_with<T: Pod + Send + Sync, C: Collision<T>>(
 
     // Stage 1: a counting sort by bucket scatters the writes straight into
     // the send buffers; every run of writes to a bucket goes to its owner
-    // (sparse) or to its stretched positions on the intermediates (dense):
-    // copied here when it stays on this processor, otherwise put from the
-    // send buffers without a buffering copy.
+    // (sparse) or to its stretched positions on the intermediates (dense),
+    // put from the send buffers without a buffering copy. Runs to this
+    // processor's own sparse buckets stay where they are; runs to its dense
+    // pieces are copied into place.
     let mut offs = vec![0u32; index.len()];
     let mut vals: Vec<T> = bytemuck::zeroed_vec(index.len());
     plan.buckets.place(index, &plan.mine, |i, pos, off| {
@@ -188,41 +189,45 @@ fn raw_with<T: Pod + Send + Sync, C: Collision<T>>(
         vals[pos] = values[i];
     });
     let runs = plan.runs();
-    let buffers = |r: &Run| if r.dense { dense } else { sparse };
-    for r in runs.iter().filter(|r| r.to == me) {
-        let (ci, cv) = buffers(r);
+    for r in runs.iter().filter(|r| r.to == me && r.dense) {
         let (to, from) = (r.at..r.at + r.len, r.from..r.from + r.len);
-        ctx.local_mut(&ci)[to.clone()].copy_from_slice(&offs[from.clone()]);
-        ctx.local_mut(&cv)[to].copy_from_slice(&vals[from]);
+        ctx.local_mut(&dense.0)[to.clone()].copy_from_slice(&offs[from.clone()]);
+        ctx.local_mut(&dense.1)[to].copy_from_slice(&vals[from]);
     }
     let out = (ctx.coarray_from(offs), ctx.coarray_from(vals));
     for r in runs.iter().filter(|r| r.to != me) {
-        let (ci, cv) = buffers(r);
+        let (ci, cv) = if r.dense { dense } else { sparse };
         ctx.put_from(r.to, &ci, r.at, &out.0, r.from, r.len);
         ctx.put_from(r.to, &cv, r.at, &out.1, r.from, r.len);
     }
     ctx.sync();
 
     // The owner resolves the writes to its sparse buckets, bucket by
-    // bucket (each bucket's writes are in writer order).
+    // bucket, in writer order: those of the processors before it, its own
+    // (still in its send buffers), those of the processors after it.
     let start = dist.start(me);
     let mut res = Resolver::new(policy);
     let mut seen = vec![false; plan.buckets.width()];
     let (si, sv) = (ctx.local(&sparse.0), ctx.local(&sparse.1));
+    let (oi, ov) = (ctx.local(&out.0), ctx.local(&out.1));
+    // Where this processor's writes to bucket b start in its send buffers.
+    let sent_before = starts(&plan.mine);
     let k = plan.buckets.k;
     for b in (me * k..(me + 1) * k).filter(|&b| !plan.dense[b] && plan.hits[b] > 0) {
+        let at = (plan.slot[b] + plan.before[b]) as usize;
+        let (own, from) = (at..at + plan.mine[b] as usize, sent_before[b]);
         let cover = plan.buckets.range(b);
         let seen = &mut seen[..cover.len()];
         seen.fill(false);
-        let writes = plan.slot[b] as usize..(plan.slot[b] + plan.hits[b]) as usize;
-        absorb(
-            &mut target[cover.start - start..cover.end - start],
-            seen,
-            cover.start,
-            &si[writes.clone()],
-            &sv[writes],
-            &mut res,
-        );
+        let window = &mut target[cover.start - start..cover.end - start];
+        let before = plan.slot[b] as usize..own.start;
+        let after = own.end..(plan.slot[b] + plan.hits[b]) as usize;
+        let mut apply =
+            |offs: &[u32], vals: &[T]| absorb(window, seen, cover.start, offs, vals, &mut res);
+        apply(&si[before.clone()], &sv[before]);
+        let sent = from..from + own.len();
+        apply(&oi[sent.clone()], &ov[sent]);
+        apply(&si[after.clone()], &sv[after]);
     }
     if !plan.any_dense() {
         return res.finish::<T>(ctx);
