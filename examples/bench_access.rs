@@ -121,8 +121,14 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Runs both variants `reps` times on `p` processors; returns the median
-/// timings of (bsp, naive), or an error if the results are wrong.
-fn measure(p: usize, n: usize, dist: &str, reps: usize) -> Result<(Timing, Timing), String> {
+/// timings of (bsp, naive) (`None` on MPI ranks other than 0), or an error
+/// if the results are wrong.
+fn measure(
+    p: usize,
+    n: usize,
+    dist: &str,
+    reps: usize,
+) -> Result<Option<(Timing, Timing)>, String> {
     let out = Runtime::from_env()
         .procs(p)
         .run(|ctx| {
@@ -185,11 +191,7 @@ fn measure(p: usize, n: usize, dist: &str, reps: usize) -> Result<(Timing, Timin
             })
         })
         .map_err(|e| e.to_string())?;
-    let none = Timing {
-        wall: 0.0,
-        cpu: 0.0,
-    };
-    out.into_iter().flatten().next().unwrap_or(Ok((none, none)))
+    out.into_iter().flatten().next().transpose()
 }
 
 fn main() -> ExitCode {
@@ -204,7 +206,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if !args.json {
+    let header = || {
         println!(
             "RAW (sum), n = {} writes into {} elements, median of {}",
             args.n, args.n, args.reps
@@ -221,17 +223,28 @@ fn main() -> ExitCode {
             "naive cpu",
             "bsp cpu/unif."
         );
-    }
-    for &p in &args.procs {
+    };
+    let mut done = Vec::new();
+    for &asked in &args.procs {
+        // Under MPI every count is the mpirun size: measure it once.
+        let p = Runtime::from_env().procs(asked).nprocs();
+        if done.contains(&p) {
+            continue;
+        }
+        done.push(p);
         let mut uniform = None;
         for dist in ["uniform", "zipf", "single"] {
             let (bsp, naive) = match measure(p, args.n, dist, args.reps) {
-                Ok(t) => t,
+                Ok(Some(t)) => t,
+                Ok(None) => continue, // not rank 0 under MPI
                 Err(e) => {
                     eprintln!("bench_access: FAILED: {e}");
                     return ExitCode::FAILURE;
                 }
             };
+            if done.len() == 1 && uniform.is_none() && !args.json {
+                header();
+            }
             let base = *uniform.get_or_insert(bsp);
             if args.json {
                 for (variant, t) in [("bsp", bsp), ("naive", naive)] {
