@@ -8,8 +8,10 @@
 //!
 //! Each configuration runs both variants on the same data `--reps` times
 //! (alternating) and reports the median seconds (the slowest processor's
-//! time of each run). It checks itself: both variants must produce the same
-//! array, whose sum must be n; otherwise it exits with status 1.
+//! time of each run) and the median on-CPU seconds of all processors
+//! together (Linux; what a loaded machine does not distort as much). It
+//! checks itself: both variants must produce the same array, whose sum
+//! must be n; otherwise it exits with status 1.
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -97,14 +99,36 @@ fn destination(dist: &str, i: u64, n: u64) -> usize {
     g as usize
 }
 
+/// Seconds this thread has spent on a CPU (the first field of Linux's
+/// `/proc/thread-self/schedstat`, in ns); 0 elsewhere.
+fn on_cpu() -> f64 {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    let ns = stat.split_whitespace().next().and_then(|f| f.parse().ok());
+    ns.unwrap_or(0.0) / 1e9
+}
+
+/// Median seconds of one variant: wall (slowest processor) and on-CPU
+/// (all processors).
+#[derive(Clone, Copy)]
+struct Timing {
+    wall: f64,
+    cpu: f64,
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
 /// Runs both variants `reps` times on `p` processors; returns the median
-/// seconds of (bsp, naive), or an error if the results are wrong.
-fn measure(p: usize, n: usize, dist: &str, reps: usize) -> Result<(f64, f64), String> {
+/// timings of (bsp, naive) (`None` on MPI ranks other than 0), or an error
+/// if the results are wrong.
+fn measure(
+    p: usize,
+    n: usize,
+    dist: &str,
+    reps: usize,
+) -> Result<Option<(Timing, Timing)>, String> {
     let out = Runtime::from_env()
         .procs(p)
         .run(|ctx| {
@@ -116,12 +140,13 @@ fn measure(p: usize, n: usize, dist: &str, reps: usize) -> Result<(f64, f64), St
                 .collect();
             let values = vec![1u64; index.len()];
             let mut times = (Vec::new(), Vec::new());
+            let mut cpu = (Vec::new(), Vec::new());
             let mut results = (Vec::new(), Vec::new());
             for _ in 0..reps {
                 for naive in [false, true] {
                     let mut a = vec![0u64; mine.len()];
                     ctx.sync();
-                    let start = Instant::now();
+                    let (start, cpu_start) = (Instant::now(), on_cpu());
                     if naive {
                         algos::raw_direct(ctx, &mut a, n, &index, &values, &Combine(Sum))
                     } else {
@@ -129,12 +154,16 @@ fn measure(p: usize, n: usize, dist: &str, reps: usize) -> Result<(f64, f64), St
                     }
                     .expect("sum cannot conflict");
                     let mut t = [start.elapsed().as_secs_f64()];
+                    let mut c = [on_cpu() - cpu_start];
                     algos::all_reduce(ctx, &mut t, &Max);
+                    algos::all_reduce(ctx, &mut c, &Sum);
                     if naive {
                         times.1.push(t[0]);
+                        cpu.1.push(c[0]);
                         results.1 = a;
                     } else {
                         times.0.push(t[0]);
+                        cpu.0.push(c[0]);
                         results.0 = a;
                     }
                 }
@@ -153,12 +182,16 @@ fn measure(p: usize, n: usize, dist: &str, reps: usize) -> Result<(f64, f64), St
                         check[1]
                     ))
                 } else {
-                    Ok((median(times.0), median(times.1)))
+                    let timing = |wall, cpu| Timing {
+                        wall: median(wall),
+                        cpu: median(cpu),
+                    };
+                    Ok((timing(times.0, cpu.0), timing(times.1, cpu.1)))
                 }
             })
         })
         .map_err(|e| e.to_string())?;
-    out.into_iter().flatten().next().unwrap_or(Ok((0.0, 0.0)))
+    out.into_iter().flatten().next().transpose()
 }
 
 fn main() -> ExitCode {
@@ -173,39 +206,63 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if !args.json {
+    let header = || {
         println!(
             "RAW (sum), n = {} writes into {} elements, median of {}",
             args.n, args.n, args.reps
         );
         println!(
-            "{:>5} {:>8} {:>10} {:>10} {:>12} {:>13}",
-            "procs", "dist", "bsp s", "naive s", "naive/bsp", "bsp/uniform"
+            "{:>5} {:>8} {:>8} {:>8} {:>10} {:>12} {:>10} {:>10} {:>14}",
+            "procs",
+            "dist",
+            "bsp s",
+            "naive s",
+            "naive/bsp",
+            "bsp/uniform",
+            "bsp cpu s",
+            "naive cpu",
+            "bsp cpu/unif."
         );
-    }
-    for &p in &args.procs {
+    };
+    let mut done = Vec::new();
+    for &asked in &args.procs {
+        // Under MPI every count is the mpirun size: measure it once.
+        let p = Runtime::from_env().procs(asked).nprocs();
+        if done.contains(&p) {
+            continue;
+        }
+        done.push(p);
         let mut uniform = None;
         for dist in ["uniform", "zipf", "single"] {
             let (bsp, naive) = match measure(p, args.n, dist, args.reps) {
-                Ok(t) => t,
+                Ok(Some(t)) => t,
+                Ok(None) => continue, // not rank 0 under MPI
                 Err(e) => {
                     eprintln!("bench_access: FAILED: {e}");
                     return ExitCode::FAILURE;
                 }
             };
+            if done.len() == 1 && uniform.is_none() && !args.json {
+                header();
+            }
             let base = *uniform.get_or_insert(bsp);
             if args.json {
-                for (variant, s) in [("bsp", bsp), ("naive", naive)] {
+                for (variant, t) in [("bsp", bsp), ("naive", naive)] {
                     println!(
-                        "{{\"variant\":\"{variant}\",\"dist\":\"{dist}\",\"procs\":{p},\"n\":{},\"seconds\":{s:.6},\"verified\":true}}",
-                        args.n
+                        "{{\"variant\":\"{variant}\",\"dist\":\"{dist}\",\"procs\":{p},\"n\":{},\"seconds\":{:.6},\"cpu_seconds\":{:.6},\"verified\":true}}",
+                        args.n, t.wall, t.cpu
                     );
                 }
             } else {
                 println!(
-                    "{p:>5} {dist:>8} {bsp:>10.4} {naive:>10.4} {:>12.2} {:>13.2}",
-                    naive / bsp,
-                    bsp / base
+                    "{p:>5} {dist:>8} {:>8.4} {:>8.4} {:>10.2} {:>12.2} {:>10.4} {:>10.4} {:>14.2}",
+                    bsp.wall,
+                    naive.wall,
+                    naive.wall / bsp.wall,
+                    bsp.wall / base.wall,
+                    bsp.cpu,
+                    naive.cpu,
+                    bsp.cpu / base.cpu
                 );
             }
         }

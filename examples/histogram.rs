@@ -7,9 +7,11 @@
 //! ```
 //!
 //! Prints the seconds and elements/s of the parallel histogram and of the
-//! sequential single-threaded count, and the parallel throughput per
-//! processor relative to the sequential one. Exits with status 1 if the
-//! counts differ.
+//! sequential single-threaded count (same data, same bin function, same
+//! loop, repetitions interleaved, medians), the parallel throughput per
+//! processor relative to the sequential one, and the same ratio for each
+//! processor's local count alone (what the machine allows with no
+//! reduction at all). Exits with status 1 if the counts differ.
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -25,7 +27,7 @@ usage: histogram [--n N] [--bins K] [--dist uniform|zipf|single] [--procs P] [--
   --bins K     number of bins, at least 1 (default 256)
   --dist D     uniform, zipf (exponent 1) or single (all in one bin); default uniform
   --procs P    processors (default: BSP_PROCS or the number of cores; ignored under MPI)
-  --reps R     repetitions, median reported (default 5)
+  --reps R     repetitions, median reported (default 9)
   --json       one JSON object instead of text
   --help       this text";
 
@@ -50,7 +52,7 @@ fn parse() -> Result<Option<Args>, String> {
         bins: 256,
         dist: "uniform".into(),
         procs: None,
-        reps: 5,
+        reps: 9,
         json: false,
     };
     let mut it = std::env::args().skip(1);
@@ -107,6 +109,59 @@ fn sequential(values: &[u32], bins: usize) -> Vec<u64> {
     counts
 }
 
+/// Seconds this thread has spent on a CPU (Linux: the first field of
+/// `/proc/thread-self/schedstat`); 0 where that is unavailable.
+fn on_cpu() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(0.0, |ns| ns / 1e9)
+}
+
+/// Wall time and time on a CPU.
+#[derive(Clone, Copy, Default)]
+struct Seconds {
+    wall: f64,
+    cpu: f64,
+}
+
+impl Seconds {
+    /// The median of each.
+    fn median(all: &[Seconds]) -> Seconds {
+        Seconds {
+            wall: median(all.iter().map(|s| s.wall).collect()),
+            cpu: median(all.iter().map(|s| s.cpu).collect()),
+        }
+    }
+}
+
+struct Clock {
+    wall: Instant,
+    cpu: f64,
+}
+
+impl Clock {
+    fn start() -> Self {
+        Clock {
+            wall: Instant::now(),
+            cpu: on_cpu(),
+        }
+    }
+
+    /// The slowest processor's seconds since the start (this processor's
+    /// alone if `mine_only`); collective.
+    fn slowest(self, ctx: &mut Ctx, mine_only: bool) -> Seconds {
+        let mut t = [self.wall.elapsed().as_secs_f64(), on_cpu() - self.cpu];
+        if !mine_only {
+            algos::all_reduce(ctx, &mut t, &Max);
+        }
+        Seconds {
+            wall: t[0],
+            cpu: t[1],
+        }
+    }
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -130,44 +185,49 @@ fn main() -> ExitCode {
     }
     let (n, bins, dist) = (args.n, args.bins, args.dist.as_str());
     let result = rt.run(|ctx| {
-        let blocks = algos::Block::new(n, ctx.nprocs());
-        let mine: Vec<u32> = blocks
-            .range(ctx.pid())
-            .map(|i| value(dist, i as u64))
-            .collect();
-        // Parallel histogram, timed by the slowest processor; median of reps.
-        let mut times = Vec::new();
-        let mut counts = Vec::new();
-        for _ in 0..args.reps {
-            ctx.sync();
-            let start = Instant::now();
-            counts = algos::histogram(ctx, &mine, bins, |&v| bin(v, bins));
-            let mut t = [start.elapsed().as_secs_f64()];
-            algos::all_reduce(ctx, &mut t, &Max);
-            times.push(t[0]);
-        }
-        let seconds = [median(times)];
-        let all = algos::gather(ctx, 0, &counts);
-        // The sequential peer and the check, on processor 0 only.
-        all.map(|parts| {
-            let values: Vec<u32> = (0..n as u64).map(|i| value(dist, i)).collect();
-            let mut want = Vec::new();
-            let mut times = Vec::new();
-            for _ in 0..args.reps {
-                let start = Instant::now();
-                want = sequential(&values, bins);
-                times.push(start.elapsed().as_secs_f64());
+        let (p, me) = (ctx.nprocs(), ctx.pid());
+        let blocks = algos::Block::new(n, p);
+        let mine: Vec<u32> = blocks.range(me).map(|i| value(dist, i as u64)).collect();
+        // The sequential peer's input: the same values, on processor 0.
+        let values: Vec<u32> = if me == 0 {
+            (0..n as u64).map(|i| value(dist, i)).collect()
+        } else {
+            Vec::new()
+        };
+        // Each repetition times three things, each from a barrier: the
+        // parallel histogram and the local count alone (the slowest
+        // processor's wall time), and the sequential count of all n values
+        // on processor 0 while the others wait. All three count with the
+        // same bin function and the same loop. The order rotates from one
+        // repetition to the next, so that none always runs right after
+        // the processors slept (the load of a shared machine then hits
+        // all three alike).
+        let mut times: [Vec<Seconds>; 3] = Default::default(); // bsp, local, sequential
+        let (mut counts, mut want) = (Vec::new(), Vec::new());
+        for rep in 0..args.reps {
+            for which in (0..3).map(|i| (i + rep) % 3) {
+                ctx.sync();
+                let clock = Clock::start();
+                match which {
+                    0 => counts = algos::histogram(ctx, &mine, bins, |&v| bin(v, bins)),
+                    1 => drop(std::hint::black_box(sequential(&mine, bins))),
+                    _ if me == 0 => want = sequential(&values, bins),
+                    _ => {}
+                }
+                // The sequential count is processor 0's alone.
+                times[which].push(clock.slowest(ctx, which == 2));
             }
-            let seq_seconds = median(times);
+        }
+        let all = algos::gather(ctx, 0, &counts);
+        all.map(|parts| {
             (
                 parts.concat() == want,
-                seconds[0],
-                seq_seconds,
-                ctx.nprocs(),
+                times.map(|t| Seconds::median(&t)),
+                p,
             )
         })
     });
-    let (verified, seconds, seq_seconds, p) = match result {
+    let (verified, [bsp, local, seq], p) = match result {
         Ok(out) => match out.into_iter().flatten().next() {
             Some(r) => r,
             None => return ExitCode::SUCCESS, // not rank 0 under MPI
@@ -177,20 +237,44 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let rate = n as f64 / seconds;
-    let seq_rate = n as f64 / seq_seconds;
-    let per_proc = rate / p as f64 / seq_rate;
+    let rate = n as f64 / bsp.wall;
+    // Throughput per processor relative to the sequential count, in wall
+    // time and in time on a CPU.
+    let per_proc = |t: Seconds| (seq.wall / (p as f64 * t.wall), seq.cpu / (p as f64 * t.cpu));
+    let ((wall_ratio, cpu_ratio), (local_wall, local_cpu)) = (per_proc(bsp), per_proc(local));
     if args.json {
         println!(
-            "{{\"n\":{n},\"bins\":{bins},\"dist\":\"{dist}\",\"procs\":{p},\"seconds\":{seconds:.6},\
-             \"elements_per_second\":{rate:.1},\"sequential_seconds\":{seq_seconds:.6},\
-             \"per_processor_vs_sequential\":{per_proc:.3},\"verified\":{verified}}}"
+            "{{\"n\":{n},\"bins\":{bins},\"dist\":\"{dist}\",\"procs\":{p},\"seconds\":{:.6},\
+             \"elements_per_second\":{rate:.1},\"cpu_seconds\":{:.6},\"local_count_seconds\":{:.6},\
+             \"sequential_seconds\":{:.6},\"sequential_cpu_seconds\":{:.6},\
+             \"per_processor_vs_sequential\":{wall_ratio:.3},\"per_processor_cpu_vs_sequential\":{cpu_ratio:.3},\
+             \"local_count_per_processor_vs_sequential\":{local_wall:.3},\"verified\":{verified}}}",
+            bsp.wall, bsp.cpu, local.wall, seq.wall, seq.cpu
         );
     } else {
-        println!("histogram of {n} {dist} u32 values into {bins} bins on {p} processors");
-        println!("  bsp        {seconds:>9.4} s  {rate:>14.0} elements/s");
-        println!("  sequential {seq_seconds:>9.4} s  {seq_rate:>14.0} elements/s");
-        println!("  per-processor throughput / sequential: {per_proc:.2}");
+        println!(
+            "histogram of {n} {dist} u32 values into {bins} bins on {p} processors, median of {}",
+            args.reps
+        );
+        println!("                     wall s    on-CPU s   elements/s (wall)");
+        for (name, t) in [
+            ("bsp histogram", bsp),
+            ("local count only", local),
+            ("sequential", seq),
+        ] {
+            println!(
+                "  {name:<16} {:>9.4}   {:>9.4}   {:>14.0}",
+                t.wall,
+                t.cpu,
+                n as f64 / t.wall
+            );
+        }
+        println!(
+            "  per-processor throughput / sequential: {wall_ratio:.2} wall, {cpu_ratio:.2} on-CPU"
+        );
+        println!(
+            "  local count alone (no reduction):      {local_wall:.2} wall, {local_cpu:.2} on-CPU"
+        );
         println!("  verified: {verified}");
     }
     if verified {

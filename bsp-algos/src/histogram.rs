@@ -4,16 +4,26 @@ use bsp_core::Ctx;
 
 use crate::ops::Sum;
 use crate::random_access::{raw, Combine};
+use crate::rows::{fold_rows, transpose_blocks};
+
+/// Up to this many bins, the histogram is a local count and a
+/// reduce-scatter of the counts (at most 512 KiB of counts per processor).
+const FEW_BINS: usize = 1 << 16;
 
 /// Counts the items of every processor into `bins` bins (`bin_of` maps an
 /// item to its bin); returns this processor's block of the
 /// block-distributed counts ([`Block`](crate::Block)`::new(bins, p)`).
 ///
-/// When the bins are few compared with the local items, each processor
-/// first counts locally and writes one count per non-empty bin; otherwise
-/// every item is a write of 1. Either way the writes go through
-/// [`raw`] with [`Sum`], so a hot bin costs no more than a cold one, and
-/// `bins` may be far larger than the number of items per processor.
+/// With few bins (at most 2¹⁶) each processor counts its items into a
+/// local array of `bins` counts, and one reduce-scatter sums the arrays:
+/// block q of every processor's counts goes to processor q, which adds
+/// them. The local pass is the sequential count, so a hot bin costs no
+/// more than a cold one. With more bins, the counts go through [`raw`]
+/// with [`Sum`] (bucket stretching: no processor receives much more than
+/// its share however skewed the items): one write per non-empty bin when
+/// the bins are few compared with the local items, one write of 1 per
+/// item otherwise; `bins` may then be far larger than the number of items
+/// per processor.
 ///
 /// # Examples
 ///
@@ -33,24 +43,33 @@ use crate::random_access::{raw, Combine};
 ///
 /// # Cost
 ///
-/// As [`raw`] with min(items, bins) writes per processor: the exclusive
-/// scan of the bucket counts, then 1–3 supersteps of h ≤ about
-/// max(bins, n)/p (n the total number of items), plus the local pass over
-/// the items.
+/// The local pass over the items, then, with at most 2¹⁶ bins, 1 superstep
+/// of h = bins·(p − 1)/p counts (p − 1 puts per processor); with more
+/// bins, as [`raw`] with min(items, bins) writes per processor: the
+/// exclusive scan of the bucket counts, then 1–3 supersteps of h ≤ about
+/// max(bins, n)/p (n the total number of items).
 pub fn histogram<T, F: Fn(&T) -> usize>(
     ctx: &mut Ctx,
     items: &[T],
     bins: usize,
     bin_of: F,
 ) -> Vec<u64> {
-    let dist = crate::Block::new(bins, ctx.nprocs());
-    let mut counts = vec![0u64; dist.local_len(ctx.pid())];
-    let (index, ones): (Vec<usize>, Vec<u64>) = if bins <= 2 * items.len() + 4096 {
+    let count = || {
         let mut local = vec![0u64; bins];
         for x in items {
             local[bin_of(x)] += 1;
         }
         local
+    };
+    if bins <= FEW_BINS {
+        let (blocks, rows) = transpose_blocks(ctx, &count());
+        let w = blocks.local_len(ctx.pid());
+        return fold_rows(&Sum, &rows, w, 0..ctx.nprocs()).expect("p >= 1");
+    }
+    let dist = crate::Block::new(bins, ctx.nprocs());
+    let mut counts = vec![0u64; dist.local_len(ctx.pid())];
+    let (index, ones): (Vec<usize>, Vec<u64>) = if bins <= 2 * items.len() + 4096 {
+        count()
             .iter()
             .enumerate()
             .filter(|&(_, &c)| c > 0)

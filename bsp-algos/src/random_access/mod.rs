@@ -3,6 +3,7 @@
 //! monotonic special cases, generalize, concentrate and distribute.
 
 mod collision;
+mod merge;
 mod monotonic;
 mod pack;
 mod pairs;

@@ -12,46 +12,118 @@ use crate::dist::Block;
 use crate::ops::Sum;
 use crate::scan::exclusive_scan;
 
-/// The k buckets of each processor's block of the global array.
+/// Division by a fixed divisor as one multiply-high: with
+/// M = ⌈2⁶⁴/d⌉, ⌊n·M/2⁶⁴⌋ = ⌊n/d⌋ whenever n·d ≤ 2⁶⁴ (the error term
+/// n·(M·d − 2⁶⁴)/(d·2⁶⁴) stays below 1/d). Falls back to a plain division
+/// when the numerators may be too large.
+#[derive(Clone, Copy, Debug)]
+struct Divisor {
+    d: usize,
+    /// M, or 0 for a plain division.
+    m: u64,
+}
+
+impl Divisor {
+    /// Divides numerators below `limit` by `d` (at least 1).
+    fn new(d: usize, limit: usize) -> Self {
+        let d = d.max(1);
+        let exact = (limit as u128) * (d as u128) <= 1u128 << 64;
+        let m = if d > 1 && exact {
+            u64::MAX / d as u64 + 1
+        } else {
+            0
+        };
+        Divisor { d, m }
+    }
+
+    #[inline]
+    fn div(&self, n: usize) -> usize {
+        if self.m == 0 {
+            n / self.d
+        } else {
+            ((n as u128 * self.m as u128) >> 64) as usize
+        }
+    }
+}
+
+/// The k buckets of each processor's block of the global array: bucket
+/// t of processor q holds the global indices `start(q) + t·w ..` (clipped
+/// to the block), the same width w everywhere, so that an access is
+/// placed by its bucket and its offset in it (a `u32`) with three
+/// multiplications and no division.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Buckets {
     pub(crate) dist: Block,
     pub(crate) k: usize,
+    width: usize,
+    /// Block lengths base + 1 (the first `extra` processors) and base;
+    /// indices below `big` are in the longer blocks.
+    base: usize,
+    extra: usize,
+    big: usize,
+    by_long: Divisor,
+    by_short: Divisor,
+    by_width: Divisor,
 }
 
 impl Buckets {
-    /// k ≈ √len / p buckets per processor (so kp ≈ √len: the global vector
-    /// of kp counts and a bucket's width len/kp are both about √len), at
-    /// least one and at most the block length.
-    pub(crate) fn balanced(len: usize, p: usize) -> Self {
-        let max_k = len.div_ceil(p).max(1);
-        let k = (len.isqrt() / p).clamp(1, max_k);
+    /// k buckets per processor (at least one, at most the block length),
+    /// and never wider than `u32` offsets reach.
+    fn new(len: usize, p: usize, k: usize) -> Self {
+        let dist = Block::new(len, p);
+        let longest = len.div_ceil(p).max(1);
+        let k = k.clamp(longest.div_ceil(1 << 32), longest);
+        let width = longest.div_ceil(k);
+        let (base, extra) = (len / p, len % p);
         Buckets {
-            dist: Block::new(len, p),
+            dist,
             k,
+            width,
+            base,
+            extra,
+            big: extra * (base + 1),
+            by_long: Divisor::new(base + 1, len),
+            by_short: Divisor::new(base, len),
+            by_width: Divisor::new(width, longest),
         }
+    }
+
+    /// k ≈ √len / p buckets per processor (so kp ≈ √len: the global vector
+    /// of kp counts and a bucket's width len/kp are both about √len), but
+    /// at most about 256 buckets in all (and at least one per processor),
+    /// so that the local counting sort scatters into few enough streams to
+    /// stay in cache; 256 measured a little faster than 1024 and 4096 in
+    /// `examples/bench_access.rs`.
+    pub(crate) fn balanced(len: usize, p: usize) -> Self {
+        const MAX_BUCKETS: usize = 256;
+        Self::new(len, p, (len.isqrt() / p).min(MAX_BUCKETS / p))
     }
 
     /// One bucket per processor: every access goes straight to its owner.
     pub(crate) fn one_per_processor(len: usize, p: usize) -> Self {
-        Buckets {
-            dist: Block::new(len, p),
-            k: 1,
-        }
+        Self::new(len, p, 1)
     }
 
     pub(crate) fn count(&self) -> usize {
         self.k * self.dist.nprocs()
     }
 
-    fn width_of(&self, q: usize) -> usize {
-        self.dist.local_len(q).div_ceil(self.k).max(1)
+    /// The width of every bucket (the last ones of a block may be cut).
+    pub(crate) fn width(&self) -> usize {
+        self.width
     }
 
-    /// The bucket holding global index `g`.
-    pub(crate) fn of(&self, g: usize) -> usize {
-        let q = self.dist.owner(g);
-        q * self.k + (g - self.dist.start(q)) / self.width_of(q)
+    /// The bucket holding global index `g` (< len), and `g`'s offset in it.
+    #[inline]
+    pub(crate) fn locate(&self, g: usize) -> (usize, u32) {
+        let q = if g < self.big {
+            self.by_long.div(g)
+        } else {
+            self.extra + self.by_short.div(g - self.big)
+        };
+        let r = g - (q * self.base + q.min(self.extra));
+        let t = self.by_width.div(r);
+        (q * self.k + t, (r - t * self.width) as u32)
     }
 
     pub(crate) fn owner(&self, b: usize) -> usize {
@@ -61,43 +133,60 @@ impl Buckets {
     /// The global indices of bucket `b`.
     pub(crate) fn range(&self, b: usize) -> Range<usize> {
         let q = self.owner(b);
-        let (w, t) = (self.width_of(q), b % self.k);
         let end = self.dist.start(q + 1);
-        let lo = (self.dist.start(q) + t * w).min(end);
-        lo..(lo + w).min(end)
+        let lo = (self.dist.start(q) + (b % self.k) * self.width).min(end);
+        lo..(lo + self.width).min(end)
     }
 
-    /// Checks `index` and counting-sorts it by bucket: returns the number
-    /// of accesses per bucket and the access ids ordered by (bucket, input
-    /// position).
-    pub(crate) fn sort(&self, index: &[usize]) -> (Vec<u64>, Vec<usize>) {
+    /// Checks `index` and counts the accesses per bucket.
+    pub(crate) fn hits(&self, index: &[usize]) -> Vec<u64> {
         let len = self.dist.len();
         let mut counts = vec![0u64; self.count()];
-        let of: Vec<usize> = index
-            .iter()
-            .map(|&g| {
-                assert!(
-                    g < len,
-                    "bsp-algos: random access to index {g} of a global array of length {len}"
-                );
-                let b = self.of(g);
-                counts[b] += 1;
-                b
-            })
-            .collect();
-        let mut next = Vec::with_capacity(counts.len());
-        let mut acc = 0usize;
-        for &c in &counts {
-            next.push(acc);
-            acc += c as usize;
+        for &g in index {
+            assert!(
+                g < len,
+                "bsp-algos: random access to index {g} of a global array of length {len}"
+            );
+            counts[self.locate(g).0] += 1;
         }
-        let mut order = vec![0usize; index.len()];
-        for (i, &b) in of.iter().enumerate() {
-            order[next[b]] = i;
+        counts
+    }
+
+    /// The counting sort's scatter: calls `f(i, pos, offset)` for every
+    /// access i, where `pos` is its place when the accesses are ordered by
+    /// (bucket, i) and `offset` its offset in its bucket; `hits` are the
+    /// counts from [`hits`](Buckets::hits).
+    pub(crate) fn place(
+        &self,
+        index: &[usize],
+        hits: &[u64],
+        mut f: impl FnMut(usize, usize, u32),
+    ) {
+        let mut next = Vec::with_capacity(hits.len());
+        let mut at = 0usize;
+        for &c in hits {
+            next.push(at);
+            at += c as usize;
+        }
+        for (i, &g) in index.iter().enumerate() {
+            let (b, off) = self.locate(g);
+            f(i, next[b], off);
             next[b] += 1;
         }
-        (counts, order)
     }
+}
+
+/// Where each bucket's accesses start when they are ordered by bucket:
+/// the exclusive prefix sums of the counts.
+pub(crate) fn starts(counts: &[u64]) -> Vec<usize> {
+    let mut at = 0usize;
+    counts
+        .iter()
+        .map(|&c| {
+            at += c as usize;
+            at - c as usize
+        })
+        .collect()
 }
 
 /// The global picture: hits per bucket, which buckets are dense, and the
@@ -210,27 +299,50 @@ impl Plan {
         self.dense_list.iter().any(|&b| self.span(b).len() > 1)
     }
 
-    /// Where this processor's accesses to bucket `b` go: for a sparse
-    /// bucket `(owner, offset in its sparse buffer, count)`; for a dense
-    /// bucket one such triple per intermediate piece.
-    pub(crate) fn runs(&self, b: usize) -> Vec<(usize, usize, usize)> {
-        let (start, count) = (self.slot[b] + self.before[b], self.mine[b]);
-        if count == 0 {
-            return Vec::new();
-        }
-        if !self.dense[b] {
-            return vec![(self.buckets.owner(b), start as usize, count as usize)];
-        }
+    /// Where this processor's accesses go, bucket by bucket: a sparse
+    /// bucket's accesses as one run to its owner's sparse buffer, a dense
+    /// bucket's as one run per intermediate piece. Runs are in the order
+    /// of [`Buckets::place`], so each starts where the previous ended.
+    pub(crate) fn runs(&self) -> Vec<Run> {
         let mut out = Vec::new();
-        let mut pos = start;
-        while pos < start + count {
-            let q = self.intermediate(pos);
-            let end = (start + count).min(self.inter[q + 1]);
-            out.push((q, (pos - self.inter[q]) as usize, (end - pos) as usize));
-            pos = end;
+        let mut from = 0;
+        for b in 0..self.buckets.count() {
+            let (start, count) = (self.slot[b] + self.before[b], self.mine[b]);
+            let mut pos = start;
+            while pos < start + count {
+                let (to, end) = if self.dense[b] {
+                    let q = self.intermediate(pos);
+                    (q, (start + count).min(self.inter[q + 1]))
+                } else {
+                    (self.buckets.owner(b), start + count)
+                };
+                let len = (end - pos) as usize;
+                let at = (pos - if self.dense[b] { self.inter[to] } else { 0 }) as usize;
+                out.push(Run {
+                    dense: self.dense[b],
+                    to,
+                    at,
+                    from,
+                    len,
+                });
+                from += len;
+                pos = end;
+            }
         }
         out
     }
+}
+
+/// A run of this processor's bucket-sorted accesses: `len` of them from
+/// position `from`, to processor `to` at `at` of its sparse (owner) or
+/// dense (intermediate) buffer.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Run {
+    pub(crate) dense: bool,
+    pub(crate) to: usize,
+    pub(crate) at: usize,
+    pub(crate) from: usize,
+    pub(crate) len: usize,
 }
 
 /// Capacities for `stretched` dense positions over processors already
@@ -261,4 +373,43 @@ fn water_fill(sparse: &[u64], stretched: u64) -> Vec<u64> {
     }
     starts.push(at);
     starts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn divisor_is_exact() {
+        for d in [1usize, 2, 3, 7, 1000, 4097, (1 << 32) - 1, 1 << 32] {
+            let by = Divisor::new(d, 1 << 32);
+            for n in [0usize, 1, d - 1, d, d + 1, (1 << 32) - 1, 123_456_789] {
+                if n < 1 << 32 {
+                    assert_eq!(by.div(n), n / d, "{n} / {d}");
+                }
+            }
+        }
+        let big = Divisor::new(3, usize::MAX);
+        assert_eq!(big.div(usize::MAX), usize::MAX / 3);
+    }
+
+    #[test]
+    fn buckets_tile_the_blocks() {
+        for (len, p, k) in [
+            (0, 3, 4),
+            (1, 4, 1),
+            (10, 4, 2),
+            (1000, 7, 5),
+            (4099, 8, 64),
+        ] {
+            let b = Buckets::new(len, p, k);
+            for g in 0..len {
+                let (bucket, off) = b.locate(g);
+                let r = b.range(bucket);
+                assert_eq!(r.start + off as usize, g, "len {len} p {p} k {k}");
+                assert!(r.contains(&g));
+                assert_eq!(b.owner(bucket), b.dist.owner(g));
+            }
+        }
+    }
 }

@@ -1,26 +1,30 @@
 //! Random access read with hot spots (seed 002, Sect. 7): the write's
 //! machinery run with requests, then in reverse with the data.
 
-use std::collections::HashMap;
+use std::ops::Range;
 
 use bsp_core::{Ctx, GetHandle};
 use bytemuck::Pod;
 
-use super::plan::{Buckets, Plan};
+use super::plan::{Buckets, Plan, Run};
 use super::raw::check_block;
-use crate::comm::{receive_by_source, send_all};
+use crate::dist::Block;
 
 /// Reads element `index[i]` of a block-distributed global array of `len`
 /// elements, of which `data` is this processor's block, for every i;
 /// returns the values in the order of `index`.
 ///
 /// Requests are bucketed as in [`raw`](crate::raw): one exclusive scan of
-/// per-bucket request counts; requests to sparse buckets go straight to
-/// the owner, requests to dense buckets (hot spots: many readers of few
-/// elements) are stretched over intermediate processors, which merge equal
-/// requests so that the owner answers each element once per piece; the
-/// answers travel back the same way. No processor sends or receives much
-/// more than its share of the requests, however hot the hot spots.
+/// per-bucket request counts, then a counting sort scatters each request
+/// (its offset in its bucket, 4 bytes) straight into the send buffer.
+/// Requests to sparse buckets go straight to the owner, which answers
+/// them in place. Requests to dense buckets (hot spots: many readers of
+/// few elements) are stretched over intermediate processors, and the owner
+/// sends each dense bucket's data (one bucket width) to them instead of
+/// answering requests (seed 002, Sect. 7); a bucket stretched over several
+/// intermediates is sent in slices, one per intermediate, which they then
+/// all-gather. Readers fetch their answers with gets. No processor sends
+/// or receives much more than its share, however hot the hot spots.
 ///
 /// # Examples
 ///
@@ -42,11 +46,15 @@ use crate::comm::{receive_by_source, send_all};
 ///
 /// # Cost
 ///
-/// The exclusive scan of kp ≈ √len counts (1–2 supersteps), then 1
-/// superstep carrying the requests (h ≤ about n/p indices), and, when a
-/// bucket is dense, 2 more: merged requests to owners (h ≤ about
-/// 2·len/p + len/k), answers back (the same), with the replies to the
-/// readers travelling as gets (h ≤ about n/p values).
+/// Three local passes over the requests; the exclusive scan of the kp
+/// counts (1–2 supersteps); 1 superstep carrying the requests (h ≤ about
+/// 2n/p offsets of 4 bytes); 1 superstep with the answers to sparse
+/// requests as gets (h ≤ about 2n/p values) and the dense buckets' data
+/// (an owner sends at most its block, an intermediate receives at most
+/// about half the requests it holds plus 2w values, w ≈ len/(kp)); when a
+/// dense bucket spans intermediates, 1 superstep of all-gather (h ≤ about
+/// 2w values); when a bucket is dense, 1 superstep with the answers as
+/// gets (h ≤ about 2n/p values).
 pub fn rar<T: Pod + Send + Sync>(ctx: &mut Ctx, data: &[T], len: usize, index: &[usize]) -> Vec<T> {
     let buckets = Buckets::balanced(len, ctx.nprocs());
     rar_with(ctx, buckets, true, data, index)
@@ -85,8 +93,8 @@ pub fn rar_direct<T: Pod + Send + Sync>(
     rar_with(ctx, buckets, false, data, index)
 }
 
-/// Gets issued for runs of sorted requests, with their start in the sorted
-/// order.
+/// Gets issued for runs of bucket-sorted requests, with their start in
+/// the bucket-sorted order.
 type Pending<T> = Vec<(usize, GetHandle<T>)>;
 
 fn rar_with<T: Pod + Send + Sync>(
@@ -96,132 +104,185 @@ fn rar_with<T: Pod + Send + Sync>(
     data: &[T],
     index: &[usize],
 ) -> Vec<T> {
-    let (p, me) = (ctx.nprocs(), ctx.pid());
+    let me = ctx.pid();
     let dist = check_block(ctx, data.len(), buckets.dist.len(), "rar");
     let start = dist.start(me);
-    let (counts, order) = buckets.sort(index);
-    let plan = Plan::build(ctx, buckets, counts, stretch);
+    let hits = buckets.hits(index);
+    let plan = Plan::build(ctx, buckets, hits, stretch);
     let held = (plan.inter[me + 1] - plan.inter[me]) as usize;
-    let sparse_len = plan.sparse_len[me] as usize;
-    let sparse_req = ctx.coarray::<u64>(sparse_len);
-    let sparse_ans = ctx.coarray::<T>(sparse_len);
-    let dense_req = ctx.coarray::<u64>(held);
-    let dense_ans = ctx.coarray::<T>(held);
-    let asks = ctx.queue::<u64>();
-    let answers = ctx.queue::<T>();
+    let sparse_req = ctx.coarray::<u32>(plan.sparse_len[me] as usize);
+    let dense_req = ctx.coarray::<u32>(held);
+    let copies = Copies::new(&plan);
+    let bucket_data = ctx.coarray::<T>(copies.len(me));
 
-    // Stage 1: requests to the owners (sparse) or intermediates (dense).
-    let sorted: Vec<u64> = order.iter().map(|&i| index[i] as u64).collect();
-    let mut runs = Vec::new(); // (bucket, processor, offset, count, start in sorted)
-    let mut from = 0;
-    for b in 0..plan.buckets.count() {
-        for (q, off, n) in plan.runs(b) {
-            let coarray = if plan.dense[b] {
-                &dense_req
-            } else {
-                &sparse_req
-            };
+    // Stage 1: requests (offsets in their bucket), counting-sorted by
+    // bucket straight into the send buffer, to the owners (sparse) or the
+    // intermediates (dense).
+    let mut offs = vec![0u32; index.len()];
+    plan.buckets
+        .place(index, &plan.mine, |_, pos, off| offs[pos] = off);
+    let runs = plan.runs();
+    let requests = |r: &Run| if r.dense { dense_req } else { sparse_req };
+    for r in runs.iter().filter(|r| r.to == me) {
+        ctx.local_mut(&requests(r))[r.at..r.at + r.len]
+            .copy_from_slice(&offs[r.from..r.from + r.len]);
+    }
+    let out = ctx.coarray_from(offs);
+    for r in runs.iter().filter(|r| r.to != me) {
+        ctx.put_from(r.to, &requests(r), r.at, &out, r.from, r.len);
+    }
+    ctx.sync();
+
+    // Stage 2: owners answer sparse requests in place, bucket by bucket;
+    // readers fetch them. Owners send the data of each dense bucket to the
+    // intermediates holding its pieces, split in slices over them when
+    // there are several (seed 002, Sect. 7: one-way data instead of
+    // requests and answers).
+    let mut answered = bytemuck::zeroed_vec(plan.sparse_len[me] as usize);
+    let asked = ctx.local(&sparse_req);
+    let k = plan.buckets.k;
+    for b in (me * k..(me + 1) * k).filter(|&b| !plan.dense[b]) {
+        let base = plan.buckets.range(b).start - start;
+        let at = plan.slot[b] as usize..(plan.slot[b] + plan.hits[b]) as usize;
+        for (a, &o) in answered[at.clone()].iter_mut().zip(&asked[at]) {
+            *a = data[base + o as usize];
+        }
+    }
+    let sparse_ans = ctx.coarray_from(answered);
+    let mut sorted: Vec<T> = bytemuck::zeroed_vec(index.len());
+    let sparse_gets = fetch(ctx, &runs, false, &sparse_ans, &mut sorted);
+    for b in (me * k..(me + 1) * k).filter(|&b| plan.dense[b]) {
+        let cover = plan.buckets.range(b);
+        for (q, slice) in copies.slices(&plan, b) {
+            let from = &data[cover.start - start + slice.start..cover.start - start + slice.end];
+            let at = copies.at(q, b) + slice.start;
             if q == me {
-                ctx.local_mut(coarray)[off..off + n].copy_from_slice(&sorted[from..from + n]);
+                ctx.local_mut(&bucket_data)[at..at + slice.len()].copy_from_slice(from);
             } else {
-                ctx.put(q, coarray, off, &sorted[from..from + n]);
+                ctx.put(q, &bucket_data, at, from);
             }
-            runs.push((b, q, off, n, from));
-            from += n;
         }
     }
     ctx.sync();
-
-    // Stage 2: owners answer sparse requests in place; readers fetch them.
-    // Intermediates send each piece's distinct requests to the owners.
-    let answered: Vec<T> = ctx
-        .local(&sparse_req)
-        .iter()
-        .map(|&g| data[g as usize - start])
-        .collect();
-    ctx.local_mut(&sparse_ans).copy_from_slice(&answered);
-    let mut result = vec![T::zeroed(); index.len()];
-    let sparse_gets = fetch(ctx, &runs, &plan, false, &sparse_ans, &mut result);
-    let mut asked: Vec<Vec<u64>> = (0..p).map(|_| Vec::new()).collect();
-    let mut slot: HashMap<u64, (usize, usize)> = HashMap::new(); // index -> (owner, position)
-    let requests = ctx.local(&dense_req);
-    for (b, range) in plan.pieces(me) {
-        let owner = plan.buckets.owner(b);
-        for &g in &requests[range] {
-            slot.entry(g).or_insert_with(|| {
-                asked[owner].push(g);
-                (owner, asked[owner].len() - 1)
-            });
+    take_all(ctx, sparse_gets, &mut sorted);
+    if plan.any_dense() {
+        // Stage 3, for buckets over several intermediates: they all-gather
+        // the slices, so that each holds the whole bucket.
+        if plan.any_split() {
+            for (b, _) in plan.pieces(me) {
+                let slices = copies.slices(&plan, b);
+                if slices.len() < 2 {
+                    continue;
+                }
+                let mine = slices[me - slices[0].0].1.clone();
+                let at = copies.at(me, b);
+                let slice = ctx.local(&bucket_data)[at + mine.start..at + mine.end].to_vec();
+                for (q, _) in slices.into_iter().filter(|&(q, _)| q != me) {
+                    ctx.put(q, &bucket_data, copies.at(q, b) + mine.start, &slice);
+                }
+            }
+            ctx.sync();
         }
+
+        // Stage 4: intermediates answer the requests of their pieces from
+        // the bucket data; the readers fetch the answers.
+        let (held_data, asked) = (ctx.local(&bucket_data), ctx.local(&dense_req));
+        let mut filled = bytemuck::zeroed_vec(held);
+        for (b, range) in plan.pieces(me) {
+            let bucket = &held_data[copies.at(me, b)..];
+            for (f, &o) in filled[range.clone()].iter_mut().zip(&asked[range]) {
+                *f = bucket[o as usize];
+            }
+        }
+        let dense_ans = ctx.coarray_from(filled);
+        let dense_gets = fetch(ctx, &runs, true, &dense_ans, &mut sorted);
+        ctx.sync();
+        take_all(ctx, dense_gets, &mut sorted);
     }
-    for (owner, list) in asked.iter().enumerate() {
-        send_all(ctx, owner, &asks, list);
-    }
-    ctx.sync();
-    take_all(ctx, sparse_gets, &mut result);
-    if !plan.any_dense() {
-        return unsort(&order, result);
+    // Back from bucket order to request order.
+    let mut result = bytemuck::zeroed_vec(index.len());
+    plan.buckets
+        .place(index, &plan.mine, |i, pos, _| result[i] = sorted[pos]);
+    result
+}
+
+/// Where the intermediates keep copies of the dense buckets whose pieces
+/// they hold: on processor q, one bucket's width per piece, in the order of
+/// [`Plan::pieces`]. Every processor computes the same layout.
+struct Copies {
+    /// Per processor: (bucket, offset of its copy), by bucket.
+    at: Vec<Vec<(usize, usize)>>,
+    /// Per processor: the length of its copies.
+    len: Vec<usize>,
+}
+
+impl Copies {
+    fn new(plan: &Plan) -> Self {
+        let (mut at, mut len) = (Vec::new(), Vec::new());
+        for q in 0..plan.inter.len() - 1 {
+            let mut end = 0;
+            at.push(
+                plan.pieces(q)
+                    .into_iter()
+                    .map(|(b, _)| {
+                        end += plan.buckets.range(b).len();
+                        (b, end - plan.buckets.range(b).len())
+                    })
+                    .collect(),
+            );
+            len.push(end);
+        }
+        Copies { at, len }
     }
 
-    // Stage 3: owners answer the merged requests, in the order received.
-    for (src, list) in receive_by_source(ctx, &asks).into_iter().enumerate() {
-        let values: Vec<T> = list.iter().map(|&g| data[g as usize - start]).collect();
-        send_all(ctx, src, &answers, &values);
+    /// The length of processor q's copies.
+    fn len(&self, q: usize) -> usize {
+        self.len[q]
     }
-    ctx.sync();
 
-    // Stage 4: intermediates spread the answers over their positions; the
-    // readers fetch them.
-    let by_owner = receive_by_source(ctx, &answers);
-    let filled: Vec<T> = ctx
-        .local(&dense_req)
-        .iter()
-        .map(|g| {
-            let (owner, k) = slot[g];
-            by_owner[owner][k]
-        })
-        .collect();
-    ctx.local_mut(&dense_ans).copy_from_slice(&filled);
-    let dense_gets = fetch(ctx, &runs, &plan, true, &dense_ans, &mut result);
-    ctx.sync();
-    take_all(ctx, dense_gets, &mut result);
-    unsort(&order, result)
+    /// Where processor q keeps its copy of bucket b.
+    fn at(&self, q: usize, b: usize) -> usize {
+        let i = self.at[q]
+            .binary_search_by_key(&b, |&(c, _)| c)
+            .expect("a piece of the bucket is held there");
+        self.at[q][i].1
+    }
+
+    /// Dense bucket b's slices (offsets in the bucket) and the
+    /// intermediates they go to first: one per intermediate of its span.
+    fn slices(&self, plan: &Plan, b: usize) -> Vec<(usize, Range<usize>)> {
+        let span = plan.span(b);
+        let slicing = Block::new(plan.buckets.range(b).len(), span.len());
+        span.clone()
+            .map(|q| (q, slicing.range(q - span.start)))
+            .collect()
+    }
 }
 
 /// Issues gets for the runs into sparse or dense buckets; runs held by this
 /// processor are copied at once.
 fn fetch<T: Pod + Send + Sync>(
     ctx: &mut Ctx,
-    runs: &[(usize, usize, usize, usize, usize)],
-    plan: &Plan,
+    runs: &[Run],
     dense: bool,
     answers: &bsp_core::Coarray<T>,
-    result: &mut [T],
+    sorted: &mut [T],
 ) -> Pending<T> {
     let me = ctx.pid();
     let mut pending = Vec::new();
-    for &(_, q, off, n, from) in runs.iter().filter(|r| plan.dense[r.0] == dense) {
-        if q == me {
-            result[from..from + n].copy_from_slice(&ctx.local(answers)[off..off + n]);
+    for r in runs.iter().filter(|r| r.dense == dense) {
+        if r.to == me {
+            sorted[r.from..r.from + r.len].copy_from_slice(&ctx.local(answers)[r.at..r.at + r.len]);
         } else {
-            pending.push((from, ctx.get(q, answers, off, n)));
+            pending.push((r.from, ctx.get(r.to, answers, r.at, r.len)));
         }
     }
     pending
 }
 
-fn take_all<T: Pod>(ctx: &mut Ctx, pending: Pending<T>, result: &mut [T]) {
+fn take_all<T: Pod>(ctx: &mut Ctx, pending: Pending<T>, sorted: &mut [T]) {
     for (from, handle) in pending {
         let values = ctx.take(handle);
-        result[from..from + values.len()].copy_from_slice(&values);
+        sorted[from..from + values.len()].copy_from_slice(&values);
     }
-}
-
-/// Puts the answers, in bucket-sorted order, back into request order.
-fn unsort<T: Pod>(order: &[usize], sorted: Vec<T>) -> Vec<T> {
-    let mut out = vec![T::zeroed(); order.len()];
-    for (&i, v) in order.iter().zip(sorted) {
-        out[i] = v;
-    }
-    out
 }

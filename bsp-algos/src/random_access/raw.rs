@@ -1,13 +1,14 @@
 //! Random access write with arbitrary hot spots (seed 002, Sect. 3–5).
 
-use std::collections::HashMap;
+use std::ops::Range;
 
 use bsp_core::Ctx;
 use bytemuck::Pod;
 
 use super::collision::{Collision, Conflict, Resolver};
+use super::merge::{absorb, Window};
 use super::pairs::{outgoing, Pairs};
-use super::plan::{Buckets, Plan};
+use super::plan::{starts, Buckets, Plan};
 use crate::dist::Block;
 
 /// Writes `values[i]` to element `index[i]` of a block-distributed global
@@ -18,17 +19,23 @@ use crate::dist::Block;
 /// include the old values as writes or start from zeros.)
 ///
 /// This is the hybrid algorithm of seed 002 (Sect. 4 and 5). The global
-/// array is cut into k ≈ √len/p buckets per processor. One exclusive scan
-/// of the per-bucket access counts gives every processor the global hits
-/// per bucket and its own offset within each bucket. Buckets with at most
-/// twice the mean load are *sparse* and their writes go straight to the
-/// owner. *Dense* buckets (hot spots) are stretched over intermediate
-/// processors, so that every processor receives about the mean number of
-/// writes whatever the skew; each intermediate combines its piece of a
-/// bucket, pieces of a bucket spread over several intermediates are
-/// combined by a reduce-scatter among them, and one value per written
-/// element reaches the owner. The time therefore does not depend on how
-/// hot the hot spots are (see `examples/bench_access.rs`).
+/// array is cut into k buckets per processor (kp ≈ min(√len, 256), at
+/// least p). One pass counts the writes per bucket, and one exclusive scan
+/// of the counts gives every processor the global hits per bucket and its
+/// own offset within each bucket. A second pass scatters every write, as
+/// its offset in its bucket (4 bytes) and its value, straight into the
+/// send buffer at its place (a counting sort by bucket), and the runs
+/// travel without another copy. Buckets with at most twice the mean load
+/// are *sparse* and their writes go straight to the owner, which resolves
+/// them bucket by bucket. *Dense* buckets (hot spots) are stretched over
+/// intermediate processors, so that every processor receives about the
+/// mean number of writes whatever the skew; each intermediate resolves its
+/// piece of a bucket in a dense array of the bucket's width, pieces of a
+/// bucket spread over several intermediates are combined by a
+/// reduce-scatter among them, and one value per written element reaches
+/// the owner. Every step is linear in the writes and the bucket widths, so
+/// the time does not depend on how hot the hot spots are (see
+/// `examples/bench_access.rs`).
 ///
 /// # Examples
 ///
@@ -61,13 +68,17 @@ use crate::dist::Block;
 ///
 /// # Cost
 ///
-/// With n the total number of writes and m = max(n, len): the exclusive
-/// scan of kp ≈ √len counts (1–2 supersteps); the first stage (1
-/// superstep, h ≤ about m/p + kp record headers); when some bucket is
-/// dense, a second (combined pieces to owners, slices to the
-/// reduce-scatter: 1 superstep, h ≤ about m/p) and, when a dense bucket
-/// spans intermediates, a third (1 superstep, h ≤ about 2·len/(kp) + m/p).
-/// [`Unique`](crate::Unique) adds one superstep.
+/// With n the total number of writes, m = max(n, len) and w ≈ len/(kp) the
+/// bucket width: two local passes over the writes; the exclusive scan of
+/// the kp counts (1–2 supersteps); the first stage (1 superstep, h ≤ about
+/// 2n/p writes of 4 + `size_of::<T>()` bytes, plus two 24-byte put headers
+/// per run, at most kp + p runs); when some bucket is dense, a second (combined
+/// pieces to owners, slices to the reduce-scatter: 1 superstep, h ≤ about
+/// m/p (index, value) pairs) and, when a dense bucket spans
+/// intermediates, a third (1 superstep, h ≤ about 2w + m/p pairs).
+/// [`Unique`](crate::Unique) adds one superstep. Each call registers
+/// receive and send buffers of about n/p writes (coarrays stay registered
+/// until the run ends).
 pub fn raw<T: Pod + Send + Sync, C: Collision<T>>(
     ctx: &mut Ctx,
     target: &mut [T],
@@ -155,78 +166,95 @@ fn raw_with<T: Pod + Send + Sync, C: Collision<T>>(
     );
     let (p, me) = (ctx.nprocs(), ctx.pid());
     let dist = check_block(ctx, target.len(), buckets.dist.len(), "raw");
-    let (counts, order) = buckets.sort(index);
-    let plan = Plan::build(ctx, buckets, counts, stretch);
+    let hits = buckets.hits(index);
+    let plan = Plan::build(ctx, buckets, hits, stretch);
     let held = (plan.inter[me + 1] - plan.inter[me]) as usize;
-    let sparse = (
-        ctx.coarray::<u64>(plan.sparse_len[me] as usize),
-        ctx.coarray::<T>(plan.sparse_len[me] as usize),
-    );
-    let dense = (ctx.coarray::<u64>(held), ctx.coarray::<T>(held));
+    let sparse_len = plan.sparse_len[me] as usize;
+    // Receive buffers: each write as its offset in its bucket and value.
+    let sparse = (ctx.coarray::<u32>(sparse_len), ctx.coarray::<T>(sparse_len));
+    let dense = (ctx.coarray::<u32>(held), ctx.coarray::<T>(held));
     let finals = Pairs::<T>::new(ctx);
     let slices = Pairs::<T>::new(ctx);
 
-    // Stage 1: every run of writes to a bucket goes to its owner (sparse)
-    // or to its stretched positions on the intermediates (dense).
-    let sorted_index: Vec<u64> = order.iter().map(|&i| index[i] as u64).collect();
-    let sorted_value: Vec<T> = order.iter().map(|&i| values[i]).collect();
-    let mut from = 0;
-    for b in 0..plan.buckets.count() {
-        for (q, off, n) in plan.runs(b) {
-            let (ci, cv) = if plan.dense[b] { &dense } else { &sparse };
-            let (si, sv) = (&sorted_index[from..from + n], &sorted_value[from..from + n]);
-            if q == me {
-                ctx.local_mut(ci)[off..off + n].copy_from_slice(si);
-                ctx.local_mut(cv)[off..off + n].copy_from_slice(sv);
-            } else {
-                ctx.put(q, ci, off, si);
-                ctx.put(q, cv, off, sv);
-            }
-            from += n;
-        }
+    // Stage 1: a counting sort by bucket scatters the writes straight into
+    // the send buffers; every run of writes to a bucket goes to its owner
+    // (sparse) or to its stretched positions on the intermediates (dense),
+    // put from the send buffers without a buffering copy. Runs to this
+    // processor's own sparse buckets stay where they are; runs to its dense
+    // pieces are copied into place.
+    let mut offs = vec![0u32; index.len()];
+    let mut vals: Vec<T> = bytemuck::zeroed_vec(index.len());
+    plan.buckets.place(index, &plan.mine, |i, pos, off| {
+        offs[pos] = off;
+        vals[pos] = values[i];
+    });
+    let runs = plan.runs();
+    for r in runs.iter().filter(|r| r.to == me && r.dense) {
+        let (to, from) = (r.at..r.at + r.len, r.from..r.from + r.len);
+        ctx.local_mut(&dense.0)[to.clone()].copy_from_slice(&offs[from.clone()]);
+        ctx.local_mut(&dense.1)[to].copy_from_slice(&vals[from]);
     }
-    drop((sorted_index, sorted_value));
+    let out = (ctx.coarray_from(offs), ctx.coarray_from(vals));
+    for r in runs.iter().filter(|r| r.to != me) {
+        let (ci, cv) = if r.dense { dense } else { sparse };
+        ctx.put_from(r.to, &ci, r.at, &out.0, r.from, r.len);
+        ctx.put_from(r.to, &cv, r.at, &out.1, r.from, r.len);
+    }
     ctx.sync();
 
+    // The owner resolves the writes to its sparse buckets, bucket by
+    // bucket, in writer order: those of the processors before it, its own
+    // (still in its send buffers), those of the processors after it.
     let start = dist.start(me);
     let mut res = Resolver::new(policy);
-    let mut written = vec![false; target.len()];
-    for (&g, &v) in ctx.local(&sparse.0).iter().zip(ctx.local(&sparse.1)) {
-        let t = g as usize - start;
-        target[t] = if written[t] {
-            res.merge(g as usize, target[t], v)
-        } else {
-            written[t] = true;
-            v
-        };
+    let mut seen = vec![false; plan.buckets.width()];
+    let (si, sv) = (ctx.local(&sparse.0), ctx.local(&sparse.1));
+    let (oi, ov) = (ctx.local(&out.0), ctx.local(&out.1));
+    // Where this processor's writes to bucket b start in its send buffers.
+    let sent_before = starts(&plan.mine);
+    let k = plan.buckets.k;
+    for b in (me * k..(me + 1) * k).filter(|&b| !plan.dense[b] && plan.hits[b] > 0) {
+        let at = (plan.slot[b] + plan.before[b]) as usize;
+        let (own, from) = (at..at + plan.mine[b] as usize, sent_before[b]);
+        let cover = plan.buckets.range(b);
+        let seen = &mut seen[..cover.len()];
+        seen.fill(false);
+        let window = &mut target[cover.start - start..cover.end - start];
+        let before = plan.slot[b] as usize..own.start;
+        let after = own.end..(plan.slot[b] + plan.hits[b]) as usize;
+        let mut apply =
+            |offs: &[u32], vals: &[T]| absorb(window, seen, cover.start, offs, vals, &mut res);
+        apply(&si[before.clone()], &sv[before]);
+        let sent = from..from + own.len();
+        apply(&oi[sent.clone()], &ov[sent]);
+        apply(&si[after.clone()], &sv[after]);
     }
     if !plan.any_dense() {
         return res.finish::<T>(ctx);
     }
 
-    // Stage 2: each intermediate combines its pieces of dense buckets. A
-    // piece holding a whole bucket goes to the owner; a bucket spread over
-    // several intermediates is reduce-scattered among them by slices of
-    // its index range.
+    // Stage 2: each intermediate resolves its pieces of dense buckets in a
+    // dense window of the bucket's width. A piece holding a whole bucket
+    // goes to the owner; a bucket spread over several intermediates is
+    // reduce-scattered among them by slices of its index range.
     let mut to_owner = outgoing::<T>(p);
     let mut to_slice = outgoing::<T>(p);
-    let mut combiner = Combiner::default();
+    let mut window = Window::new();
     let (di, dv) = (ctx.local(&dense.0), ctx.local(&dense.1));
     for (b, range) in plan.pieces(me) {
-        let (gs, vs) = combiner.combine(&di[range.clone()], &dv[range], &mut res);
+        let cover = plan.buckets.range(b);
+        window.reset(cover.len());
+        window.absorb(cover.start, &di[range.clone()], &dv[range], &mut res);
         let span = plan.span(b);
-        if span.len() == 1 {
-            let out = &mut to_owner[plan.buckets.owner(b)];
-            out.0.extend_from_slice(&gs);
-            out.1.extend_from_slice(&vs);
-        } else {
-            let cover = plan.buckets.range(b);
-            let slicing = Block::new(cover.len(), span.len());
-            for (g, v) in gs.into_iter().zip(vs) {
-                let out = &mut to_slice[span.start + slicing.owner(g as usize - cover.start)];
-                out.0.push(g);
-                out.1.push(v);
-            }
+        let slicing = Block::new(cover.len(), span.len());
+        for (o, v) in window.written() {
+            let out = if span.len() == 1 {
+                &mut to_owner[plan.buckets.owner(b)]
+            } else {
+                &mut to_slice[span.start + slicing.owner(o)]
+            };
+            out.0.push((cover.start + o) as u64);
+            out.1.push(v);
         }
     }
     finals.send_each(ctx, &to_owner);
@@ -237,14 +265,26 @@ fn raw_with<T: Pod + Send + Sync, C: Collision<T>>(
         return res.finish::<T>(ctx);
     }
 
-    // Stage 3: the slices, combined in source order (= writer order), go to
-    // the owners.
+    // Stage 3: the slices, resolved in source order (= writer order) in one
+    // window over this processor's slices, go to the owners.
     let (gs, vs) = slices.receive(ctx);
-    let (gs, vs) = combiner.combine(&gs, &vs, &mut res);
+    let mine = my_slices(&plan, me);
+    let mut at = vec![0usize];
+    for s in &mine {
+        at.push(at[at.len() - 1] + s.len());
+    }
+    window.reset(at[mine.len()]);
+    for (&g, &v) in gs.iter().zip(&vs) {
+        let g = g as usize;
+        let j = mine.partition_point(|s| s.end <= g);
+        window.write(at[j] + g - mine[j].start, g, v, &mut res);
+    }
     let mut to_owner = outgoing::<T>(p);
-    for (g, v) in gs.into_iter().zip(vs) {
-        let out = &mut to_owner[dist.owner(g as usize)];
-        out.0.push(g);
+    for (o, v) in window.written() {
+        let j = at.partition_point(|&a| a <= o) - 1;
+        let g = mine[j].start + o - at[j];
+        let out = &mut to_owner[dist.owner(g)];
+        out.0.push(g as u64);
         out.1.push(v);
     }
     finals.send_each(ctx, &to_owner);
@@ -253,41 +293,26 @@ fn raw_with<T: Pod + Send + Sync, C: Collision<T>>(
     res.finish::<T>(ctx)
 }
 
+/// The global index ranges this processor resolves in stage 3: its slice
+/// of every dense bucket spread over several intermediates including it.
+fn my_slices(plan: &Plan, me: usize) -> Vec<Range<usize>> {
+    plan.dense_list
+        .iter()
+        .filter_map(|&b| {
+            let span = plan.span(b);
+            (span.len() > 1 && span.contains(&me)).then(|| {
+                let cover = plan.buckets.range(b);
+                let r = Block::new(cover.len(), span.len()).range(me - span.start);
+                cover.start + r.start..cover.start + r.end
+            })
+        })
+        .collect()
+}
+
 /// Stores final values (one per element) into this processor's block.
 fn store<T: Pod>(ctx: &mut Ctx, finals: &Pairs<T>, target: &mut [T], start: usize) {
     let (gs, vs) = finals.receive(ctx);
     for (g, v) in gs.into_iter().zip(vs) {
         target[g as usize - start] = v;
-    }
-}
-
-/// Combines writes to equal indices, in input order.
-#[derive(Default)]
-struct Combiner {
-    slot: HashMap<u64, usize>,
-}
-
-impl Combiner {
-    /// One (index, value) per distinct index of `index`, in order of first
-    /// occurrence, each the resolution of its writes in input order.
-    fn combine<T: Pod, C: Collision<T>>(
-        &mut self,
-        index: &[u64],
-        value: &[T],
-        res: &mut Resolver<'_, C>,
-    ) -> (Vec<u64>, Vec<T>) {
-        self.slot.clear();
-        let (mut gs, mut vs) = (Vec::new(), Vec::new());
-        for (&g, &v) in index.iter().zip(value) {
-            match self.slot.get(&g) {
-                Some(&s) => vs[s] = res.merge(g as usize, vs[s], v),
-                None => {
-                    self.slot.insert(g, gs.len());
-                    gs.push(g);
-                    vs.push(v);
-                }
-            }
-        }
-        (gs, vs)
     }
 }
