@@ -243,3 +243,44 @@ fn a_failure_among_many_oversubscribed_processors_does_not_hang() {
         );
     });
 }
+
+#[test]
+fn a_put_to_a_coarray_released_in_the_same_superstep() {
+    on_both_routers(2, |rt| {
+        let err = rt
+            .run(|ctx| {
+                let a = ctx.coarray::<u32>(4);
+                ctx.sync();
+                if ctx.pid() == 0 {
+                    ctx.put(1, &a, 0, &[1]);
+                }
+                ctx.release(a);
+                ctx.sync();
+            })
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Released);
+        assert_eq!((err.pid(), err.superstep()), (Some(0), Some(1)));
+        assert!(
+            err.to_string()
+                .contains("put from processor 0 to processor 1"),
+            "{err}"
+        );
+    });
+}
+
+#[test]
+fn releases_are_collective() {
+    on_both_routers(3, |rt| {
+        let err = rt
+            .run(|ctx| {
+                let a = ctx.coarray::<u32>(4);
+                if ctx.pid() != 1 {
+                    ctx.release(a);
+                }
+                ctx.sync();
+            })
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::RegistrationMismatch);
+        assert_eq!(err.pid(), Some(1));
+    });
+}

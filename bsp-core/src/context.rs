@@ -28,6 +28,12 @@ enum Entry {
     /// the source of [`Ctx::put_from`] requests.
     Lent(Arc<Box<dyn Storage>>),
     Queue(Inbox),
+    /// A coarray released by [`Ctx::release`]; its id is not reused.
+    Released,
+}
+
+fn released(id: u32) -> ! {
+    panic!("bsp: coarray #{id} was released (Ctx::release) and cannot be used any more")
 }
 
 /// A put aimed at a coarray that was lent out when it arrived; applied
@@ -267,6 +273,7 @@ impl Ctx {
         match &self.registry[id as usize] {
             Entry::Array(s) => s.as_ref(),
             Entry::Lent(s) => s.as_ref().as_ref(),
+            Entry::Released => released(id),
             Entry::Queue(_) => unreachable!("bsp: a coarray handle names a queue"),
         }
     }
@@ -298,6 +305,7 @@ impl Ctx {
                 .expect("bsp: coarray handle from another run")
                 .0
                 .as_mut_slice(),
+            Entry::Released => released(a.id),
             Entry::Lent(_) | Entry::Queue(_) => unreachable!("bsp: a coarray handle names a queue"),
         }
     }
@@ -338,6 +346,7 @@ impl Ctx {
                     .expect("bsp: coarray handle from another run");
                 std::mem::replace(&mut part.0, local)
             }
+            Entry::Released => released(a.id),
             Entry::Lent(_) | Entry::Queue(_) => unreachable!("bsp: a coarray handle names a queue"),
         }
     }
@@ -394,6 +403,61 @@ impl Ctx {
             .downcast_mut::<PodVec<U>>()
             .expect("bsp: coarray handle from another run");
         (&from.0, &mut to.0)
+    }
+
+    /// Releases coarray `a`: its local part is freed and the handle (and
+    /// any copy of it) can no longer be used. Collective like registration:
+    /// every processor releases the same coarrays in the same order and
+    /// superstep (a mismatch ends the run at the next `sync`). Puts or gets
+    /// that reach `a` in the superstep of its release end the run with
+    /// [`ErrorKind::Released`].
+    ///
+    /// Release what a library call registered for its own use, so that
+    /// repeated calls do not hold on to memory until the run ends.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(2, |ctx| {
+    ///     for round in 0..3u64 {
+    ///         let scratch = ctx.coarray::<u64>(1 << 20);
+    ///         ctx.put(1 - ctx.pid(), &scratch, 0, &[round]);
+    ///         ctx.sync();
+    ///         assert_eq!(ctx.local(&scratch)[0], round);
+    ///         ctx.release(scratch);
+    ///     }
+    ///     ctx.sync();
+    /// });
+    /// assert!(out.is_ok());
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `a` was already released, comes from another run, or is the
+    /// source of a [`put_from`](Ctx::put_from) in this superstep.
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1) plus freeing the memory.
+    pub fn release<T: Pod>(&mut self, a: Coarray<T>) {
+        let id = a.id as usize;
+        assert!(
+            !self.lending.contains(&a.id),
+            "bsp: coarray #{} released while a put_from of this superstep reads it",
+            a.id
+        );
+        match &self.registry[id] {
+            Entry::Array(s) => assert!(
+                s.as_any().is::<PodVec<T>>(),
+                "bsp: coarray handle from another run"
+            ),
+            Entry::Released => released(a.id),
+            Entry::Lent(_) | Entry::Queue(_) => unreachable!("bsp: a coarray handle names a queue"),
+        }
+        self.registry[id] = Entry::Released;
+        let signature = format!("release #{id}");
+        self.registry_hash = fnv1a(fnv1a(self.registry_hash, signature.as_bytes()), &[0xfe]);
+        self.signatures.push(signature);
     }
 
     /// Requests that `src` be written into processor `dst`'s part of `a`,
@@ -702,7 +766,9 @@ impl Ctx {
     fn inbox(&mut self, id: u32) -> &mut Inbox {
         match &mut self.registry[id as usize] {
             Entry::Queue(inbox) => inbox,
-            Entry::Array(_) | Entry::Lent(_) => unreachable!("bsp: a queue handle names a coarray"),
+            Entry::Array(_) | Entry::Lent(_) | Entry::Released => {
+                unreachable!("bsp: a queue handle names a coarray")
+            }
         }
     }
 
@@ -1005,6 +1071,13 @@ impl Ctx {
                     continue;
                 }
                 let get_id = r.read_u64();
+                if matches!(self.registry[h.id as usize], Entry::Released) {
+                    let msg = format!(
+                        "get by processor {src} from processor {} names coarray #{}, which is released in this superstep",
+                        self.pid, h.id
+                    );
+                    self.fail(ErrorKind::Released, src, msg);
+                }
                 let storage = self.storage(h.id);
                 let size = storage.elem_size();
                 let (offset, len, have) = (h.a as usize, h.b as usize, storage.len());
@@ -1078,6 +1151,12 @@ impl Ctx {
     fn apply_put(&mut self, src: usize, h: Header, r: &mut SegmentReader<'_>) {
         let me = self.pid;
         let id = h.id as usize;
+        if matches!(self.registry[id], Entry::Released) {
+            let msg = format!(
+                "put from processor {src} to processor {me} names coarray #{id}, which is released in this superstep"
+            );
+            self.fail(ErrorKind::Released, src, msg);
+        }
         let Entry::Array(storage) = &mut self.registry[id] else {
             unreachable!("bsp: a put names a queue or a lent coarray")
         };

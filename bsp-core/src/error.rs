@@ -20,6 +20,8 @@ pub enum ErrorKind {
     BadPid,
     /// A put or get reached outside the destination's local part of a coarray.
     OutOfBounds,
+    /// A put or get reached a coarray released in the same superstep.
+    Released,
     /// A processor returned from its closure with communication requested
     /// but never delivered by a `sync`.
     PendingCommunication,
@@ -113,6 +115,7 @@ impl fmt::Display for Error {
             ErrorKind::RegistrationMismatch => "registration mismatch",
             ErrorKind::BadPid => "bad processor id",
             ErrorKind::OutOfBounds => "out of bounds",
+            ErrorKind::Released => "released coarray",
             ErrorKind::PendingCommunication => "undelivered communication",
             ErrorKind::Config => "configuration error",
             ErrorKind::Transport => "transport error",
