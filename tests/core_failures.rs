@@ -254,7 +254,7 @@ fn a_put_to_a_coarray_released_in_the_same_superstep() {
                 if ctx.pid() == 0 {
                     ctx.put(1, &a, 0, &[1]);
                 }
-                ctx.release(a);
+                drop(ctx.release(a));
                 ctx.sync();
             })
             .unwrap_err();
@@ -275,7 +275,7 @@ fn releases_are_collective() {
             .run(|ctx| {
                 let a = ctx.coarray::<u32>(4);
                 if ctx.pid() != 1 {
-                    ctx.release(a);
+                    drop(ctx.release(a));
                 }
                 ctx.sync();
             })

@@ -405,8 +405,9 @@ impl Ctx {
         (&from.0, &mut to.0)
     }
 
-    /// Releases coarray `a`: its local part is freed and the handle (and
-    /// any copy of it) can no longer be used. Collective like registration:
+    /// Releases coarray `a` and returns its local part (without a copy; drop
+    /// it to free the memory). The handle (and any copy of it) can no
+    /// longer be used. Collective like registration:
     /// every processor releases the same coarrays in the same order and
     /// superstep (a mismatch ends the run at the next `sync`). Puts or gets
     /// that reach `a` in the superstep of its release end the run with
@@ -423,8 +424,8 @@ impl Ctx {
     ///         let scratch = ctx.coarray::<u64>(1 << 20);
     ///         ctx.put(1 - ctx.pid(), &scratch, 0, &[round]);
     ///         ctx.sync();
-    ///         assert_eq!(ctx.local(&scratch)[0], round);
-    ///         ctx.release(scratch);
+    ///         let mine = ctx.release(scratch);
+    ///         assert_eq!(mine[0], round);
     ///     }
     ///     ctx.sync();
     /// });
@@ -439,7 +440,7 @@ impl Ctx {
     /// # Cost
     ///
     /// Local, O(1) plus freeing the memory.
-    pub fn release<T: Pod>(&mut self, a: Coarray<T>) {
+    pub fn release<T: Pod + Send>(&mut self, a: Coarray<T>) -> Vec<T> {
         let id = a.id as usize;
         assert!(
             !self.lending.contains(&a.id),
@@ -454,10 +455,18 @@ impl Ctx {
             Entry::Released => released(a.id),
             Entry::Lent(_) | Entry::Queue(_) => unreachable!("bsp: a coarray handle names a queue"),
         }
-        self.registry[id] = Entry::Released;
+        let Entry::Array(storage) = std::mem::replace(&mut self.registry[id], Entry::Released)
+        else {
+            unreachable!("checked above")
+        };
         let signature = format!("release #{id}");
         self.registry_hash = fnv1a(fnv1a(self.registry_hash, signature.as_bytes()), &[0xfe]);
         self.signatures.push(signature);
+        let local = storage
+            .into_any()
+            .downcast::<PodVec<T>>()
+            .expect("checked above");
+        local.0
     }
 
     /// Requests that `src` be written into processor `dst`'s part of `a`,
