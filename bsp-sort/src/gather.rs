@@ -19,6 +19,11 @@ impl GatherArea {
         GatherArea { area, width }
     }
 
+    /// Releases the area (collective).
+    pub(crate) fn release(self, ctx: &mut Ctx) {
+        ctx.release(self.area);
+    }
+
     /// Every processor contributes `row` (the same length everywhere, at
     /// most `width`); returns all rows concatenated in pid order.
     ///
