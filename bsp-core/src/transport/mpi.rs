@@ -53,6 +53,7 @@ use bytes::Bytes;
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::environment::Universe;
 use mpi::topology::SimpleCommunicator;
+use mpi::raw::AsRaw;
 use mpi::traits::*;
 use mpi::{Count, Threading};
 
@@ -68,6 +69,15 @@ use crate::wire::slice_segments;
 /// `alltoallv` (counts + `MPI_Alltoallv`, the default) or `alltoall`
 /// (eager padded `MPI_Alltoall`).
 pub(crate) const TRANSPOSE_ENV: &str = "BSP_MPI_TRANSPOSE";
+
+/// Environment variable choosing how the blocks of an irregular exchange
+/// reach MPI: `split` (the default), `flatten` or `hindexed`; see
+/// [`SendMode`]. Every rank of a job must use the same.
+pub(crate) const SEND_ENV: &str = "BSP_MPI_SEND";
+
+/// Under `BSP_MPI_SEND=split`, segments of at least this many bytes travel
+/// in their own message, straight from where they lie.
+pub(crate) const LARGE_SEGMENT: usize = 64 << 10;
 
 /// Upper bound on the bytes of one rank's eager slots in a transpose (all p
 /// of them together); larger blocks send their remainder in a second step.
@@ -236,12 +246,37 @@ enum TransposeMode {
     Alltoallv,
 }
 
+/// How the blocks of an irregular exchange are handed to MPI.
+///
+/// A block is a list of segments: router headers, record headers and, for
+/// [`Ctx::put_from`](crate::Ctx::put_from) and the two-phase router's second
+/// stage, large slices of coarrays or of received buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SendMode {
+    /// Segments of at least [`LARGE_SEGMENT`] bytes go in their own
+    /// `MPI_Isend`, straight from where they lie (for large messages
+    /// OpenMPI's shared-memory transport then copies once, from the
+    /// sender's memory into the receiver's); everything else is flattened
+    /// into one `MPI_Alltoallv`, led by a descriptor of the large segments
+    /// (position and length in the stream). The counts exchange carries two
+    /// integers per peer (inline bytes, large segments).
+    Split,
+    /// Every block copied into one contiguous buffer, then `MPI_Alltoallv`.
+    Flatten,
+    /// Straight from the segments: `MPI_Alltoallw` with one hindexed
+    /// datatype per destination over the segments' absolute addresses.
+    /// Non-contiguous, so OpenMPI packs it through its shared-memory
+    /// fragments (two copies, pipelined).
+    Hindexed,
+}
+
 /// One rank's endpoint of the MPI transport.
 pub(crate) struct MpiComm {
     world: &'static World,
     pid: usize,
     nprocs: usize,
     mode: TransposeMode,
+    send: SendMode,
     /// The agreed slot size of the next eager transpose, header included.
     slot: usize,
 }
@@ -389,7 +424,162 @@ impl MpiComm {
         out
     }
 
+    /// The [`SendMode::Split`] exchange: one `MPI_Alltoall` of (inline
+    /// bytes, large segments) per peer, one `MPI_Alltoallv` of the inline
+    /// parts, and one `MPI_Isend`/`MPI_Irecv` pair per large segment.
+    fn split_alltoallv(&mut self, mut blocks: Vec<Block>) -> Vec<Block> {
+        let p = self.nprocs;
+        let me = self.pid;
+        // The block to this rank stays here, uncopied; MPI sees it as empty.
+        let own = std::mem::take(&mut blocks[me]);
+        let large = |seg: &Bytes| seg.len() >= LARGE_SEGMENT;
+
+        // What goes where: per destination, the inline bytes (descriptor
+        // included) and the number of large segments.
+        let mut counts: Vec<Count> = Vec::with_capacity(2 * p);
+        for block in &blocks {
+            let n_large = block.iter().filter(|s| large(s)).count();
+            let small: usize = block.iter().filter(|s| !large(s)).map(Bytes::len).sum();
+            counts.push(self.count(16 * n_large + small, "a block"));
+            counts.push(self.count(n_large, "a segment count"));
+        }
+        let mut recv_counts2: Vec<Count> = vec![0; 2 * p];
+        self.comm()
+            .all_to_all_into(&counts[..], &mut recv_counts2[..]);
+        let send_counts: Vec<Count> = counts.iter().step_by(2).copied().collect();
+        let recv_counts: Vec<Count> = recv_counts2.iter().step_by(2).copied().collect();
+        let recv_large: Vec<usize> = recv_counts2.iter().skip(1).step_by(2).map(|&c| c as usize).collect();
+
+        // The large segments leave at once, straight from where they lie.
+        let comm = self.comm().as_raw();
+        // SAFETY: reading immutable handles that mpi-sys's C shim
+        // initialises statically; MPI is initialised.
+        let (byte, null_request) = unsafe { (mpi::ffi::RSMPI_UINT8_T, mpi::ffi::RSMPI_REQUEST_NULL) };
+        let mut requests = Vec::new();
+        for (k, block) in blocks.iter().enumerate() {
+            for seg in block.iter().filter(|s| large(s)) {
+                let mut request = null_request;
+                // SAFETY: `seg` is a live segment of `blocks`, which is
+                // neither dropped nor changed before `MPI_Waitall` below
+                // completes this request; its length fits a Count (checked
+                // for the whole block above); `k` is a rank of `comm`.
+                unsafe {
+                    mpi::ffi::MPI_Isend(
+                        seg.as_ptr().cast(),
+                        seg.len() as c_int,
+                        byte,
+                        k as c_int,
+                        0,
+                        comm,
+                        &mut request,
+                    );
+                }
+                requests.push(request);
+            }
+        }
+
+        // The inline parts: descriptor (position, length of each large
+        // segment in the stream, as u64 pairs), then the small segments.
+        let total: usize = send_counts.iter().map(|&c| c as usize).sum();
+        let mut send = self.world.pool.take(total);
+        send.clear();
+        for block in &blocks {
+            let mut at = 0u64;
+            for seg in block {
+                if large(seg) {
+                    send.extend_from_slice(&at.to_ne_bytes());
+                    send.extend_from_slice(&(seg.len() as u64).to_ne_bytes());
+                }
+                at += seg.len() as u64;
+            }
+            for seg in block.iter().filter(|s| !large(s)) {
+                send.extend_from_slice(seg);
+            }
+        }
+        let (inline, displs) = self.alltoallv_known(&send, &send_counts, &recv_counts);
+        self.world.pool.give(send);
+
+        // Receive the large segments, in the order they were sent (MPI does
+        // not overtake messages between one pair on one tag), into one buffer.
+        let word = |at: usize| {
+            u64::from_ne_bytes(inline[at..at + 8].try_into().expect("8 bytes")) as usize
+        };
+        let mut large_total = 0usize;
+        for k in 0..p {
+            for x in 0..recv_large[k] {
+                large_total += word(displs[k] as usize + 16 * x + 8);
+            }
+        }
+        let mut big = self.world.pool.take(large_total);
+        let mut at = 0usize;
+        for k in 0..p {
+            for x in 0..recv_large[k] {
+                let len = word(displs[k] as usize + 16 * x + 8);
+                let mut request = null_request;
+                // SAFETY: `big[at..at + len]` lies inside `big` (the lengths
+                // sum to its size), is written only by this request, and
+                // `big` is neither moved nor read before `MPI_Waitall`
+                // below; `len` is below the sender's block length, a Count.
+                unsafe {
+                    mpi::ffi::MPI_Irecv(
+                        big.as_mut_ptr().add(at).cast(),
+                        len as c_int,
+                        byte,
+                        k as c_int,
+                        0,
+                        comm,
+                        &mut request,
+                    );
+                }
+                requests.push(request);
+                at += len;
+            }
+        }
+        // SAFETY: `requests` holds valid requests on buffers that stay
+        // alive and untouched until this returns (see above); the count
+        // fits an int (there are fewer requests than bytes, a Count).
+        unsafe {
+            mpi::ffi::MPI_Waitall(
+                requests.len() as c_int,
+                requests.as_mut_ptr(),
+                mpi::ffi::RSMPI_STATUSES_IGNORE,
+            );
+        }
+        drop(blocks);
+        let big = self.world.pool.share(big);
+
+        // Reassemble every stream: small bytes and large segments, in order.
+        let mut next_big = 0usize;
+        let mut out: Vec<Block> = (0..p)
+            .map(|k| {
+                let (start, n) = (displs[k] as usize, recv_counts[k] as usize);
+                let mut small = start + 16 * recv_large[k];
+                let mut stream = Vec::new();
+                let mut at = 0usize;
+                for x in 0..recv_large[k] {
+                    let (pos, len) = (word(start + 16 * x), word(start + 16 * x + 8));
+                    if pos > at {
+                        stream.push(inline.slice(small..small + pos - at));
+                        small += pos - at;
+                    }
+                    stream.push(big.slice(next_big..next_big + len));
+                    next_big += len;
+                    at = pos + len;
+                }
+                if small < start + n {
+                    stream.push(inline.slice(small..start + n));
+                }
+                stream
+            })
+            .collect();
+        out[me] = own;
+        out
+    }
+
     fn counted_alltoallv(&mut self, mut blocks: Vec<Block>) -> Vec<Block> {
+        if self.send == SendMode::Split {
+            return self.split_alltoallv(blocks);
+        }
         let p = self.nprocs;
         // The block to this rank stays here, uncopied; MPI sees it as empty.
         let own = std::mem::take(&mut blocks[self.pid]);
@@ -401,14 +591,20 @@ impl MpiComm {
         self.comm()
             .all_to_all_into(&send_counts[..], &mut recv_counts[..]);
         let total: usize = send_counts.iter().map(|&c| c as usize).sum();
-        let mut send = self.world.pool.take(total);
-        send.clear();
-        for seg in blocks.iter().flatten() {
-            send.extend_from_slice(seg);
-        }
+        // Every rank takes the same branch: the collectives must match.
+        let (recv, displs) = if self.send == SendMode::Hindexed {
+            self.alltoallw_segments(&blocks, &send_counts, &recv_counts)
+        } else {
+            let mut send = self.world.pool.take(total);
+            send.clear();
+            for seg in blocks.iter().flatten() {
+                send.extend_from_slice(seg);
+            }
+            let received = self.alltoallv_known(&send, &send_counts, &recv_counts);
+            self.world.pool.give(send);
+            received
+        };
         drop(blocks);
-        let (recv, displs) = self.alltoallv_known(&send, &send_counts, &recv_counts);
-        self.world.pool.give(send);
         let mut out: Vec<Block> = (0..p)
             .map(|k| {
                 let (d, c) = (displs[k] as usize, recv_counts[k] as usize);
@@ -421,6 +617,99 @@ impl MpiComm {
             .collect();
         out[self.pid] = own;
         out
+    }
+
+    /// One `MPI_Alltoallw` that sends every block straight from its
+    /// segments (no flattening copy) into one contiguous receive buffer.
+    /// The send datatype for destination k is an hindexed type of bytes
+    /// over the absolute addresses of block k's segments (adjacent segments
+    /// merged), relative to `MPI_BOTTOM`. Returns the received bytes and
+    /// their displacements, as [`alltoallv_known`](Self::alltoallv_known).
+    fn alltoallw_segments(
+        &mut self,
+        blocks: &[Block],
+        send_counts: &[Count],
+        recv_counts: &[Count],
+    ) -> (Bytes, Vec<Count>) {
+        let p = self.nprocs;
+        let recv_displs = self.displacements(recv_counts, "a receive buffer");
+        let total: usize = recv_counts.iter().map(|&c| c as usize).sum();
+        let mut recv = self.world.pool.take(total);
+        // SAFETY: reading an immutable handle that mpi-sys's C shim
+        // initialises statically (`MPI_UINT8_T`); MPI is initialised.
+        let byte = unsafe { mpi::ffi::RSMPI_UINT8_T };
+        let mut types = vec![byte; p];
+        let mut lens: Vec<c_int> = Vec::new();
+        let mut addrs: Vec<mpi::ffi::MPI_Aint> = Vec::new();
+        for (k, block) in blocks.iter().enumerate() {
+            if send_counts[k] == 0 {
+                continue;
+            }
+            lens.clear();
+            addrs.clear();
+            let mut end: *const u8 = std::ptr::null();
+            for seg in block.iter().filter(|s| !s.is_empty()) {
+                // A segment is no longer than its block, whose length fits a Count.
+                let len = seg.len() as c_int;
+                match lens.last_mut() {
+                    Some(last) if seg.as_ptr() == end => *last += len,
+                    _ => {
+                        let mut addr: mpi::ffi::MPI_Aint = 0;
+                        // SAFETY: `MPI_Get_address` only computes the
+                        // address of the location it is given.
+                        unsafe { mpi::ffi::MPI_Get_address(seg.as_ptr().cast(), &mut addr) };
+                        lens.push(len);
+                        addrs.push(addr);
+                    }
+                }
+                end = seg.as_ptr_range().end;
+            }
+            // SAFETY: `lens` and `addrs` have `lens.len()` entries each;
+            // `types[k]` is a valid place for the new handle, committed
+            // before use and freed below.
+            unsafe {
+                mpi::ffi::MPI_Type_create_hindexed(
+                    lens.len() as c_int,
+                    lens.as_ptr(),
+                    addrs.as_ptr(),
+                    byte,
+                    &mut types[k],
+                );
+                mpi::ffi::MPI_Type_commit(&mut types[k]);
+            }
+        }
+        let ones: Vec<c_int> = send_counts.iter().map(|&c| c_int::from(c > 0)).collect();
+        let zeros: Vec<c_int> = vec![0; p];
+        let recv_types = vec![byte; p];
+        // SAFETY: the send side is `MPI_BOTTOM` (the null address in OpenMPI
+        // and MPICH; mpi-sys exports no constant) with, for each
+        // destination k, one element of `types[k]`, whose pieces are the
+        // live segments of `blocks[k]` (borrowed for the whole call), or no
+        // element. The receive side is `recv`, `total` bytes, in parts of
+        // `recv_counts[k]` bytes at `recv_displs[k]`, which tile it. All
+        // arrays have p entries; every rank calls this collective on the
+        // same communicator with matching counts (exchanged just before).
+        unsafe {
+            mpi::ffi::MPI_Alltoallw(
+                std::ptr::null(),
+                ones.as_ptr(),
+                zeros.as_ptr(),
+                types.as_ptr(),
+                recv.as_mut_ptr().cast(),
+                recv_counts.as_ptr(),
+                recv_displs.as_ptr(),
+                recv_types.as_ptr(),
+                self.comm().as_raw(),
+            );
+        }
+        for (k, t) in types.iter_mut().enumerate() {
+            if send_counts[k] > 0 {
+                // SAFETY: `types[k]` was created and committed above and is
+                // no longer used by any pending operation.
+                unsafe { mpi::ffi::MPI_Type_free(t) };
+            }
+        }
+        (self.world.pool.share(recv), recv_displs)
     }
 }
 
@@ -477,6 +766,20 @@ impl Comm for MpiComm {
     }
 }
 
+fn send_mode() -> Result<SendMode> {
+    match std::env::var(SEND_ENV).as_deref() {
+        Err(_) | Ok("split") => Ok(SendMode::Split),
+        Ok("flatten") => Ok(SendMode::Flatten),
+        Ok("hindexed") => Ok(SendMode::Hindexed),
+        Ok(other) => Err(Error::new(
+            ErrorKind::Config,
+            None,
+            None,
+            format!("{SEND_ENV}={other:?}: expected `split`, `flatten` or `hindexed`"),
+        )),
+    }
+}
+
 fn transpose_mode() -> Result<TransposeMode> {
     match std::env::var(TRANSPOSE_ENV).as_deref() {
         Err(_) | Ok("alltoallv") => Ok(TransposeMode::Alltoallv),
@@ -500,6 +803,7 @@ where
     R: Send,
 {
     let mode = transpose_mode()?;
+    let send = send_mode()?;
     let world = world();
     let _serialised = world.run_lock.lock().unwrap_or_else(|e| e.into_inner());
     let comm = MpiComm {
@@ -507,6 +811,7 @@ where
         pid: world.comm.rank() as usize,
         nprocs: world.comm.size() as usize,
         mode,
+        send,
         slot: MIN_SLOT,
     };
     let mut ctx = Ctx::new(Box::new(comm), router, Transport::Mpi);
