@@ -202,11 +202,24 @@ fn main() {
         let iters = ((64 << 20) / n.max(1)).clamp(3, 200) / if quick { 4 } else { 1 };
         let iters = iters.max(2);
         let variants = [
-            ("two-phase, split", Router::TwoPhase, "alltoallv", "split"),
-            ("two-phase, flatten", Router::TwoPhase, "alltoallv", "flatten"),
-            ("two-phase, hindexed", Router::TwoPhase, "alltoallv", "hindexed"),
-            ("two-phase, eager Alltoall", Router::TwoPhase, "alltoall", "flatten"),
-            ("direct, split", Router::Direct, "alltoallv", "split"),
+            (
+                "two-phase, flatten",
+                Router::TwoPhase,
+                "alltoallv",
+                "flatten",
+            ),
+            (
+                "two-phase, hindexed",
+                Router::TwoPhase,
+                "alltoallv",
+                "hindexed",
+            ),
+            (
+                "two-phase, eager Alltoall",
+                Router::TwoPhase,
+                "alltoall",
+                "flatten",
+            ),
             ("direct, flatten", Router::Direct, "alltoallv", "flatten"),
             ("direct, hindexed", Router::Direct, "alltoallv", "hindexed"),
         ];

@@ -22,9 +22,14 @@
 //!
 //! * `allgather` is one `MPI_Allgather` of the sync row.
 //! * `alltoallv` (the direct router) is one `MPI_Alltoall` of p byte counts
-//!   followed by one `MPI_Alltoallv`.
+//!   followed by one `MPI_Alltoallw` that sends every block straight from
+//!   its segments: the send datatype for each destination is an hindexed
+//!   type over the segments' absolute addresses (from `MPI_BOTTOM`), so no
+//!   send buffer is filled. `BSP_MPI_SEND=flatten` copies the blocks into
+//!   one buffer and calls `MPI_Alltoallv` instead (measured slower:
+//!   `benchmarks/mpi.md`).
 //! * `transpose` (the two-phase router's uniform exchanges) is, by
-//!   default, the same counts + `MPI_Alltoallv`. The alternative
+//!   default, the same counts + `MPI_Alltoallw`. The alternative
 //!   (`BSP_MPI_TRANSPOSE=alltoall`) is an *eager padded* `MPI_Alltoall`:
 //!   every block travels in a slot of an agreed size S, led by a 16-byte
 //!   header (the block's length, and the largest block its sender sends in
@@ -52,8 +57,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::environment::Universe;
-use mpi::topology::SimpleCommunicator;
 use mpi::raw::AsRaw;
+use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use mpi::{Count, Threading};
 
@@ -71,13 +76,9 @@ use crate::wire::slice_segments;
 pub(crate) const TRANSPOSE_ENV: &str = "BSP_MPI_TRANSPOSE";
 
 /// Environment variable choosing how the blocks of an irregular exchange
-/// reach MPI: `split` (the default), `flatten` or `hindexed`; see
-/// [`SendMode`]. Every rank of a job must use the same.
+/// reach MPI: `hindexed` (the default) or `flatten`; see [`SendMode`].
+/// Every rank of a job must use the same.
 pub(crate) const SEND_ENV: &str = "BSP_MPI_SEND";
-
-/// Under `BSP_MPI_SEND=split`, segments of at least this many bytes travel
-/// in their own message, straight from where they lie.
-pub(crate) const LARGE_SEGMENT: usize = 64 << 10;
 
 /// Upper bound on the bytes of one rank's eager slots in a transpose (all p
 /// of them together); larger blocks send their remainder in a second step.
@@ -246,28 +247,20 @@ enum TransposeMode {
     Alltoallv,
 }
 
-/// How the blocks of an irregular exchange are handed to MPI.
-///
-/// A block is a list of segments: router headers, record headers and, for
-/// [`Ctx::put_from`](crate::Ctx::put_from) and the two-phase router's second
-/// stage, large slices of coarrays or of received buffers.
+/// How the blocks of an irregular exchange are handed to MPI. A block is a
+/// list of segments: router and record headers, and the payloads, which
+/// for [`Ctx::put_from`](crate::Ctx::put_from), `put_vec` and the two-phase
+/// router's second stage are slices of coarrays or of received buffers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum SendMode {
-    /// Segments of at least [`LARGE_SEGMENT`] bytes go in their own
-    /// `MPI_Isend`, straight from where they lie (for large messages
-    /// OpenMPI's shared-memory transport then copies once, from the
-    /// sender's memory into the receiver's); everything else is flattened
-    /// into one `MPI_Alltoallv`, led by a descriptor of the large segments
-    /// (position and length in the stream). The counts exchange carries two
-    /// integers per peer (inline bytes, large segments).
-    Split,
-    /// Every block copied into one contiguous buffer, then `MPI_Alltoallv`.
-    Flatten,
-    /// Straight from the segments: `MPI_Alltoallw` with one hindexed
-    /// datatype per destination over the segments' absolute addresses.
-    /// Non-contiguous, so OpenMPI packs it through its shared-memory
-    /// fragments (two copies, pipelined).
+    /// Straight from the segments (the default): one `MPI_Alltoallw` with
+    /// one hindexed datatype per destination over the segments' absolute
+    /// addresses. No flattening copy; OpenMPI packs the pieces through its
+    /// shared-memory fragments, which stay in cache.
     Hindexed,
+    /// Every block copied into one contiguous buffer, then `MPI_Alltoallv`
+    /// (OpenMPI then copies large blocks once, process to process).
+    Flatten,
 }
 
 /// One rank's endpoint of the MPI transport.
@@ -424,162 +417,7 @@ impl MpiComm {
         out
     }
 
-    /// The [`SendMode::Split`] exchange: one `MPI_Alltoall` of (inline
-    /// bytes, large segments) per peer, one `MPI_Alltoallv` of the inline
-    /// parts, and one `MPI_Isend`/`MPI_Irecv` pair per large segment.
-    fn split_alltoallv(&mut self, mut blocks: Vec<Block>) -> Vec<Block> {
-        let p = self.nprocs;
-        let me = self.pid;
-        // The block to this rank stays here, uncopied; MPI sees it as empty.
-        let own = std::mem::take(&mut blocks[me]);
-        let large = |seg: &Bytes| seg.len() >= LARGE_SEGMENT;
-
-        // What goes where: per destination, the inline bytes (descriptor
-        // included) and the number of large segments.
-        let mut counts: Vec<Count> = Vec::with_capacity(2 * p);
-        for block in &blocks {
-            let n_large = block.iter().filter(|s| large(s)).count();
-            let small: usize = block.iter().filter(|s| !large(s)).map(Bytes::len).sum();
-            counts.push(self.count(16 * n_large + small, "a block"));
-            counts.push(self.count(n_large, "a segment count"));
-        }
-        let mut recv_counts2: Vec<Count> = vec![0; 2 * p];
-        self.comm()
-            .all_to_all_into(&counts[..], &mut recv_counts2[..]);
-        let send_counts: Vec<Count> = counts.iter().step_by(2).copied().collect();
-        let recv_counts: Vec<Count> = recv_counts2.iter().step_by(2).copied().collect();
-        let recv_large: Vec<usize> = recv_counts2.iter().skip(1).step_by(2).map(|&c| c as usize).collect();
-
-        // The large segments leave at once, straight from where they lie.
-        let comm = self.comm().as_raw();
-        // SAFETY: reading immutable handles that mpi-sys's C shim
-        // initialises statically; MPI is initialised.
-        let (byte, null_request) = unsafe { (mpi::ffi::RSMPI_UINT8_T, mpi::ffi::RSMPI_REQUEST_NULL) };
-        let mut requests = Vec::new();
-        for (k, block) in blocks.iter().enumerate() {
-            for seg in block.iter().filter(|s| large(s)) {
-                let mut request = null_request;
-                // SAFETY: `seg` is a live segment of `blocks`, which is
-                // neither dropped nor changed before `MPI_Waitall` below
-                // completes this request; its length fits a Count (checked
-                // for the whole block above); `k` is a rank of `comm`.
-                unsafe {
-                    mpi::ffi::MPI_Isend(
-                        seg.as_ptr().cast(),
-                        seg.len() as c_int,
-                        byte,
-                        k as c_int,
-                        0,
-                        comm,
-                        &mut request,
-                    );
-                }
-                requests.push(request);
-            }
-        }
-
-        // The inline parts: descriptor (position, length of each large
-        // segment in the stream, as u64 pairs), then the small segments.
-        let total: usize = send_counts.iter().map(|&c| c as usize).sum();
-        let mut send = self.world.pool.take(total);
-        send.clear();
-        for block in &blocks {
-            let mut at = 0u64;
-            for seg in block {
-                if large(seg) {
-                    send.extend_from_slice(&at.to_ne_bytes());
-                    send.extend_from_slice(&(seg.len() as u64).to_ne_bytes());
-                }
-                at += seg.len() as u64;
-            }
-            for seg in block.iter().filter(|s| !large(s)) {
-                send.extend_from_slice(seg);
-            }
-        }
-        let (inline, displs) = self.alltoallv_known(&send, &send_counts, &recv_counts);
-        self.world.pool.give(send);
-
-        // Receive the large segments, in the order they were sent (MPI does
-        // not overtake messages between one pair on one tag), into one buffer.
-        let word = |at: usize| {
-            u64::from_ne_bytes(inline[at..at + 8].try_into().expect("8 bytes")) as usize
-        };
-        let mut large_total = 0usize;
-        for k in 0..p {
-            for x in 0..recv_large[k] {
-                large_total += word(displs[k] as usize + 16 * x + 8);
-            }
-        }
-        let mut big = self.world.pool.take(large_total);
-        let mut at = 0usize;
-        for k in 0..p {
-            for x in 0..recv_large[k] {
-                let len = word(displs[k] as usize + 16 * x + 8);
-                let mut request = null_request;
-                // SAFETY: `big[at..at + len]` lies inside `big` (the lengths
-                // sum to its size), is written only by this request, and
-                // `big` is neither moved nor read before `MPI_Waitall`
-                // below; `len` is below the sender's block length, a Count.
-                unsafe {
-                    mpi::ffi::MPI_Irecv(
-                        big.as_mut_ptr().add(at).cast(),
-                        len as c_int,
-                        byte,
-                        k as c_int,
-                        0,
-                        comm,
-                        &mut request,
-                    );
-                }
-                requests.push(request);
-                at += len;
-            }
-        }
-        // SAFETY: `requests` holds valid requests on buffers that stay
-        // alive and untouched until this returns (see above); the count
-        // fits an int (there are fewer requests than bytes, a Count).
-        unsafe {
-            mpi::ffi::MPI_Waitall(
-                requests.len() as c_int,
-                requests.as_mut_ptr(),
-                mpi::ffi::RSMPI_STATUSES_IGNORE,
-            );
-        }
-        drop(blocks);
-        let big = self.world.pool.share(big);
-
-        // Reassemble every stream: small bytes and large segments, in order.
-        let mut next_big = 0usize;
-        let mut out: Vec<Block> = (0..p)
-            .map(|k| {
-                let (start, n) = (displs[k] as usize, recv_counts[k] as usize);
-                let mut small = start + 16 * recv_large[k];
-                let mut stream = Vec::new();
-                let mut at = 0usize;
-                for x in 0..recv_large[k] {
-                    let (pos, len) = (word(start + 16 * x), word(start + 16 * x + 8));
-                    if pos > at {
-                        stream.push(inline.slice(small..small + pos - at));
-                        small += pos - at;
-                    }
-                    stream.push(big.slice(next_big..next_big + len));
-                    next_big += len;
-                    at = pos + len;
-                }
-                if small < start + n {
-                    stream.push(inline.slice(small..start + n));
-                }
-                stream
-            })
-            .collect();
-        out[me] = own;
-        out
-    }
-
     fn counted_alltoallv(&mut self, mut blocks: Vec<Block>) -> Vec<Block> {
-        if self.send == SendMode::Split {
-            return self.split_alltoallv(blocks);
-        }
         let p = self.nprocs;
         // The block to this rank stays here, uncopied; MPI sees it as empty.
         let own = std::mem::take(&mut blocks[self.pid]);
@@ -768,14 +606,13 @@ impl Comm for MpiComm {
 
 fn send_mode() -> Result<SendMode> {
     match std::env::var(SEND_ENV).as_deref() {
-        Err(_) | Ok("split") => Ok(SendMode::Split),
+        Err(_) | Ok("hindexed") => Ok(SendMode::Hindexed),
         Ok("flatten") => Ok(SendMode::Flatten),
-        Ok("hindexed") => Ok(SendMode::Hindexed),
         Ok(other) => Err(Error::new(
             ErrorKind::Config,
             None,
             None,
-            format!("{SEND_ENV}={other:?}: expected `split`, `flatten` or `hindexed`"),
+            format!("{SEND_ENV}={other:?}: expected `hindexed` or `flatten`"),
         )),
     }
 }
