@@ -177,6 +177,8 @@ fn run_baseline(c: &[Vec<usize>], reps: usize) -> Vec<f64> {
                             inbox[at..at + block.len()].copy_from_slice(block);
                             at += block.len();
                         }
+                        // Done when every receiver is done, as a sync is.
+                        barrier.wait();
                         secs.push(start.elapsed().as_secs_f64());
                     }
                     assert_eq!(
