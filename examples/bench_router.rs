@@ -1,12 +1,20 @@
 //! Router benchmark: delivers h-relations of the shapes of Bader, Helman and
 //! JáJá (Eq. 7: h = n/p, 2n/p, 4n/p, 8n/p), plus `shift` and `random`, with
-//! the two-phase router, the direct router and a plain baseline in which
-//! each receiver memcpy's its data straight out of the senders' buffers (one
-//! copy per byte, nothing else), and prints seconds, GB/s and the ratio to
-//! the baseline.
+//! the two-phase router, the direct router and a baseline, and prints
+//! seconds, GB/s and the ratio to the baseline. Every time is the slowest
+//! processor's, from a barrier to the end of its delivery; the median over
+//! all reps is reported.
+//!
+//! On threads the baseline is each receiver memcpy'ing its data straight
+//! out of the senders' buffers (one copy per byte, nothing else). Under MPI
+//! (built with `--features mpi`, started by `mpirun`; `--procs` is then
+//! ignored) it is one `MPI_Alltoallv` of the same words between contiguous
+//! buffers (router `alltoallv` in the `--json` rows).
 //!
 //! ```text
 //! cargo run --release --example bench_router -- --procs 2,8 --mib 1024
+//! cargo build --release --features mpi --example bench_router
+//! mpirun -np 2 target/release/examples/bench_router --mib 256
 //! ```
 
 mod common;
@@ -14,13 +22,13 @@ mod common;
 use std::time::Instant;
 
 use bsp::prelude::*;
-use common::{median, Args, Json};
+use common::{max_over_procs, median, Args, Json};
 
-const USAGE: &str = "bench_router: h-relation routing, two-phase vs direct vs a memcpy baseline
+const USAGE: &str = "bench_router: h-relation routing, two-phase vs direct vs a baseline (memcpy; MPI_Alltoallv under MPI)
 
 usage: bench_router [--procs 2,8] [--mib 1024] [--reps 5] [--rounds 3] [--shapes h1,h2,h4,h8,shift,random] [--json]
 
-  --procs   processor counts to measure (threads transport)
+  --procs   processor counts to measure (threads; under mpirun, -np decides)
   --mib     total payload of one h-relation, in MiB (n = mib * 2^20 / 8 words)
   --reps    routings per run (the median of all is reported)
   --rounds  runs per contender, interleaved with the other contenders
@@ -81,32 +89,20 @@ fn word(src: usize, dst: usize, k: usize) -> u64 {
     ((src as u64) << 48) | ((dst as u64) << 40) | k as u64
 }
 
-/// Seconds from the earliest start to the latest end over all processors.
-fn span(times: &[(Instant, Instant)]) -> f64 {
-    let start = times
-        .iter()
-        .map(|t| t.0)
-        .min()
-        .expect("at least one processor");
-    let end = times
-        .iter()
-        .map(|t| t.1)
-        .max()
-        .expect("at least one processor");
-    (end - start).as_secs_f64()
-}
-
-/// Routes the h-relation `reps` times through bsp; seconds of each.
+/// Routes the h-relation `reps` times through bsp; seconds of each, as the
+/// slowest processor saw it (every rep starts after a sync, a barrier).
 ///
 /// Each processor's outgoing words lie in one coarray, grouped by
 /// destination, and go out with `put_from`, so on threads the only copy of
 /// the payload is the receiver's, as in the baseline.
-fn run_bsp(router: Router, c: &[Vec<usize>], reps: usize) -> Vec<f64> {
+fn run_bsp(rt: &Runtime, router: Router, c: &[Vec<usize>], reps: usize) -> Vec<f64> {
     let p = c.len();
-    let times = Runtime::from_env()
-        .procs(p)
+    let times = rt
+        .clone()
+        .procs(p) // ignored under MPI, where the plan is for the world size
         .router(router)
         .run(|ctx| {
+            assert_eq!(ctx.nprocs(), p, "the plan is for {p} processors");
             let me = ctx.pid();
             let incoming: usize = (0..p).map(|i| c[i][me]).sum();
             // Touch every buffer now so page faults are not timed.
@@ -117,7 +113,7 @@ fn run_bsp(router: Router, c: &[Vec<usize>], reps: usize) -> Vec<f64> {
             let outbox = ctx.coarray_from(outgoing);
             // Offset of my block in j's inbox: what lower pids send to j.
             let offsets: Vec<usize> = (0..p).map(|j| (0..me).map(|i| c[i][j]).sum()).collect();
-            let mut spans = Vec::with_capacity(reps);
+            let mut secs = Vec::with_capacity(reps);
             for _ in 0..reps {
                 ctx.sync();
                 let start = Instant::now();
@@ -129,7 +125,7 @@ fn run_bsp(router: Router, c: &[Vec<usize>], reps: usize) -> Vec<f64> {
                     from += len;
                 }
                 ctx.sync();
-                spans.push((start, Instant::now()));
+                secs.push(start.elapsed().as_secs_f64());
             }
             let got = ctx.local(&inbox);
             let mut at = 0;
@@ -143,15 +139,13 @@ fn run_bsp(router: Router, c: &[Vec<usize>], reps: usize) -> Vec<f64> {
                     at += 1;
                 }
             }
-            spans
+            max_over_procs(ctx, &secs)
         })
         .unwrap_or_else(|e| {
             eprintln!("bench_router: {e}");
             std::process::exit(1)
         });
-    (0..reps)
-        .map(|r| span(&times.iter().map(|t| t[r]).collect::<Vec<_>>()))
-        .collect()
+    times.into_iter().next().expect("one result at least")
 }
 
 /// The baseline: p threads; after a barrier each receiver copies every
@@ -166,14 +160,14 @@ fn run_baseline(c: &[Vec<usize>], reps: usize) -> Vec<f64> {
         })
         .collect();
     let barrier = std::sync::Barrier::new(p);
-    let times: Vec<Vec<(Instant, Instant)>> = std::thread::scope(|s| {
+    let times: Vec<Vec<f64>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..p)
             .map(|me| {
                 let (outgoing, barrier) = (&outgoing, &barrier);
                 s.spawn(move || {
                     let incoming: usize = (0..p).map(|i| c[i][me]).sum();
                     let mut inbox = vec![u64::MAX; incoming];
-                    let mut spans = Vec::with_capacity(reps);
+                    let mut secs = Vec::with_capacity(reps);
                     for _ in 0..reps {
                         barrier.wait();
                         let start = Instant::now();
@@ -183,36 +177,143 @@ fn run_baseline(c: &[Vec<usize>], reps: usize) -> Vec<f64> {
                             inbox[at..at + block.len()].copy_from_slice(block);
                             at += block.len();
                         }
+                        // Done when every receiver is done, as a sync is.
                         barrier.wait();
-                        spans.push((start, Instant::now()));
+                        secs.push(start.elapsed().as_secs_f64());
                     }
                     assert_eq!(
                         inbox.last(),
                         outgoing.iter().rev().find_map(|f| f[me].last())
                     );
-                    spans
+                    secs
                 })
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     (0..reps)
-        .map(|r| span(&times.iter().map(|t| t[r]).collect::<Vec<_>>()))
+        .map(|r| times.iter().map(|t| t[r]).fold(0.0, f64::max))
         .collect()
+}
+
+/// The MPI baseline: one `MPI_Alltoallv` (rsmpi's
+/// `all_to_all_varcount_into`) of the same words, from one contiguous send
+/// buffer grouped by destination into one receive buffer grouped by source.
+/// Seconds of each rep, the maximum over ranks (each rep starts after an
+/// `MPI_Barrier`).
+#[cfg(feature = "mpi")]
+fn run_alltoallv(c: &[Vec<usize>], reps: usize) -> Vec<f64> {
+    use bsp::mpi::collective::SystemOperation;
+    use bsp::mpi::datatype::{Partition, PartitionMut};
+    use bsp::mpi::topology::SimpleCommunicator;
+    use bsp::mpi::traits::*;
+    use bsp::mpi::Count;
+
+    let world = SimpleCommunicator::world();
+    let (me, p) = (world.rank() as usize, world.size() as usize);
+    assert_eq!(c.len(), p, "the plan is for {} processors", c.len());
+    let prefix = |counts: &[Count]| -> Vec<Count> {
+        counts
+            .iter()
+            .scan(0, |at, &n| {
+                let d = *at;
+                *at += n;
+                Some(d)
+            })
+            .collect()
+    };
+    let count = |n: usize| Count::try_from(n).expect("block too large for an MPI count");
+    let send_counts: Vec<Count> = (0..p).map(|j| count(c[me][j])).collect();
+    let recv_counts: Vec<Count> = (0..p).map(|i| count(c[i][me])).collect();
+    let (send_displs, recv_displs) = (prefix(&send_counts), prefix(&recv_counts));
+    let send: Vec<u64> = (0..p)
+        .flat_map(|j| (0..c[me][j]).map(move |k| word(me, j, k)))
+        .collect();
+    let mut recv = vec![u64::MAX; recv_counts.iter().map(|&n| n as usize).sum()];
+    let mut secs = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        world.barrier();
+        let start = Instant::now();
+        {
+            let s = Partition::new(&send[..], &send_counts[..], &send_displs[..]);
+            let mut r = PartitionMut::new(&mut recv[..], &recv_counts[..], &recv_displs[..]);
+            world.all_to_all_varcount_into(&s, &mut r);
+        }
+        secs.push(start.elapsed().as_secs_f64());
+    }
+    let mut at = 0;
+    for (i, row) in c.iter().enumerate() {
+        for k in 0..row[me] {
+            assert_eq!(recv[at], word(i, me, k), "rank {me}: wrong word from {i}");
+            at += 1;
+        }
+    }
+    let mut slowest = vec![0.0f64; reps];
+    world.all_reduce_into(&secs[..], &mut slowest[..], SystemOperation::max());
+    slowest
+}
+
+/// Where this process runs: the threads transport (all processors here) or
+/// one rank of an MPI job.
+struct Launch {
+    rt: Runtime,
+    /// Under MPI: this rank and the world size.
+    mpi: Option<(usize, usize)>,
+}
+
+impl Launch {
+    fn new() -> Launch {
+        let rt = Runtime::from_env();
+        #[cfg(feature = "mpi")]
+        if rt.transport() == bsp::Transport::Mpi {
+            use bsp::mpi::traits::Communicator;
+            let world = bsp::mpi::topology::SimpleCommunicator::world();
+            let mpi = Some((world.rank() as usize, world.size() as usize));
+            return Launch { rt, mpi };
+        }
+        Launch { rt, mpi: None }
+    }
+
+    /// Whether this process prints (threads, or MPI rank 0).
+    fn lead(&self) -> bool {
+        self.mpi.is_none_or(|(rank, _)| rank == 0)
+    }
+
+    /// The baseline's name and its seconds per rep.
+    fn baseline(&self, c: &[Vec<usize>], reps: usize) -> (&'static str, Vec<f64>) {
+        #[cfg(feature = "mpi")]
+        if self.mpi.is_some() {
+            return ("alltoallv", run_alltoallv(c, reps));
+        }
+        ("baseline", run_baseline(c, reps))
+    }
 }
 
 fn main() {
     let args = Args::parse(USAGE, &["json"]);
     args.reject_unknown(&["procs", "mib", "reps", "rounds", "shapes", "json"]);
-    let procs: Vec<usize> = args.list("procs", &[2, 8]);
+    let launch = Launch::new();
+    let procs: Vec<usize> = match launch.mpi {
+        // Under MPI, `mpirun -np` decides p and --procs is ignored.
+        Some((_, size)) => vec![size],
+        None => args.list("procs", &[2, 8]),
+    };
     let mib: usize = args.get("mib", 1024);
     let reps: usize = args.get("reps", 5).max(1);
     let rounds: usize = args.get("rounds", 3).max(1);
     let default_shapes = ["h1", "h2", "h4", "h8", "shift", "random"].map(String::from);
     let shapes: Vec<String> = args.list("shapes", &default_shapes);
     let json = args.flag("json");
+    let lead = launch.lead();
+    let transport = launch.rt.transport().name();
     let n = mib << 17; // words of 8 bytes
-    if !json {
+    if lead && !json {
+        if launch.mpi.is_some() {
+            println!(
+                "bench_router: MPI, np = {}; baseline: MPI_Alltoallv",
+                procs[0]
+            );
+        }
         println!(
             "{:>5} {:>7} {:>10} {:>12} {:>10} {:>8} {:>9}",
             "procs", "shape", "router", "bytes", "seconds", "GB/s", "vs base"
@@ -221,21 +322,27 @@ fn main() {
     for &p in &procs {
         for shape in &shapes {
             let Some(c) = counts(shape, n, p) else {
-                if !json {
+                if lead && !json {
                     println!("{p:>5} {shape:>7}  (skipped: h = k·n/p needs k <= p)");
                 }
                 continue;
             };
             let bytes = 8 * c.iter().flatten().sum::<usize>();
             let mut samples: [Vec<f64>; 3] = Default::default();
+            let mut base_name = "baseline";
             for _ in 0..rounds {
                 // Interleave the contenders so drift on a shared machine hits all alike.
-                samples[0].extend(run_baseline(&c, reps));
-                samples[1].extend(run_bsp(Router::TwoPhase, &c, reps));
-                samples[2].extend(run_bsp(Router::Direct, &c, reps));
+                let (name, secs) = launch.baseline(&c, reps);
+                base_name = name;
+                samples[0].extend(secs);
+                samples[1].extend(run_bsp(&launch.rt, Router::TwoPhase, &c, reps));
+                samples[2].extend(run_bsp(&launch.rt, Router::Direct, &c, reps));
+            }
+            if !lead {
+                continue;
             }
             let base = median(&mut samples[0]);
-            for (name, s) in ["baseline", "two-phase", "direct"]
+            for (name, s) in [base_name, "two-phase", "direct"]
                 .iter()
                 .zip(samples.iter_mut())
             {
@@ -250,7 +357,7 @@ fn main() {
                         .num("seconds", secs)
                         .num("gb_per_second", gbs)
                         .num("ratio_to_baseline", base / secs)
-                        .str("transport", "threads")
+                        .str("transport", transport)
                         .print();
                 } else {
                     println!(

@@ -4,8 +4,15 @@
 //! over all processors, and receives h bytes), fitted as
 //! `T(h) = l_h + g·h` by least squares over several h.
 //!
+//! Every time is the slowest processor's, so the figures mean the same on
+//! threads and under MPI. Under MPI (built with `--features mpi`, started
+//! by `mpirun`; `--procs` is then ignored) it also prints an `MPI_Barrier`
+//! plus a p-integer `MPI_Alltoall`, measured the same way, beside l.
+//!
 //! ```text
 //! cargo run --release --example bspbench -- --procs 2 --router two-phase
+//! cargo build --release --features mpi --example bspbench
+//! mpirun -np 2 target/release/examples/bspbench
 //! ```
 
 mod common;
@@ -13,14 +20,15 @@ mod common;
 use std::time::Instant;
 
 use bsp::prelude::*;
-use common::{median, Args, Json};
+use common::{max_over_procs, median, Args, Json};
 
 const USAGE: &str =
     "bspbench: measure l (empty superstep) and g (seconds per byte of an h-relation)
 
 usage: bspbench [--procs P] [--router two-phase|direct] [--max-kib 4096] [--json]
 
-  --procs    processor count (threads; default: BSP_PROCS or the number of cores)
+  --procs    processor count (threads; default: BSP_PROCS or the number of cores;
+             ignored under mpirun)
   --router   h-relation router (default two-phase)
   --max-kib  largest h per processor, in KiB (h doubles from 1 KiB up to it)
   --json     print one JSON object";
@@ -43,12 +51,26 @@ fn fit_line(points: &[(usize, f64)]) -> (f64, f64) {
     (my - slope * mx, slope)
 }
 
+/// Batches of the l measurement, and how many empty syncs each holds.
+const L_BATCHES: usize = 7;
+
+fn l_syncs(p: usize) -> usize {
+    if p <= 8 {
+        2000
+    } else {
+        200
+    }
+}
+
 fn measure(ctx: &mut Ctx, max_bytes: usize) -> Fit {
     let p = ctx.nprocs();
+    // Every time below is measured on every processor, starting right after
+    // a sync (a barrier), and the slowest processor's is kept: under MPI,
+    // ranks do not share a clock, and rank 0 alone could be early or late.
     // l: median over batches of the mean time of many empty syncs.
-    let syncs = if p <= 8 { 2000 } else { 200 };
+    let syncs = l_syncs(p);
     let mut batches = Vec::new();
-    for _ in 0..7 {
+    for _ in 0..L_BATCHES {
         ctx.sync();
         let start = Instant::now();
         for _ in 0..syncs {
@@ -56,7 +78,7 @@ fn measure(ctx: &mut Ctx, max_bytes: usize) -> Fit {
         }
         batches.push(start.elapsed().as_secs_f64() / syncs as f64);
     }
-    let l_seconds = median(&mut batches);
+    let l_seconds = median(&mut max_over_procs(ctx, &batches));
 
     // g: full h-relations of h bytes per processor, h/p to each processor.
     let words = (max_bytes / 8).max(p);
@@ -66,20 +88,20 @@ fn measure(ctx: &mut Ctx, max_bytes: usize) -> Fit {
     let mut h = (1024 / 8).max(p) * 8;
     while h <= max_bytes {
         let per = h / 8 / p; // words to each processor
-        let reps = (64 << 20) / h.max(1 << 16);
+        let reps = ((64 << 20) / h.max(1 << 16)).max(4);
         let mut samples = Vec::new();
         for _ in 0..3 {
             ctx.sync();
             let start = Instant::now();
-            for _ in 0..reps.max(4) {
+            for _ in 0..reps {
                 for t in 0..p {
                     ctx.put_from(t, &dst, ctx.pid() * per, &src, t * per, per);
                 }
                 ctx.sync();
             }
-            samples.push(start.elapsed().as_secs_f64() / reps.max(4) as f64);
+            samples.push(start.elapsed().as_secs_f64() / reps as f64);
         }
-        points.push((per * p * 8, median(&mut samples)));
+        points.push((per * p * 8, median(&mut max_over_procs(ctx, &samples))));
         h *= 2;
     }
     let (l_h_seconds, g_seconds_per_byte) = fit_line(&points);
@@ -91,60 +113,105 @@ fn measure(ctx: &mut Ctx, max_bytes: usize) -> Fit {
     }
 }
 
+/// Under MPI: seconds of an `MPI_Barrier` followed by an `MPI_Alltoall` of
+/// p integers (what a hand-written MPI superstep needs at least), measured
+/// like l. Collective over the world; `None` on threads.
+fn mpi_barrier_alltoall(rt: &Runtime) -> Option<f64> {
+    #[cfg(feature = "mpi")]
+    if rt.transport() == bsp::Transport::Mpi {
+        use bsp::mpi::collective::SystemOperation;
+        use bsp::mpi::topology::SimpleCommunicator;
+        use bsp::mpi::traits::*;
+
+        let world = SimpleCommunicator::world();
+        let p = world.size() as usize;
+        let syncs = l_syncs(p);
+        let out = vec![1i32; p];
+        let mut back = vec![0i32; p];
+        let mut batches = Vec::new();
+        for _ in 0..L_BATCHES {
+            world.barrier();
+            let start = Instant::now();
+            for _ in 0..syncs {
+                world.barrier();
+                world.all_to_all_into(&out[..], &mut back[..]);
+            }
+            batches.push(start.elapsed().as_secs_f64() / syncs as f64);
+        }
+        let mut slowest = vec![0.0f64; L_BATCHES];
+        world.all_reduce_into(&batches[..], &mut slowest[..], SystemOperation::max());
+        return Some(median(&mut slowest));
+    }
+    let _ = rt;
+    None
+}
+
 fn main() {
     let args = Args::parse(USAGE, &["json"]);
     args.reject_unknown(&["procs", "router", "max-kib", "json"]);
     let mut rt = Runtime::from_env();
     if let Some(p) = args.opt("procs") {
-        rt = rt.procs(p);
+        rt = rt.procs(p); // ignored under MPI: mpirun -np decides
     }
     let router: Router = args.get("router", rt.router_kind());
     let max_bytes = args.get::<usize>("max-kib", 4096) << 10;
     let json = args.flag("json");
     let rt = rt.router(router);
     let transport = rt.transport().name();
-    let result = rt.run(|ctx| {
-        let fit = measure(ctx, max_bytes);
-        if ctx.pid() != 0 {
-            return;
+    let fits = rt
+        .run(|ctx| (ctx.pid(), measure(ctx, max_bytes)))
+        .unwrap_or_else(|e| {
+            eprintln!("bspbench: {e}");
+            std::process::exit(1)
+        });
+    let mpi_floor = mpi_barrier_alltoall(&rt);
+    // Threads: every processor's result is here; MPI: this rank's only.
+    // Processor 0 prints.
+    let Some((_, fit)) = fits.into_iter().find(|(pid, _)| *pid == 0) else {
+        return;
+    };
+    assert!(
+        fit.l_seconds > 0.0 && fit.g_seconds_per_byte.is_finite(),
+        "measurement failed"
+    );
+    let p = rt.nprocs();
+    if json {
+        let mut out = Json::new()
+            .str("backend", transport)
+            .num("procs", p)
+            .str("router", router.name())
+            .num("l_seconds", fit.l_seconds)
+            .num("g_seconds_per_byte", fit.g_seconds_per_byte)
+            .num("l_h_seconds", fit.l_h_seconds)
+            .num("gb_per_second_per_processor", 1e-9 / fit.g_seconds_per_byte);
+        if let Some(floor) = mpi_floor {
+            out = out
+                .num("mpi_barrier_alltoall_seconds", floor)
+                .num("l_ratio_to_mpi", fit.l_seconds / floor);
         }
-        if json {
-            Json::new()
-                .str("backend", transport)
-                .num("procs", ctx.nprocs())
-                .str("router", router.name())
-                .num("l_seconds", fit.l_seconds)
-                .num("g_seconds_per_byte", fit.g_seconds_per_byte)
-                .num("l_h_seconds", fit.l_h_seconds)
-                .num("gb_per_second_per_processor", 1e-9 / fit.g_seconds_per_byte)
-                .print();
-        } else {
-            println!(
-                "bspbench: backend {transport}, p = {}, router {router}",
-                ctx.nprocs()
-            );
-            println!(
-                "{:>12} {:>14} {:>12}",
-                "h bytes", "seconds", "GB/s per proc"
-            );
-            for &(h, t) in &fit.points {
-                println!("{h:>12} {t:>14.9} {:>12.2}", h as f64 / t / 1e9);
-            }
-            println!("l (empty superstep)      = {:.3} us", fit.l_seconds * 1e6);
-            println!(
-                "g (per byte, fitted)     = {:.3e} s ({:.2} GB/s per processor)",
-                fit.g_seconds_per_byte,
-                1e-9 / fit.g_seconds_per_byte
-            );
-            println!("intercept of the h fit   = {:.3} us", fit.l_h_seconds * 1e6);
-        }
-        assert!(
-            fit.l_seconds > 0.0 && fit.g_seconds_per_byte.is_finite(),
-            "measurement failed"
+        out.print();
+    } else {
+        println!("bspbench: backend {transport}, p = {p}, router {router}");
+        println!(
+            "{:>12} {:>14} {:>12}",
+            "h bytes", "seconds", "GB/s per proc"
         );
-    });
-    if let Err(e) = result {
-        eprintln!("bspbench: {e}");
-        std::process::exit(1);
+        for &(h, t) in &fit.points {
+            println!("{h:>12} {t:>14.9} {:>12.2}", h as f64 / t / 1e9);
+        }
+        println!("l (empty superstep)      = {:.3} us", fit.l_seconds * 1e6);
+        if let Some(floor) = mpi_floor {
+            println!(
+                "MPI_Barrier + Alltoall   = {:.3} us (l is {:.2}x that; target <= 2)",
+                floor * 1e6,
+                fit.l_seconds / floor
+            );
+        }
+        println!(
+            "g (per byte, fitted)     = {:.3e} s ({:.2} GB/s per processor)",
+            fit.g_seconds_per_byte,
+            1e-9 / fit.g_seconds_per_byte
+        );
+        println!("intercept of the h fit   = {:.3} us", fit.l_h_seconds * 1e6);
     }
 }

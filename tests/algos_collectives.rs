@@ -3,8 +3,9 @@
 //! router here and under MPI later.
 
 mod algos_common;
+mod support;
 
-use algos_common::{affine, affine_input, runtimes, with_watchdog, Rng};
+use algos_common::{affine, affine_input, on_runtimes, with_watchdog, Rng};
 use bsp::algos::{self, Max, Min, Sum};
 use bsp::Runtime;
 use proptest::prelude::*;
@@ -24,29 +25,27 @@ fn check_reduce_and_scan(rt: &Runtime, m: usize, seed: u64, root: usize) {
     let p = rt.nprocs();
     let root = root % p;
     let inputs: Vec<_> = (0..p).map(|q| affine_input(seed, q, m)).collect();
-    let out = rt
-        .run(|ctx| {
-            let mine = affine_input(seed, ctx.pid(), m);
-            let reduced = algos::reduce(ctx, root, &mine, &affine);
-            let mut all = mine.clone();
-            algos::all_reduce(ctx, &mut all, &affine);
-            let (upto, total) = algos::inclusive_scan(ctx, &mine, &affine);
-            let counts: Vec<u64> = mine.iter().map(|x| u64::from(x[1] >> 8)).collect();
-            let (before, sum) = algos::exclusive_scan(ctx, &counts, &Sum);
-            let mut lo = counts.clone();
-            algos::all_reduce(ctx, &mut lo, &Min);
-            let mut hi = counts.clone();
-            algos::all_reduce(ctx, &mut hi, &Max);
-            (reduced, all, upto, total, before, sum, lo, hi)
-        })
-        .unwrap();
+    let out = support::run_local(rt, |ctx| {
+        let mine = affine_input(seed, ctx.pid(), m);
+        let reduced = algos::reduce(ctx, root, &mine, &affine);
+        let mut all = mine.clone();
+        algos::all_reduce(ctx, &mut all, &affine);
+        let (upto, total) = algos::inclusive_scan(ctx, &mine, &affine);
+        let counts: Vec<u64> = mine.iter().map(|x| u64::from(x[1] >> 8)).collect();
+        let (before, sum) = algos::exclusive_scan(ctx, &counts, &Sum);
+        let mut lo = counts.clone();
+        algos::all_reduce(ctx, &mut lo, &Min);
+        let mut hi = counts.clone();
+        algos::all_reduce(ctx, &mut hi, &Max);
+        (reduced, all, upto, total, before, sum, lo, hi)
+    });
     let total = oracle_fold(&inputs, 0..p).unwrap();
     let counts: Vec<Vec<u64>> = inputs
         .iter()
         .map(|v| v.iter().map(|x| u64::from(x[1] >> 8)).collect())
         .collect();
     let column = |j: usize| counts.iter().map(move |c| c[j]);
-    for (q, (reduced, all, upto, tot, before, sum, lo, hi)) in out.into_iter().enumerate() {
+    for (q, (reduced, all, upto, tot, before, sum, lo, hi)) in out {
         assert_eq!(reduced, (q == root).then(|| total.clone()), "reduce on {q}");
         assert_eq!(all, total, "all_reduce on {q}");
         assert_eq!(tot, total, "inclusive_scan total on {q}");
@@ -69,29 +68,27 @@ fn check_broadcast(rt: &Runtime, m: usize, seed: u64, root: usize) {
     let p = rt.nprocs();
     let root = root % p;
     let data = affine_input(seed, root, m);
-    let out = rt
-        .run(|ctx| {
-            let mine = affine_input(seed, ctx.pid(), m);
-            let mut results = Vec::new();
-            for variant in 0..3 {
-                let mut buf = mine.clone();
-                match variant {
-                    0 => algos::broadcast(ctx, root, &mut buf),
-                    1 => algos::broadcast_tree(ctx, root, &mut buf),
-                    _ => algos::broadcast_two_phase(ctx, root, &mut buf),
-                }
-                results.push(buf);
+    let out = support::run_local(rt, |ctx| {
+        let mine = affine_input(seed, ctx.pid(), m);
+        let mut results = Vec::new();
+        for variant in 0..3 {
+            let mut buf = mine.clone();
+            match variant {
+                0 => algos::broadcast(ctx, root, &mut buf),
+                1 => algos::broadcast_tree(ctx, root, &mut buf),
+                _ => algos::broadcast_two_phase(ctx, root, &mut buf),
             }
-            let short = if ctx.pid() == root {
-                &mine[..m / 2]
-            } else {
-                &[][..]
-            };
-            results.push(algos::broadcast_vec(ctx, root, short));
-            results
-        })
-        .unwrap();
-    for (q, results) in out.into_iter().enumerate() {
+            results.push(buf);
+        }
+        let short = if ctx.pid() == root {
+            &mine[..m / 2]
+        } else {
+            &[][..]
+        };
+        results.push(algos::broadcast_vec(ctx, root, short));
+        results
+    });
+    for (q, results) in out {
         for (variant, got) in results.iter().enumerate().take(3) {
             assert_eq!(got, &data, "broadcast variant {variant} on {q}");
         }
@@ -109,25 +106,23 @@ fn part(seed: u64, q: usize, j: usize, max: u64) -> Vec<u32> {
 fn check_gather_family(rt: &Runtime, max: u64, seed: u64, root: usize) {
     let p = rt.nprocs();
     let root = root % p;
-    let out = rt
-        .run(|ctx| {
-            let (q, p) = (ctx.pid(), ctx.nprocs());
-            let mine = part(seed, q, p, max);
-            let gathered = algos::gather(ctx, root, &mine);
-            let all = algos::all_gather(ctx, &mine);
-            let parts: Vec<Vec<u32>> = if q == root {
-                (0..p).map(|j| part(seed, p + 1, j, max)).collect()
-            } else {
-                Vec::new()
-            };
-            let scattered = algos::scatter(ctx, root, &parts);
-            let sends = (0..p).map(|j| part(seed, q, j, max)).collect();
-            let exchanged = algos::all_to_all(ctx, sends);
-            (gathered, all, scattered, exchanged)
-        })
-        .unwrap();
+    let out = support::run_local(rt, |ctx| {
+        let (q, p) = (ctx.pid(), ctx.nprocs());
+        let mine = part(seed, q, p, max);
+        let gathered = algos::gather(ctx, root, &mine);
+        let all = algos::all_gather(ctx, &mine);
+        let parts: Vec<Vec<u32>> = if q == root {
+            (0..p).map(|j| part(seed, p + 1, j, max)).collect()
+        } else {
+            Vec::new()
+        };
+        let scattered = algos::scatter(ctx, root, &parts);
+        let sends = (0..p).map(|j| part(seed, q, j, max)).collect();
+        let exchanged = algos::all_to_all(ctx, sends);
+        (gathered, all, scattered, exchanged)
+    });
     let everyone: Vec<Vec<u32>> = (0..p).map(|q| part(seed, q, p, max)).collect();
-    for (q, (gathered, all, scattered, exchanged)) in out.into_iter().enumerate() {
+    for (q, (gathered, all, scattered, exchanged)) in out {
         assert_eq!(
             gathered,
             (q == root).then(|| everyone.clone()),
@@ -148,12 +143,10 @@ fn check_segmented(rt: &Runtime, max: u64, seed: u64, density: u64) {
         let flags: Vec<bool> = (0..len).map(|_| rng.below(100) < density).collect();
         (affine_input(seed, q, len), flags)
     };
-    let out = rt
-        .run(|ctx| {
-            let (data, flags) = input(ctx.pid());
-            algos::segmented_scan(ctx, &data, &flags, &affine)
-        })
-        .unwrap();
+    let out = support::run_local(rt, |ctx| {
+        let (data, flags) = input(ctx.pid());
+        algos::segmented_scan(ctx, &data, &flags, &affine)
+    });
     let (mut data, mut flags) = (Vec::new(), Vec::new());
     for q in 0..p {
         let (d, f) = input(q);
@@ -168,45 +161,58 @@ fn check_segmented(rt: &Runtime, max: u64, seed: u64, density: u64) {
             affine(want[i - 1], x)
         });
     }
-    assert_eq!(out.concat(), want);
+    let mut at = 0;
+    let mut starts = Vec::new();
+    for q in 0..p {
+        starts.push(at);
+        at += input(q).0.len();
+    }
+    for (q, got) in out {
+        let len = input(q).0.len();
+        assert_eq!(
+            got,
+            want[starts[q]..starts[q] + len],
+            "segmented scan on {q}"
+        );
+    }
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(support::proptest_config(24))]
 
     #[test]
     fn reduce_and_scan_match_oracle(p in 1usize..=16, m in 0usize..700, seed: u64, root: usize) {
         with_watchdog(60, "reduce_and_scan", || {
-            for rt in runtimes(p) {
-                check_reduce_and_scan(&rt, m, seed, root);
-            }
+            on_runtimes(&[p], |rt| {
+                check_reduce_and_scan(rt, m, seed, root);
+            });
         });
     }
 
     #[test]
     fn broadcasts_match_oracle(p in 1usize..=16, m in 0usize..3000, seed: u64, root: usize) {
         with_watchdog(60, "broadcast", || {
-            for rt in runtimes(p) {
-                check_broadcast(&rt, m, seed, root);
-            }
+            on_runtimes(&[p], |rt| {
+                check_broadcast(rt, m, seed, root);
+            });
         });
     }
 
     #[test]
     fn gather_family_matches_oracle(p in 1usize..=16, max in 0u64..40, seed: u64, root: usize) {
         with_watchdog(60, "gather", || {
-            for rt in runtimes(p) {
-                check_gather_family(&rt, max, seed, root);
-            }
+            on_runtimes(&[p], |rt| {
+                check_gather_family(rt, max, seed, root);
+            });
         });
     }
 
     #[test]
     fn segmented_scan_matches_oracle(p in 1usize..=16, max in 0u64..12, seed: u64, density in 0u64..100) {
         with_watchdog(60, "segmented_scan", || {
-            for rt in runtimes(p) {
-                check_segmented(&rt, max, seed, density);
-            }
+            on_runtimes(&[p], |rt| {
+                check_segmented(rt, max, seed, density);
+            });
         });
     }
 }
@@ -214,11 +220,12 @@ proptest! {
 #[test]
 fn collectives_at_64_processors() {
     with_watchdog(120, "p = 64", || {
-        let rt = Runtime::threads(64);
-        check_reduce_and_scan(&rt, 3, 1, 5);
-        check_reduce_and_scan(&rt, 200, 2, 63);
-        check_broadcast(&rt, 1500, 3, 17);
-        check_gather_family(&rt, 3, 4, 40);
-        check_segmented(&rt, 2, 5, 30);
+        on_runtimes(&[64], |rt| {
+            check_reduce_and_scan(rt, 3, 1, 5);
+            check_reduce_and_scan(rt, 200, 2, 63);
+            check_broadcast(rt, 1500, 3, 17);
+            check_gather_family(rt, 3, 4, 40);
+            check_segmented(rt, 2, 5, 30);
+        });
     });
 }

@@ -2,8 +2,9 @@
 //! sequential oracles, on uniform, skewed and hot-spot access patterns.
 
 mod algos_common;
+mod support;
 
-use algos_common::{affine, runtimes, with_watchdog, Rng};
+use algos_common::{affine, on_runtimes, with_watchdog, Rng};
 use bsp::algos::{self, Block, Collision, Combine, Conflict, First, Last, Unique};
 use bsp::Runtime;
 use proptest::prelude::*;
@@ -108,27 +109,31 @@ fn check_raw<C: Collision<[u32; 2]>>(
         .collect();
     let want = oracle_raw(&all, len, policy);
     for direct in [false, true] {
-        let out = rt
-            .run(|ctx| {
-                let dist = Block::new(len, ctx.nprocs());
-                let mut a = initial(len)[dist.range(ctx.pid())].to_vec();
-                let (index, value) = accesses(seed, ctx.pid(), max, len, pattern);
-                let r = if direct {
-                    algos::raw_direct(ctx, &mut a, len, &index, &value, policy)
-                } else {
-                    algos::raw(ctx, &mut a, len, &index, &value, policy)
-                };
-                r.map(|()| a)
-            })
-            .unwrap();
+        let out = support::run_local(rt, |ctx| {
+            let dist = Block::new(len, ctx.nprocs());
+            let mut a = initial(len)[dist.range(ctx.pid())].to_vec();
+            let (index, value) = accesses(seed, ctx.pid(), max, len, pattern);
+            let r = if direct {
+                algos::raw_direct(ctx, &mut a, len, &index, &value, policy)
+            } else {
+                algos::raw(ctx, &mut a, len, &index, &value, policy)
+            };
+            r.map(|()| a)
+        });
         match &want {
             Ok(a) => {
-                let got: Vec<_> = out.into_iter().map(Result::unwrap).collect();
-                assert_eq!(&got.concat(), a, "raw (direct: {direct}) {pattern:?}");
+                let dist = Block::new(len, p);
+                for (q, r) in out {
+                    assert_eq!(
+                        r.unwrap(),
+                        a[dist.range(q)],
+                        "raw (direct: {direct}) on {q}, {pattern:?}"
+                    );
+                }
             }
             Err(c) => {
-                for r in out {
-                    assert_eq!(r.unwrap_err(), *c, "raw conflict (direct: {direct})");
+                for (q, r) in out {
+                    assert_eq!(r.unwrap_err(), *c, "raw conflict (direct: {direct}) on {q}");
                 }
             }
         }
@@ -139,19 +144,17 @@ fn check_rar(rt: &Runtime, len: usize, max: u64, seed: u64, pattern: Pattern) {
     let p = rt.nprocs();
     let data = initial(len);
     for direct in [false, true] {
-        let out = rt
-            .run(|ctx| {
-                let dist = Block::new(len, ctx.nprocs());
-                let d = data[dist.range(ctx.pid())].to_vec();
-                let (index, _) = accesses(seed, ctx.pid(), max, len, pattern);
-                if direct {
-                    algos::rar_direct(ctx, &d, len, &index)
-                } else {
-                    algos::rar(ctx, &d, len, &index)
-                }
-            })
-            .unwrap();
-        for (q, got) in out.into_iter().enumerate() {
+        let out = support::run_local(rt, |ctx| {
+            let dist = Block::new(len, ctx.nprocs());
+            let d = data[dist.range(ctx.pid())].to_vec();
+            let (index, _) = accesses(seed, ctx.pid(), max, len, pattern);
+            if direct {
+                algos::rar_direct(ctx, &d, len, &index)
+            } else {
+                algos::rar(ctx, &d, len, &index)
+            }
+        });
+        for (q, got) in out {
             let (index, _) = accesses(seed, q, max, len, pattern);
             let want: Vec<_> = index.iter().map(|&g| data[g]).collect();
             assert_eq!(got, want, "rar (direct: {direct}) on {q}, {pattern:?}");
@@ -161,28 +164,28 @@ fn check_rar(rt: &Runtime, len: usize, max: u64, seed: u64, pattern: Pattern) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    #![proptest_config(support::proptest_config(32))]
 
     #[test]
     fn raw_matches_oracle(p in 1usize..=16, len in 0usize..400, max in 0u64..300, seed: u64, pattern in pattern(), policy in 0u8..4) {
         with_watchdog(60, "raw", || {
-            for rt in runtimes(p) {
+            on_runtimes(&[p], |rt| {
                 match policy {
-                    0 => check_raw(&rt, len, max, seed, pattern, &Combine(affine)),
-                    1 => check_raw(&rt, len, max, seed, pattern, &First),
-                    2 => check_raw(&rt, len, max, seed, pattern, &Last),
-                    _ => check_raw(&rt, len, max, seed, pattern, &Unique),
+                    0 => check_raw(rt, len, max, seed, pattern, &Combine(affine)),
+                    1 => check_raw(rt, len, max, seed, pattern, &First),
+                    2 => check_raw(rt, len, max, seed, pattern, &Last),
+                    _ => check_raw(rt, len, max, seed, pattern, &Unique),
                 }
-            }
+            });
         });
     }
 
     #[test]
     fn rar_matches_oracle(p in 1usize..=16, len in 0usize..400, max in 0u64..300, seed: u64, pattern in pattern()) {
         with_watchdog(60, "rar", || {
-            for rt in runtimes(p) {
-                check_rar(&rt, len, max, seed, pattern);
-            }
+            on_runtimes(&[p], |rt| {
+                check_rar(rt, len, max, seed, pattern);
+            });
         });
     }
 }
@@ -190,10 +193,11 @@ proptest! {
 #[test]
 fn random_access_at_64_processors() {
     with_watchdog(120, "p = 64", || {
-        let rt = Runtime::threads(64);
-        check_raw(&rt, 1000, 200, 1, Pattern::Single, &Combine(affine));
-        check_raw(&rt, 5000, 100, 2, Pattern::Skewed, &Combine(affine));
-        check_rar(&rt, 1000, 200, 3, Pattern::Hot);
+        on_runtimes(&[64], |rt| {
+            check_raw(rt, 1000, 200, 1, Pattern::Single, &Combine(affine));
+            check_raw(rt, 5000, 100, 2, Pattern::Skewed, &Combine(affine));
+            check_rar(rt, 1000, 200, 3, Pattern::Hot);
+        });
     });
 }
 
@@ -202,11 +206,11 @@ fn random_access_at_64_processors() {
 #[test]
 fn hot_spot_is_stretched() {
     with_watchdog(60, "stretch", || {
-        let (p, per) = (8usize, 4000usize);
-        let len = p * 1000;
-        for single in [true, false] {
-            let stats = Runtime::threads(p)
-                .run(|ctx| {
+        on_runtimes(&[8], |rt| {
+            let (p, per) = (rt.nprocs(), 4000usize);
+            let len = p * 1000;
+            for single in [true, false] {
+                let (_, stats) = support::run_local(rt, |ctx| {
                     let index = vec![if single { 17 } else { ctx.pid() * 1000 + 3 }; per];
                     let value = vec![1u64; per];
                     let dist = Block::new(len, ctx.nprocs());
@@ -220,20 +224,22 @@ fn hot_spot_is_stretched() {
                     );
                     ctx.stats()
                 })
-                .unwrap()
                 .remove(0);
-            let worst = stats
-                .supersteps
-                .iter()
-                .map(|s| s.recv_bytes.iter().copied().max().unwrap_or(0))
-                .max()
-                .unwrap();
-            // 16 bytes per write; the mean share is `per` writes.
-            let share = (per * 16) as u64;
-            assert!(
-                worst < share * 3 / 2,
-                "a processor received {worst} bytes, share {share}"
-            );
-        }
+                // Every processor's statistics hold every processor's figures.
+                let worst = stats
+                    .supersteps
+                    .iter()
+                    .map(|s| s.recv_bytes.iter().copied().max().unwrap_or(0))
+                    .max()
+                    .unwrap();
+                // 16 bytes per write; the mean share is `per` writes.
+                let share = (per * 16) as u64;
+                assert!(
+                    worst < share * 3 / 2,
+                    "{}: a processor received {worst} bytes, share {share}",
+                    support::describe(rt)
+                );
+            }
+        });
     });
 }

@@ -2,8 +2,9 @@
 //! and histogram against sequential oracles.
 
 mod algos_common;
+mod support;
 
-use algos_common::{affine, runtimes, with_watchdog, Rng};
+use algos_common::{affine, on_runtimes, with_watchdog, Rng};
 use bsp::algos::{self, Block, Combine};
 use bsp::Runtime;
 use proptest::prelude::*;
@@ -47,16 +48,14 @@ fn check_monotonic(rt: &Runtime, len: usize, max: u64, seed: u64) {
             written[g] = true;
         }
     }
-    let out = rt
-        .run(|ctx| {
-            let dist = Block::new(len, ctx.nprocs());
-            let mut a: Vec<[u32; 2]> = dist.range(ctx.pid()).map(|i| [i as u32, 0]).collect();
-            let (index, value) = sorted_writes(seed, ctx.pid(), ctx.nprocs(), len, max);
-            algos::monotonic_raw(ctx, &mut a, len, &index, &value, &Combine(affine)).unwrap();
-            a
-        })
-        .unwrap();
-    assert_eq!(out.concat(), want);
+    let out = support::run_local(rt, |ctx| {
+        let dist = Block::new(len, ctx.nprocs());
+        let mut a: Vec<[u32; 2]> = dist.range(ctx.pid()).map(|i| [i as u32, 0]).collect();
+        let (index, value) = sorted_writes(seed, ctx.pid(), ctx.nprocs(), len, max);
+        algos::monotonic_raw(ctx, &mut a, len, &index, &value, &Combine(affine)).unwrap();
+        a
+    });
+    assert_blocks(&out, &want, p);
 }
 
 fn check_generalize(rt: &Runtime, len: usize, max: u64, seed: u64) {
@@ -72,16 +71,14 @@ fn check_generalize(rt: &Runtime, len: usize, max: u64, seed: u64) {
             lo = lo.max(e + 1);
         }
     }
-    let out = rt
-        .run(|ctx| {
-            let dist = Block::new(len, ctx.nprocs());
-            let mut a: Vec<[u32; 2]> = dist.range(ctx.pid()).map(|i| [i as u32, 0]).collect();
-            let (ends, value) = sorted_writes(seed, ctx.pid(), ctx.nprocs(), len, max);
-            algos::generalize(ctx, &mut a, len, &ends, &value);
-            a
-        })
-        .unwrap();
-    assert_eq!(out.concat(), want);
+    let out = support::run_local(rt, |ctx| {
+        let dist = Block::new(len, ctx.nprocs());
+        let mut a: Vec<[u32; 2]> = dist.range(ctx.pid()).map(|i| [i as u32, 0]).collect();
+        let (ends, value) = sorted_writes(seed, ctx.pid(), ctx.nprocs(), len, max);
+        algos::generalize(ctx, &mut a, len, &ends, &value);
+        a
+    });
+    assert_blocks(&out, &want, p);
 }
 
 fn check_pack(rt: &Runtime, max: u64, seed: u64, density: u64) {
@@ -100,16 +97,14 @@ fn check_pack(rt: &Runtime, max: u64, seed: u64, density: u64) {
         kept.extend(d.iter().zip(&k).filter(|(_, &k)| k).map(|(&x, _)| x));
         masks.push(k);
     }
-    let out = rt
-        .run(|ctx| {
-            let (data, keep) = input(ctx.pid());
-            let packed = algos::concentrate(ctx, &data, &keep);
-            let back = algos::distribute(ctx, &packed, &keep, u64::MAX);
-            (packed, back)
-        })
-        .unwrap();
+    let out = support::run_local(rt, |ctx| {
+        let (data, keep) = input(ctx.pid());
+        let packed = algos::concentrate(ctx, &data, &keep);
+        let back = algos::distribute(ctx, &packed, &keep, u64::MAX);
+        (packed, back)
+    });
     let dist = Block::new(kept.len(), p);
-    for (q, (packed, back)) in out.into_iter().enumerate() {
+    for (q, (packed, back)) in out {
         assert_eq!(packed, kept[dist.range(q)], "concentrate on {q}");
         let (data, keep) = input(q);
         let want: Vec<u64> = data
@@ -142,62 +137,70 @@ fn check_histogram(rt: &Runtime, bins: usize, max: u64, seed: u64, hot: bool) {
             want[x as usize % bins] += 1;
         }
     }
-    let out = rt
-        .run(|ctx| {
-            let mine = items(ctx.pid());
-            algos::histogram(ctx, &mine, bins, |&x| x as usize % bins)
-        })
-        .unwrap();
-    assert_eq!(out.concat(), want);
+    let out = support::run_local(rt, |ctx| {
+        let mine = items(ctx.pid());
+        algos::histogram(ctx, &mine, bins, |&x| x as usize % bins)
+    });
+    assert_blocks(&out, &want, p);
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(support::proptest_config(24))]
 
     #[test]
     fn monotonic_raw_matches_oracle(p in 1usize..=16, len in 0usize..300, max in 0u64..200, seed: u64) {
         with_watchdog(60, "monotonic_raw", || {
-            for rt in runtimes(p) {
-                check_monotonic(&rt, len, max, seed);
-            }
+            on_runtimes(&[p], |rt| {
+                check_monotonic(rt, len, max, seed);
+            });
         });
     }
 
     #[test]
     fn generalize_matches_oracle(p in 1usize..=16, len in 0usize..300, max in 0u64..40, seed: u64) {
         with_watchdog(60, "generalize", || {
-            for rt in runtimes(p) {
-                check_generalize(&rt, len, max, seed);
-            }
+            on_runtimes(&[p], |rt| {
+                check_generalize(rt, len, max, seed);
+            });
         });
     }
 
     #[test]
     fn concentrate_and_distribute_match_oracle(p in 1usize..=16, max in 0u64..60, seed: u64, density in 0u64..=100) {
         with_watchdog(60, "pack", || {
-            for rt in runtimes(p) {
-                check_pack(&rt, max, seed, density);
-            }
+            on_runtimes(&[p], |rt| {
+                check_pack(rt, max, seed, density);
+            });
         });
     }
 
     #[test]
     fn histogram_matches_oracle(p in 1usize..=16, bins in 1usize..20000, max in 0u64..2000, seed: u64, hot: bool) {
         with_watchdog(60, "histogram", || {
-            for rt in runtimes(p) {
-                check_histogram(&rt, bins, max, seed, hot);
-            }
+            on_runtimes(&[p], |rt| {
+                check_histogram(rt, bins, max, seed, hot);
+            });
         });
+    }
+}
+
+/// Checks that each visible processor holds its block of `want`
+/// (block-distributed over p processors).
+fn assert_blocks<T: PartialEq + std::fmt::Debug>(out: &[(usize, Vec<T>)], want: &[T], p: usize) {
+    let dist = Block::new(want.len(), p);
+    for (q, got) in out {
+        assert_eq!(got[..], want[dist.range(*q)], "block of processor {q}");
     }
 }
 
 #[test]
 fn sorted_access_at_64_processors() {
     with_watchdog(120, "p = 64", || {
-        let rt = Runtime::threads(64);
-        check_monotonic(&rt, 500, 50, 1);
-        check_generalize(&rt, 500, 10, 2);
-        check_pack(&rt, 20, 3, 50);
-        check_histogram(&rt, 100_000, 300, 4, true);
+        on_runtimes(&[64], |rt| {
+            check_monotonic(rt, 500, 50, 1);
+            check_generalize(rt, 500, 10, 2);
+            check_pack(rt, 20, 3, 50);
+            check_histogram(rt, 100_000, 300, 4, true);
+        });
     });
 }

@@ -287,3 +287,98 @@ fn record_bytes(lens: &[usize]) -> u64 {
         24 + bytes as u64
     }
 }
+
+/// `put_from` pieces of mixed sizes (tiny, just below and above the MPI
+/// transport's large-segment threshold of 64 KiB, several MiB) interleaved
+/// with small buffered puts and messages, into every processor: the
+/// transport sends the large ones in their own messages and the rest
+/// inline, and every stream must come back together in order.
+fn mixed_segments(ctx: &mut Ctx, steps: usize) -> u64 {
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let sizes = |step: usize, src: usize, dst: usize| -> Vec<usize> {
+        let r = mix(((step as u64) << 32) ^ ((src as u64) << 16) ^ dst as u64);
+        let pick = [0, 1, 100, (64 << 10) - 1, 64 << 10, 200_000, 3 << 20];
+        (0..1 + r as usize % 4)
+            .map(|k| pick[(mix(r ^ k as u64) % pick.len() as u64) as usize])
+            .collect()
+    };
+    let most = 4 * (3 << 20) + 64;
+    let src = ctx.coarray::<u8>(most * p);
+    let dst = ctx.coarray::<u8>(most * p);
+    let small = ctx.coarray::<u64>(p * 4);
+    let q = ctx.queue::<u64>();
+    let mut h = FNV0;
+    for step in 0..steps {
+        let bytes: Vec<u8> = (0..most * p)
+            .map(|i| mix(((step * p + me) as u64) << 40 ^ i as u64) as u8)
+            .collect();
+        ctx.local_mut(&src).copy_from_slice(&bytes);
+        for t in 0..p {
+            let mut at = 0;
+            for (k, len) in sizes(step, me, t).into_iter().enumerate() {
+                let from = t * most + at;
+                ctx.put_from(t, &dst, me * most + at, &src, from, len);
+                ctx.put(t, &small, me * 4 + k, &[(step * 1000 + me * 10 + k) as u64]);
+                ctx.send(t, &q, &(len as u64));
+                at += len;
+            }
+        }
+        ctx.sync();
+        for s in 0..p {
+            let len: usize = sizes(step, s, me).iter().sum();
+            h = fnv(h, &ctx.local(&dst)[s * most..s * most + len]);
+        }
+        h = fnv(h, bytemuck::cast_slice(ctx.local(&small)));
+        for (s, len) in ctx.receive_with_source(&q) {
+            h = fnv(h, &[s as u8, len as u8]);
+        }
+    }
+    h
+}
+
+/// What processor `me` must see from [`mixed_segments`], computed the same
+/// way but sequentially.
+fn mixed_segments_oracle(steps: usize, p: usize, me: usize) -> u64 {
+    let sizes = |step: usize, src: usize, dst: usize| -> Vec<usize> {
+        let r = mix(((step as u64) << 32) ^ ((src as u64) << 16) ^ dst as u64);
+        let pick = [0, 1, 100, (64 << 10) - 1, 64 << 10, 200_000, 3 << 20];
+        (0..1 + r as usize % 4)
+            .map(|k| pick[(mix(r ^ k as u64) % pick.len() as u64) as usize])
+            .collect()
+    };
+    let most = 4 * (3 << 20) + 64;
+    let mut small = vec![0u64; p * 4];
+    let mut h = FNV0;
+    for step in 0..steps {
+        for s in 0..p {
+            let len: usize = sizes(step, s, me).iter().sum();
+            let bytes: Vec<u8> = (me * most..me * most + len)
+                .map(|i| mix(((step * p + s) as u64) << 40 ^ i as u64) as u8)
+                .collect();
+            h = fnv(h, &bytes);
+        }
+        for s in 0..p {
+            for k in 0..sizes(step, s, me).len() {
+                small[s * 4 + k] = (step * 1000 + s * 10 + k) as u64;
+            }
+        }
+        h = fnv(h, bytemuck::cast_slice(&small));
+        for s in 0..p {
+            for len in sizes(step, s, me) {
+                h = fnv(h, &[s as u8, len as u8]);
+            }
+        }
+    }
+    h
+}
+
+#[test]
+fn large_and_small_segments_in_one_stream() {
+    for rt in support::runtimes(&[1, 2, 3]) {
+        support::check(
+            &rt,
+            |ctx| mixed_segments(ctx, 3),
+            |p, me| mixed_segments_oracle(3, p, me),
+        );
+    }
+}

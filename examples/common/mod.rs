@@ -165,3 +165,20 @@ pub fn median(xs: &mut [f64]) -> f64 {
         (xs[n / 2 - 1] + xs[n / 2]) / 2.0
     }
 }
+
+/// The element-wise maximum of `xs` over all processors: collective, every
+/// processor calls it with a slice of the same length and gets the same
+/// answer. Benchmarks time a phase on every processor (after a sync, which
+/// is a barrier) and report the slowest, on threads and under MPI alike.
+pub fn max_over_procs(ctx: &mut bsp::Ctx, xs: &[f64]) -> Vec<f64> {
+    let (me, p, n) = (ctx.pid(), ctx.nprocs(), xs.len());
+    let all = ctx.coarray::<f64>(n * p);
+    for t in 0..p {
+        ctx.put(t, &all, me * n, xs);
+    }
+    ctx.sync();
+    let all = ctx.local(&all);
+    (0..n)
+        .map(|i| (0..p).map(|q| all[q * n + i]).fold(f64::MIN, f64::max))
+        .collect()
+}

@@ -1,5 +1,7 @@
-//! Helpers shared by the `algos_*` property tests: runtimes, a watchdog,
-//! deterministic inputs and a non-commutative associative operator.
+//! Helpers shared by the `algos_*` property tests: the runtimes of the
+//! shared harness (`tests/support`) with an agreed verdict, a watchdog,
+//! deterministic inputs and a non-commutative associative operator. Each
+//! test file declares both `mod algos_common;` and `mod support;`.
 
 #![allow(dead_code)]
 
@@ -7,16 +9,6 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use bsp::Runtime;
-
-/// The runtimes a test body runs on for `p` processors: the threads
-/// transport with both routers. (Under MPI the same bodies take
-/// `Runtime::from_env()`.)
-pub fn runtimes(p: usize) -> Vec<Runtime> {
-    vec![
-        Runtime::threads(p),
-        Runtime::threads(p).router(bsp::Router::Direct),
-    ]
-}
 
 /// Runs `f`, aborting the whole test process if it takes longer than
 /// `secs` seconds (a hang must fail the test, not stall CI).
@@ -72,4 +64,15 @@ pub fn affine_input(seed: u64, q: usize, m: usize) -> Vec<[u32; 2]> {
     (0..m)
         .map(|_| [rng.next() as u32 | 1, rng.next() as u32])
         .collect()
+}
+
+/// Runs `check` on every runtime of the shared harness for each p in `ps`
+/// (threads with both routers; under `mpirun`, the MPI world, whose p is
+/// `-np`), and makes every MPI rank agree on the verdict, so that a wrong
+/// result on one rank fails the test on all of them instead of leaving the
+/// others waiting in the next run.
+pub fn on_runtimes(ps: &[usize], check: impl Fn(&Runtime)) {
+    for rt in crate::support::runtimes(ps) {
+        crate::support::agree(&rt, || check(&rt));
+    }
 }

@@ -119,6 +119,20 @@ pub fn all_ok(rt: &Runtime, ok: bool) -> bool {
     votes[0]
 }
 
+/// Runs `verify` (assertions on the results this process sees) and makes
+/// every MPI rank agree on the verdict: panics with `verify`'s own message
+/// where it failed, and with a note on the ranks where it passed while
+/// another failed. Collective under MPI (every rank must call it); on
+/// threads it just runs `verify`.
+pub fn agree(rt: &Runtime, verify: impl FnOnce()) {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(verify));
+    let ok = all_ok(rt, outcome.is_ok());
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+    assert!(ok, "{}: another MPI rank saw a wrong result", describe(rt));
+}
+
 /// Runs `f` on `rt` and checks every visible processor's result against
 /// `oracle(p, pid)`. Under MPI the ranks agree on the verdict, so all of
 /// them fail together.

@@ -22,9 +22,14 @@
 //!
 //! * `allgather` is one `MPI_Allgather` of the sync row.
 //! * `alltoallv` (the direct router) is one `MPI_Alltoall` of p byte counts
-//!   followed by one `MPI_Alltoallv`.
+//!   followed by one `MPI_Alltoallw` that sends every block straight from
+//!   its segments: the send datatype for each destination is an hindexed
+//!   type over the segments' absolute addresses (from `MPI_BOTTOM`), so no
+//!   send buffer is filled. `BSP_MPI_SEND=flatten` copies the blocks into
+//!   one buffer and calls `MPI_Alltoallv` instead (measured slower:
+//!   `benchmarks/mpi.md`).
 //! * `transpose` (the two-phase router's uniform exchanges) is, by
-//!   default, the same counts + `MPI_Alltoallv`. The alternative
+//!   default, the same counts + `MPI_Alltoallw`. The alternative
 //!   (`BSP_MPI_TRANSPOSE=alltoall`) is an *eager padded* `MPI_Alltoall`:
 //!   every block travels in a slot of an agreed size S, led by a 16-byte
 //!   header (the block's length, and the largest block its sender sends in
@@ -52,6 +57,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::environment::Universe;
+use mpi::raw::AsRaw;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use mpi::{Count, Threading};
@@ -68,6 +74,11 @@ use crate::wire::slice_segments;
 /// `alltoallv` (counts + `MPI_Alltoallv`, the default) or `alltoall`
 /// (eager padded `MPI_Alltoall`).
 pub(crate) const TRANSPOSE_ENV: &str = "BSP_MPI_TRANSPOSE";
+
+/// Environment variable choosing how the blocks of an irregular exchange
+/// reach MPI: `hindexed` (the default) or `flatten`; see [`SendMode`].
+/// Every rank of a job must use the same.
+pub(crate) const SEND_ENV: &str = "BSP_MPI_SEND";
 
 /// Upper bound on the bytes of one rank's eager slots in a transpose (all p
 /// of them together); larger blocks send their remainder in a second step.
@@ -236,12 +247,29 @@ enum TransposeMode {
     Alltoallv,
 }
 
+/// How the blocks of an irregular exchange are handed to MPI. A block is a
+/// list of segments: router and record headers, and the payloads, which
+/// for [`Ctx::put_from`](crate::Ctx::put_from), `put_vec` and the two-phase
+/// router's second stage are slices of coarrays or of received buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SendMode {
+    /// Straight from the segments (the default): one `MPI_Alltoallw` with
+    /// one hindexed datatype per destination over the segments' absolute
+    /// addresses. No flattening copy; OpenMPI packs the pieces through its
+    /// shared-memory fragments, which stay in cache.
+    Hindexed,
+    /// Every block copied into one contiguous buffer, then `MPI_Alltoallv`
+    /// (OpenMPI then copies large blocks once, process to process).
+    Flatten,
+}
+
 /// One rank's endpoint of the MPI transport.
 pub(crate) struct MpiComm {
     world: &'static World,
     pid: usize,
     nprocs: usize,
     mode: TransposeMode,
+    send: SendMode,
     /// The agreed slot size of the next eager transpose, header included.
     slot: usize,
 }
@@ -401,14 +429,20 @@ impl MpiComm {
         self.comm()
             .all_to_all_into(&send_counts[..], &mut recv_counts[..]);
         let total: usize = send_counts.iter().map(|&c| c as usize).sum();
-        let mut send = self.world.pool.take(total);
-        send.clear();
-        for seg in blocks.iter().flatten() {
-            send.extend_from_slice(seg);
-        }
+        // Every rank takes the same branch: the collectives must match.
+        let (recv, displs) = if self.send == SendMode::Hindexed {
+            self.alltoallw_segments(&blocks, &send_counts, &recv_counts)
+        } else {
+            let mut send = self.world.pool.take(total);
+            send.clear();
+            for seg in blocks.iter().flatten() {
+                send.extend_from_slice(seg);
+            }
+            let received = self.alltoallv_known(&send, &send_counts, &recv_counts);
+            self.world.pool.give(send);
+            received
+        };
         drop(blocks);
-        let (recv, displs) = self.alltoallv_known(&send, &send_counts, &recv_counts);
-        self.world.pool.give(send);
         let mut out: Vec<Block> = (0..p)
             .map(|k| {
                 let (d, c) = (displs[k] as usize, recv_counts[k] as usize);
@@ -421,6 +455,99 @@ impl MpiComm {
             .collect();
         out[self.pid] = own;
         out
+    }
+
+    /// One `MPI_Alltoallw` that sends every block straight from its
+    /// segments (no flattening copy) into one contiguous receive buffer.
+    /// The send datatype for destination k is an hindexed type of bytes
+    /// over the absolute addresses of block k's segments (adjacent segments
+    /// merged), relative to `MPI_BOTTOM`. Returns the received bytes and
+    /// their displacements, as [`alltoallv_known`](Self::alltoallv_known).
+    fn alltoallw_segments(
+        &mut self,
+        blocks: &[Block],
+        send_counts: &[Count],
+        recv_counts: &[Count],
+    ) -> (Bytes, Vec<Count>) {
+        let p = self.nprocs;
+        let recv_displs = self.displacements(recv_counts, "a receive buffer");
+        let total: usize = recv_counts.iter().map(|&c| c as usize).sum();
+        let mut recv = self.world.pool.take(total);
+        // SAFETY: reading an immutable handle that mpi-sys's C shim
+        // initialises statically (`MPI_UINT8_T`); MPI is initialised.
+        let byte = unsafe { mpi::ffi::RSMPI_UINT8_T };
+        let mut types = vec![byte; p];
+        let mut lens: Vec<c_int> = Vec::new();
+        let mut addrs: Vec<mpi::ffi::MPI_Aint> = Vec::new();
+        for (k, block) in blocks.iter().enumerate() {
+            if send_counts[k] == 0 {
+                continue;
+            }
+            lens.clear();
+            addrs.clear();
+            let mut end: *const u8 = std::ptr::null();
+            for seg in block.iter().filter(|s| !s.is_empty()) {
+                // A segment is no longer than its block, whose length fits a Count.
+                let len = seg.len() as c_int;
+                match lens.last_mut() {
+                    Some(last) if seg.as_ptr() == end => *last += len,
+                    _ => {
+                        let mut addr: mpi::ffi::MPI_Aint = 0;
+                        // SAFETY: `MPI_Get_address` only computes the
+                        // address of the location it is given.
+                        unsafe { mpi::ffi::MPI_Get_address(seg.as_ptr().cast(), &mut addr) };
+                        lens.push(len);
+                        addrs.push(addr);
+                    }
+                }
+                end = seg.as_ptr_range().end;
+            }
+            // SAFETY: `lens` and `addrs` have `lens.len()` entries each;
+            // `types[k]` is a valid place for the new handle, committed
+            // before use and freed below.
+            unsafe {
+                mpi::ffi::MPI_Type_create_hindexed(
+                    lens.len() as c_int,
+                    lens.as_ptr(),
+                    addrs.as_ptr(),
+                    byte,
+                    &mut types[k],
+                );
+                mpi::ffi::MPI_Type_commit(&mut types[k]);
+            }
+        }
+        let ones: Vec<c_int> = send_counts.iter().map(|&c| c_int::from(c > 0)).collect();
+        let zeros: Vec<c_int> = vec![0; p];
+        let recv_types = vec![byte; p];
+        // SAFETY: the send side is `MPI_BOTTOM` (the null address in OpenMPI
+        // and MPICH; mpi-sys exports no constant) with, for each
+        // destination k, one element of `types[k]`, whose pieces are the
+        // live segments of `blocks[k]` (borrowed for the whole call), or no
+        // element. The receive side is `recv`, `total` bytes, in parts of
+        // `recv_counts[k]` bytes at `recv_displs[k]`, which tile it. All
+        // arrays have p entries; every rank calls this collective on the
+        // same communicator with matching counts (exchanged just before).
+        unsafe {
+            mpi::ffi::MPI_Alltoallw(
+                std::ptr::null(),
+                ones.as_ptr(),
+                zeros.as_ptr(),
+                types.as_ptr(),
+                recv.as_mut_ptr().cast(),
+                recv_counts.as_ptr(),
+                recv_displs.as_ptr(),
+                recv_types.as_ptr(),
+                self.comm().as_raw(),
+            );
+        }
+        for (k, t) in types.iter_mut().enumerate() {
+            if send_counts[k] > 0 {
+                // SAFETY: `types[k]` was created and committed above and is
+                // no longer used by any pending operation.
+                unsafe { mpi::ffi::MPI_Type_free(t) };
+            }
+        }
+        (self.world.pool.share(recv), recv_displs)
     }
 }
 
@@ -477,6 +604,19 @@ impl Comm for MpiComm {
     }
 }
 
+fn send_mode() -> Result<SendMode> {
+    match std::env::var(SEND_ENV).as_deref() {
+        Err(_) | Ok("hindexed") => Ok(SendMode::Hindexed),
+        Ok("flatten") => Ok(SendMode::Flatten),
+        Ok(other) => Err(Error::new(
+            ErrorKind::Config,
+            None,
+            None,
+            format!("{SEND_ENV}={other:?}: expected `hindexed` or `flatten`"),
+        )),
+    }
+}
+
 fn transpose_mode() -> Result<TransposeMode> {
     match std::env::var(TRANSPOSE_ENV).as_deref() {
         Err(_) | Ok("alltoallv") => Ok(TransposeMode::Alltoallv),
@@ -500,6 +640,7 @@ where
     R: Send,
 {
     let mode = transpose_mode()?;
+    let send = send_mode()?;
     let world = world();
     let _serialised = world.run_lock.lock().unwrap_or_else(|e| e.into_inner());
     let comm = MpiComm {
@@ -507,6 +648,7 @@ where
         pid: world.comm.rank() as usize,
         nprocs: world.comm.size() as usize,
         mode,
+        send,
         slot: MIN_SLOT,
     };
     let mut ctx = Ctx::new(Box::new(comm), router, Transport::Mpi);
