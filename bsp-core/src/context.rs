@@ -64,6 +64,16 @@ mod row {
     pub const RETURNED: u64 = 2;
 }
 
+/// What every processor learns from the rows opening a sync.
+struct SyncDecision {
+    /// Some processor requested communication.
+    anything: bool,
+    /// Some processor requested a get (a second h-relation carries replies).
+    any_gets: bool,
+    /// Some processor used `put_from` (lent coarrays come back after a barrier).
+    any_lends: bool,
+}
+
 /// One processor's own figures for one sync.
 #[derive(Clone, Copy, Debug, Default)]
 struct LocalFigures {
@@ -115,10 +125,15 @@ pub struct Ctx {
     next_get: u64,
     gets: HashMap<u64, Box<dyn Storage>>,
     last_sync: LocalFigures,
-    /// The superstep whose work is known but whose sync figures are not yet exchanged.
-    open_step: Option<SuperstepStats>,
-    /// The most recent completed supersteps, at most [`STATS_HISTORY`].
-    stats: VecDeque<SuperstepStats>,
+    /// The rows of the most recent exchanges (at most [`STATS_HISTORY`] + 1),
+    /// oldest first, with the superstep of the oldest: superstep s's
+    /// statistics are its work in the rows of sync s and its sync figures
+    /// in the rows of the next exchange. Kept raw, so a sync costs no more
+    /// than storing the all-gather's result.
+    row_log: VecDeque<Vec<u64>>,
+    row_log_start: usize,
+    /// Whether the end-of-run exchange has happened.
+    finished: bool,
     work_start: Instant,
 }
 
@@ -159,8 +174,9 @@ impl Ctx {
             next_get: 0,
             gets: HashMap::new(),
             last_sync: LocalFigures::default(),
-            open_step: None,
-            stats: VecDeque::new(),
+            row_log: VecDeque::new(),
+            row_log_start: 0,
+            finished: false,
             work_start: Instant::now(),
         }
     }
@@ -830,11 +846,51 @@ impl Ctx {
     /// them once the run has ended). Only the most recent 65,536 supersteps
     /// are kept.
     pub fn stats(&self) -> Stats {
+        let mut supersteps: Vec<SuperstepStats> = self
+            .row_log
+            .iter()
+            .zip(self.row_log.iter().skip(1))
+            .enumerate()
+            .map(|(k, (now, next))| self.superstep_stats(self.row_log_start + k, now, Some(next)))
+            .collect();
+        if self.finished {
+            // The last superstep has no sync: its work alone.
+            if let Some(last) = self.row_log.back() {
+                supersteps.push(self.superstep_stats(
+                    self.row_log_start + self.row_log.len() - 1,
+                    last,
+                    None,
+                ));
+            }
+        }
         Stats {
             nprocs: self.nprocs,
             router: self.router,
             transport: self.transport,
-            supersteps: self.stats.iter().cloned().collect(),
+            supersteps,
+        }
+    }
+
+    /// Superstep `step`'s statistics from the rows of its sync (`now`: the
+    /// work) and of the next exchange (`next`: the sync's figures).
+    fn superstep_stats(&self, step: usize, now: &[u64], next: Option<&Vec<u64>>) -> SuperstepStats {
+        let p = self.nprocs;
+        let col = |rows: &[u64], f: usize| -> Vec<u64> {
+            (0..p).map(|q| rows[q * row::LEN + f]).collect()
+        };
+        let prev = |k: usize| next.map_or_else(|| vec![0; p], |rows| col(rows, row::PREV + k));
+        let seconds = |ns: Vec<u64>| ns.into_iter().map(|ns| ns as f64 * 1e-9).collect();
+        SuperstepStats {
+            superstep: step,
+            work_seconds: seconds(col(now, row::NOW_WORK_NS)),
+            sent_bytes: prev(0),
+            recv_bytes: prev(1),
+            sent_records: prev(2),
+            recv_records: prev(3),
+            first_block_bytes: prev(4),
+            second_block_bytes: prev(5),
+            router_header_bytes: prev(6),
+            sync_seconds: seconds(prev(7)),
         }
     }
 
@@ -845,7 +901,7 @@ impl Ctx {
         }
     }
 
-    fn exchange_rows(&mut self, status: u64) -> Vec<u64> {
+    fn exchange_rows(&mut self, status: u64) -> SyncDecision {
         let work_ns = self.work_start.elapsed().as_nanos() as u64;
         let mut r = [0u64; row::LEN];
         r[row::STATUS] = status;
@@ -859,8 +915,14 @@ impl Ctx {
         r[row::PREV..].copy_from_slice(&self.last_sync.words());
         let rows = self.collective(|c| c.allgather(&r));
         self.check_rows(&rows);
-        self.absorb_stats(&rows);
-        rows
+        let any = |f: usize| (0..self.nprocs).any(|q| rows[q * row::LEN + f] != 0);
+        let decision = SyncDecision {
+            anything: any(row::NOW_BYTES),
+            any_gets: any(row::HAS_GETS),
+            any_lends: any(row::LENDS),
+        };
+        self.log_rows(rows);
+        decision
     }
 
     /// Checks that every processor is at the same point of the protocol.
@@ -905,46 +967,13 @@ impl Ctx {
         }
     }
 
-    fn record(&mut self, step: SuperstepStats) {
-        if self.stats.len() == STATS_HISTORY {
-            self.stats.pop_front();
+    /// Keeps the rows of this exchange for the statistics.
+    fn log_rows(&mut self, rows: Vec<u64>) {
+        if self.row_log.len() > STATS_HISTORY {
+            self.row_log.pop_front();
+            self.row_log_start += 1;
         }
-        self.stats.push_back(step);
-    }
-
-    /// Completes the open superstep's statistics with the figures every
-    /// processor reported for its sync, and opens the current one.
-    fn absorb_stats(&mut self, rows: &[u64]) {
-        let p = self.nprocs;
-        let col = |f: usize| -> Vec<u64> { (0..p).map(|q| rows[q * row::LEN + f]).collect() };
-        if let Some(mut open) = self.open_step.take() {
-            let prev = |k: usize| col(row::PREV + k);
-            open.sent_bytes = prev(0);
-            open.recv_bytes = prev(1);
-            open.sent_records = prev(2);
-            open.recv_records = prev(3);
-            open.first_block_bytes = prev(4);
-            open.second_block_bytes = prev(5);
-            open.router_header_bytes = prev(6);
-            open.sync_seconds = prev(7).into_iter().map(|ns| ns as f64 * 1e-9).collect();
-            self.record(open);
-        }
-        let zeros = vec![0; p];
-        self.open_step = Some(SuperstepStats {
-            superstep: self.superstep,
-            work_seconds: col(row::NOW_WORK_NS)
-                .into_iter()
-                .map(|ns| ns as f64 * 1e-9)
-                .collect(),
-            sent_bytes: zeros.clone(),
-            recv_bytes: zeros.clone(),
-            sent_records: zeros.clone(),
-            recv_records: zeros.clone(),
-            first_block_bytes: zeros.clone(),
-            second_block_bytes: zeros.clone(),
-            router_header_bytes: zeros,
-            sync_seconds: vec![0.0; p],
-        });
+        self.row_log.push_back(rows);
     }
 
     /// Ends the superstep: delivers every put, get and send requested by any
@@ -981,11 +1010,11 @@ impl Ctx {
     /// h-relation for the replies.
     pub fn sync(&mut self) {
         let start = Instant::now();
-        let rows = self.exchange_rows(row::SYNCING);
-        let p = self.nprocs;
-        let anything = (0..p).any(|q| rows[q * row::LEN + row::NOW_BYTES] > 0);
-        let any_gets = (0..p).any(|q| rows[q * row::LEN + row::HAS_GETS] != 0);
-        let any_lends = (0..p).any(|q| rows[q * row::LEN + row::LENDS] != 0);
+        let SyncDecision {
+            anything,
+            any_gets,
+            any_lends,
+        } = self.exchange_rows(row::SYNCING);
         let mut figures = LocalFigures {
             sent_records: self.outbox.records(),
             ..LocalFigures::default()
@@ -1204,9 +1233,6 @@ impl Ctx {
             self.fail(ErrorKind::PendingCommunication, self.pid, msg);
         }
         self.exchange_rows(row::RETURNED);
-        // The last superstep has no sync: close it with its work alone.
-        if let Some(last) = self.open_step.take() {
-            self.record(last);
-        }
+        self.finished = true;
     }
 }
