@@ -91,7 +91,7 @@ pub fn broadcast_tree<T: Pod + Send + Sync>(ctx: &mut Ctx, root: usize, buf: &mu
         }
         ctx.sync();
     }
-    buf.copy_from_slice(ctx.local(&a));
+    buf.copy_from_slice(&ctx.release(a));
 }
 
 /// Two-phase broadcast for long data: the root scatters the buffer in p
@@ -132,7 +132,7 @@ pub fn broadcast_two_phase<T: Pod + Send + Sync>(ctx: &mut Ctx, root: usize, buf
     let mine = ctx.local(&a)[blocks.range(me)].to_vec();
     put_to_others(ctx, &a, blocks.start(me), &mine);
     ctx.sync();
-    buf.copy_from_slice(ctx.local(&a));
+    buf.copy_from_slice(&ctx.release(a));
 }
 
 /// Broadcast when only the root knows the length: returns the root's

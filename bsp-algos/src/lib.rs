@@ -4,7 +4,10 @@
 //! runs unchanged on every transport. Each takes the processor's
 //! [`Ctx`](bsp_core::Ctx) and is collective: every processor calls it, in
 //! the same order, as part of the same superstep sequence. Each documents
-//! its cost as supersteps and h-relation size (`# Cost`).
+//! its cost as supersteps and h-relation size (`# Cost`). The coarrays a
+//! primitive registers for its own use are released
+//! ([`Ctx::release`](bsp_core::Ctx::release)) before it returns, so
+//! repeated calls do not hold on to them.
 //!
 //! * Collectives (seed 004): [`broadcast`] (binomial tree or two-phase),
 //!   [`reduce`], [`all_reduce`], [`exclusive_scan`], [`inclusive_scan`],

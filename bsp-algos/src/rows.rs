@@ -1,6 +1,9 @@
 //! The two data movements under reduce, all-reduce and scan: every
 //! processor's whole vector to some processors (the direct route), or
 //! block j of every vector to processor j (the transpose route).
+//!
+//! Each helper registers one coarray and releases it after the sync that
+//! fills it, returning its local part without a copy.
 
 use bsp_core::Ctx;
 use bytemuck::Pod;
@@ -26,7 +29,7 @@ pub(crate) fn rows_to<T: Pod + Send>(
         ctx.local_mut(&rows)[me * m..(me + 1) * m].copy_from_slice(data);
     }
     ctx.sync();
-    ctx.local(&rows).to_vec()
+    ctx.release(rows)
 }
 
 /// Block `me` (of the block distribution of m over p) of every processor's
@@ -48,7 +51,7 @@ pub(crate) fn transpose_blocks<T: Pod + Send>(ctx: &mut Ctx, data: &[T]) -> (Blo
     let w = blocks.local_len(me);
     ctx.local_mut(&rows)[me * w..(me + 1) * w].copy_from_slice(&data[blocks.range(me)]);
     ctx.sync();
-    (blocks, ctx.local(&rows).to_vec())
+    (blocks, ctx.release(rows))
 }
 
 /// The element-wise fold, in row order, of rows `range` of `rows` (rows of
@@ -87,5 +90,5 @@ pub(crate) fn gather_blocks<T: Pod + Send>(
         ctx.local_mut(&out)[blocks.range(me)].copy_from_slice(chunk);
     }
     ctx.sync();
-    ctx.local(&out).to_vec()
+    ctx.release(out)
 }

@@ -48,9 +48,9 @@ fn scan_parts<T: Pod + Send, O: Op<T>>(
         }
     }
     ctx.sync();
-    let local = ctx.local(&back);
-    let before = (me > 0).then(|| local[..m].to_vec());
-    (before, local[m..].to_vec())
+    let mut before = ctx.release(back);
+    let total = before.split_off(m);
+    ((me > 0).then_some(before), total)
 }
 
 /// Exclusive scan: element-wise `data₀ ⊕ … ⊕ data_{pid−1}` (the identity

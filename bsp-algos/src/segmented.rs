@@ -67,7 +67,7 @@ pub fn segmented_scan<T: Pod + Send, O: Op<T>>(
     put_to_others(ctx, &carry, me, &[last]);
     put_to_others(ctx, &flags, 2 * me, &mine);
     ctx.sync();
-    let (carries, flags) = (ctx.local(&carry), ctx.local(&flags));
+    let (carries, flags) = (ctx.release(carry), ctx.release(flags));
     // Fold the carries of the processors before, back to the nearest one
     // on which a segment starts.
     let mut incoming: Option<T> = None;

@@ -115,7 +115,7 @@ pub fn monotonic_raw<T: Pod + Send + Sync, C: Collision<T>>(
     put_to_others(ctx, &words, 3 * me, &mine_w);
     put_to_others(ctx, &ends, 2 * me, &mine_v);
     ctx.sync();
-    let (w, e) = (ctx.local(&words).to_vec(), ctx.local(&ends).to_vec());
+    let (w, e) = (ctx.release(words), ctx.release(ends));
     let nonempty = |q: usize| q != me && w[3 * q] == 1;
     if let (Some(&first), Some(&last)) = (gs.first(), gs.last()) {
         if let Some(q) = (0..me)

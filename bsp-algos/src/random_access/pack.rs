@@ -78,7 +78,7 @@ pub fn concentrate<T: Pod + Send>(ctx: &mut Ctx, data: &[T], keep: &[bool]) -> V
         }
     }
     ctx.sync();
-    ctx.local(&out).to_vec()
+    ctx.release(out)
 }
 
 /// Distribute, the inverse of [`concentrate`]: the element with the r-th
@@ -123,6 +123,7 @@ pub fn distribute<T: Pod + Send>(ctx: &mut Ctx, packed: &[T], mask: &[bool], fil
         }
     }
     ctx.sync();
+    ctx.release(source);
     for (from, h) in handles {
         let got = ctx.take(h);
         values[from..from + got.len()].copy_from_slice(&got);

@@ -138,8 +138,11 @@ fn rar_with<T: Pod + Send + Sync>(
     // intermediates holding its pieces, split in slices over them when
     // there are several (seed 002, Sect. 7: one-way data instead of
     // requests and answers).
+    // Nothing reaches the request buffers after this sync: release them.
+    let asked = ctx.release(sparse_req);
+    let dense_asked = ctx.release(dense_req);
+    ctx.release(out);
     let mut answered = bytemuck::zeroed_vec(plan.sparse_len[me] as usize);
-    let asked = ctx.local(&sparse_req);
     let k = plan.buckets.k;
     for b in (me * k..(me + 1) * k).filter(|&b| !plan.dense[b]) {
         let base = plan.buckets.range(b).start - start;
@@ -148,6 +151,7 @@ fn rar_with<T: Pod + Send + Sync>(
             *a = data[base + o as usize];
         }
     }
+    drop(asked);
     let sparse_ans = ctx.coarray_from(answered);
     let mut sorted: Vec<T> = bytemuck::zeroed_vec(index.len());
     let sparse_gets = fetch(ctx, &runs, false, &sparse_ans, &mut sorted);
@@ -165,6 +169,7 @@ fn rar_with<T: Pod + Send + Sync>(
     }
     ctx.sync();
     take_all(ctx, sparse_gets, &mut sorted);
+    ctx.release(sparse_ans);
     if plan.any_dense() {
         // Stage 3, for buckets over several intermediates: they all-gather
         // the slices, so that each holds the whole bucket.
@@ -186,18 +191,22 @@ fn rar_with<T: Pod + Send + Sync>(
 
         // Stage 4: intermediates answer the requests of their pieces from
         // the bucket data; the readers fetch the answers.
-        let (held_data, asked) = (ctx.local(&bucket_data), ctx.local(&dense_req));
+        let held_data = ctx.release(bucket_data);
         let mut filled = bytemuck::zeroed_vec(held);
         for (b, range) in plan.pieces(me) {
             let bucket = &held_data[copies.at(me, b)..];
-            for (f, &o) in filled[range.clone()].iter_mut().zip(&asked[range]) {
+            for (f, &o) in filled[range.clone()].iter_mut().zip(&dense_asked[range]) {
                 *f = bucket[o as usize];
             }
         }
+        drop((held_data, dense_asked));
         let dense_ans = ctx.coarray_from(filled);
         let dense_gets = fetch(ctx, &runs, true, &dense_ans, &mut sorted);
         ctx.sync();
         take_all(ctx, dense_gets, &mut sorted);
+        ctx.release(dense_ans);
+    } else {
+        ctx.release(bucket_data);
     }
     // Back from bucket order to request order.
     let mut result = bytemuck::zeroed_vec(index.len());

@@ -77,8 +77,8 @@ use crate::dist::Block;
 /// m/p (index, value) pairs) and, when a dense bucket spans
 /// intermediates, a third (1 superstep, h ≤ about 2w + m/p pairs).
 /// [`Unique`](crate::Unique) adds one superstep. Each call registers
-/// receive and send buffers of about n/p writes (coarrays stay registered
-/// until the run ends).
+/// receive and send buffers of about n/p writes and releases them after
+/// the first stage.
 pub fn raw<T: Pod + Send + Sync, C: Collision<T>>(
     ctx: &mut Ctx,
     target: &mut [T],
@@ -208,8 +208,10 @@ fn raw_with<T: Pod + Send + Sync, C: Collision<T>>(
     let start = dist.start(me);
     let mut res = Resolver::new(policy);
     let mut seen = vec![false; plan.buckets.width()];
-    let (si, sv) = (ctx.local(&sparse.0), ctx.local(&sparse.1));
-    let (oi, ov) = (ctx.local(&out.0), ctx.local(&out.1));
+    // Nothing reaches the buffers after this sync: release them all.
+    let (si, sv) = (ctx.release(sparse.0), ctx.release(sparse.1));
+    let (oi, ov) = (ctx.release(out.0), ctx.release(out.1));
+    let (di, dv) = (ctx.release(dense.0), ctx.release(dense.1));
     // Where this processor's writes to bucket b start in its send buffers.
     let sent_before = starts(&plan.mine);
     let k = plan.buckets.k;
@@ -229,6 +231,7 @@ fn raw_with<T: Pod + Send + Sync, C: Collision<T>>(
         apply(&oi[sent.clone()], &ov[sent]);
         apply(&si[after.clone()], &sv[after]);
     }
+    drop((si, sv, oi, ov));
     if !plan.any_dense() {
         return res.finish::<T>(ctx);
     }
@@ -240,7 +243,6 @@ fn raw_with<T: Pod + Send + Sync, C: Collision<T>>(
     let mut to_owner = outgoing::<T>(p);
     let mut to_slice = outgoing::<T>(p);
     let mut window = Window::new();
-    let (di, dv) = (ctx.local(&dense.0), ctx.local(&dense.1));
     for (b, range) in plan.pieces(me) {
         let cover = plan.buckets.range(b);
         window.reset(cover.len());
@@ -257,6 +259,7 @@ fn raw_with<T: Pod + Send + Sync, C: Collision<T>>(
             out.1.push(v);
         }
     }
+    drop((di, dv));
     finals.send_each(ctx, &to_owner);
     slices.send_each(ctx, &to_slice);
     ctx.sync();
