@@ -284,3 +284,22 @@ fn releases_are_collective() {
         assert_eq!(err.pid(), Some(1));
     });
 }
+
+#[test]
+fn messages_to_a_queue_released_in_the_same_superstep() {
+    on_both_routers(2, |rt| {
+        let err = rt
+            .run(|ctx| {
+                let q = ctx.queue::<u8>();
+                ctx.sync();
+                if ctx.pid() == 1 {
+                    ctx.send(0, &q, &7);
+                }
+                ctx.release_queue(q);
+                ctx.sync();
+            })
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Released);
+        assert_eq!((err.pid(), err.superstep()), (Some(1), Some(1)));
+    });
+}

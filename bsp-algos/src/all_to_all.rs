@@ -46,6 +46,7 @@ pub fn all_to_all<T: Pod>(ctx: &mut Ctx, mut sends: Vec<Vec<T>>) -> Vec<Vec<T>> 
     }
     ctx.sync();
     let mut received = receive_by_source(ctx, &q);
+    ctx.release_queue(q);
     received[me] = std::mem::take(&mut sends[me]);
     received
 }

@@ -15,6 +15,7 @@ fn gather_to<T: Pod>(ctx: &mut Ctx, data: &[T], to: impl Fn(usize) -> bool) -> V
     }
     ctx.sync();
     let mut parts = receive_by_source(ctx, &q);
+    ctx.release_queue(q);
     if to(me) {
         parts[me] = data.to_vec();
     }
@@ -117,9 +118,11 @@ pub fn scatter<T: Pod>(ctx: &mut Ctx, root: usize, parts: &[Vec<T>]) -> Vec<T> {
         }
     }
     ctx.sync();
-    if me == root {
+    let mine = if me == root {
         parts[me].clone()
     } else {
         ctx.receive(&q)
-    }
+    };
+    ctx.release_queue(q);
+    mine
 }

@@ -770,6 +770,46 @@ impl Ctx {
         Queue::new(self.register(signature, Entry::Queue(Inbox::default())))
     }
 
+    /// Releases queue `q`: messages received and not taken are dropped, and
+    /// the handle can no longer be used. Collective, like
+    /// [`release`](Ctx::release): every processor releases the same queues
+    /// and coarrays in the same order and superstep. A message that reaches
+    /// `q` in the superstep of its release ends the run with
+    /// [`ErrorKind::Released`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// bsp_core::run(2, |ctx| {
+    ///     let q = ctx.queue::<u64>();
+    ///     ctx.send(0, &q, &1);
+    ///     ctx.sync();
+    ///     let _ = ctx.receive(&q);
+    ///     ctx.release_queue(q);
+    /// })
+    /// .unwrap();
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `q` was already released or comes from another run.
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1) plus freeing its buffers.
+    pub fn release_queue<T, E: Encoding<T>>(&mut self, q: Queue<T, E>) {
+        let id = q.id as usize;
+        match &self.registry[id] {
+            Entry::Queue(_) => {}
+            Entry::Released => panic!("bsp: queue #{id} was already released"),
+            Entry::Array(_) | Entry::Lent(_) => unreachable!("bsp: a queue handle names a coarray"),
+        }
+        self.registry[id] = Entry::Released;
+        let signature = format!("release #{id}");
+        self.registry_hash = fnv1a(fnv1a(self.registry_hash, signature.as_bytes()), &[0xfe]);
+        self.signatures.push(signature);
+    }
+
     /// Sends `msg` to processor `dst` through queue `q`; it is received after
     /// the next `sync`.
     ///
@@ -791,9 +831,8 @@ impl Ctx {
     fn inbox(&mut self, id: u32) -> &mut Inbox {
         match &mut self.registry[id as usize] {
             Entry::Queue(inbox) => inbox,
-            Entry::Array(_) | Entry::Lent(_) | Entry::Released => {
-                unreachable!("bsp: a queue handle names a coarray")
-            }
+            Entry::Released => panic!("bsp: queue #{id} was released and cannot be used any more"),
+            Entry::Array(_) | Entry::Lent(_) => unreachable!("bsp: a queue handle names a coarray"),
         }
     }
 
@@ -1162,6 +1201,13 @@ impl Ctx {
                         });
                     }
                     Tag::Put => self.apply_put(src, h, &mut r),
+                    Tag::Messages if matches!(self.registry[h.id as usize], Entry::Released) => {
+                        let msg = format!(
+                            "messages from processor {src} to processor {} name queue #{}, which is released in this superstep",
+                            self.pid, h.id
+                        );
+                        self.fail(ErrorKind::Released, src, msg);
+                    }
                     Tag::Messages => {
                         let inbox = self.inbox(h.id);
                         let ok = r

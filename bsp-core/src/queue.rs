@@ -112,7 +112,9 @@ impl Inbox {
             each(src, msgs);
             start = end;
         }
-        self.data.clear();
-        self.runs.clear();
+        // Free the buffers: a queue that once received much should not hold
+        // that memory until the end of the run.
+        self.data = Vec::new();
+        self.runs = Vec::new();
     }
 }

@@ -152,6 +152,7 @@ pub fn monotonic_raw<T: Pod + Send + Sync, C: Collision<T>>(
     ctx.sync();
     let start = dist.start(me);
     let (gs, vs) = finals.receive(ctx);
+    finals.release(ctx);
     for (g, v) in gs.into_iter().zip(vs) {
         target[g as usize - start] = v;
     }
@@ -231,6 +232,7 @@ pub fn generalize<T: Pod + Send + Sync>(
     let start = dist.start(me);
     let mut at = start;
     let (gs, vs) = finals.receive(ctx);
+    finals.release(ctx);
     for (end, v) in gs.into_iter().zip(vs) {
         let end = end as usize + 1;
         target[at - start..end - start].fill(v);

@@ -37,6 +37,12 @@ impl<T: Pod> Pairs<T> {
     pub(crate) fn receive(&self, ctx: &mut Ctx) -> (Vec<u64>, Vec<T>) {
         (ctx.receive(&self.index), ctx.receive(&self.value))
     }
+
+    /// Releases the two queues (collective).
+    pub(crate) fn release(self, ctx: &mut Ctx) {
+        ctx.release_queue(self.index);
+        ctx.release_queue(self.value);
+    }
 }
 
 /// An empty outgoing buffer per processor.

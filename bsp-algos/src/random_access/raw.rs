@@ -265,6 +265,8 @@ fn raw_with<T: Pod + Send + Sync, C: Collision<T>>(
     ctx.sync();
     store(ctx, &finals, target, start);
     if !plan.any_split() {
+        finals.release(ctx);
+        slices.release(ctx);
         return res.finish::<T>(ctx);
     }
 
@@ -293,6 +295,8 @@ fn raw_with<T: Pod + Send + Sync, C: Collision<T>>(
     finals.send_each(ctx, &to_owner);
     ctx.sync();
     store(ctx, &finals, target, start);
+    finals.release(ctx);
+    slices.release(ctx);
     res.finish::<T>(ctx)
 }
 
