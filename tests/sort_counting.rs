@@ -1,40 +1,67 @@
 //! Property tests of one counting-sort pass (the paper's six steps) and of
-//! the NAS IS ranking built on it.
+//! the NAS IS ranking built on it. The bodies run on every runtime of the
+//! shared harness (`tests/support`): threads normally, the MPI world (whose
+//! p is `-np`) under `mpirun` with `--features mpi`; each processor's
+//! output is checked against its own part of the oracle.
+
+mod support;
 
 use bsp::prelude::*;
 use bsp::sort::inputs::block_range;
 use bsp::sort::nas::Class;
 use bsp::sort::{CountingSort, Delivery};
 use proptest::prelude::*;
+use support::{
+    agree, announce, describe, fit, proptest_config, run_local, runtimes, runtimes_with, watchdog,
+};
 
-/// Sorts `parts` (processor i's (digit, tag) pairs) by digit on `rt` and
-/// checks stability, congruence and the digit starts.
+/// Sorts `parts` (processor i's (digit, tag) pairs; one part per processor
+/// of `rt`) by digit on `rt` and checks each visible processor's output
+/// against its part of a sequential stable sort (stability, congruence)
+/// and its digit starts.
 fn check_counting(rt: &Runtime, parts: &[Vec<[u32; 2]>], radix: usize, delivery: Delivery) {
-    let out = rt
-        .run(|ctx| {
-            let src = parts[ctx.pid()].clone();
-            let mut dst = vec![[0, 0]; src.len()];
-            let mut sort = CountingSort::new(ctx, src.len(), radix).delivery(delivery);
-            sort.sort_into(ctx, &src, &mut dst, |r| r[0] as usize);
-            (dst, sort.digit_starts().to_vec())
-        })
-        .expect("counting sort run failed");
+    assert_eq!(parts.len(), rt.nprocs(), "one part per processor");
+    let out = run_local(rt, |ctx| {
+        let src = parts[ctx.pid()].clone();
+        let mut dst = vec![[0, 0]; src.len()];
+        let mut sort = CountingSort::new(ctx, src.len(), radix).delivery(delivery);
+        sort.sort_into(ctx, &src, &mut dst, |r| r[0] as usize);
+        (dst, sort.digit_starts().to_vec())
+    });
     let mut expected = parts.concat();
     expected.sort_by_key(|r| r[0]);
-    let all: Vec<[u32; 2]> = out.iter().flat_map(|(d, _)| d.clone()).collect();
-    assert_eq!(all, expected);
-    for (q, ((d, starts), p)) in out.iter().zip(parts).enumerate() {
-        assert_eq!(d.len(), p.len(), "processor {q} changed its element count");
-        assert_eq!(starts.len(), radix);
-        for (digit, &s) in starts.iter().enumerate() {
-            let below = expected.iter().filter(|r| (r[0] as usize) < digit).count();
-            assert_eq!(s, below as u64, "start of digit {digit} on processor {q}");
+    // The start of each digit: how many keys are smaller.
+    let starts: Vec<u64> = (0..radix)
+        .map(|digit| expected.partition_point(|r| (r[0] as usize) < digit) as u64)
+        .collect();
+    agree(rt, || {
+        for (q, (d, got_starts)) in &out {
+            let start: usize = parts[..*q].iter().map(Vec::len).sum();
+            let want = &expected[start..start + parts[*q].len()];
+            assert_eq!(
+                d.len(),
+                want.len(),
+                "{}: processor {q} changed its element count",
+                describe(rt)
+            );
+            assert_eq!(
+                d[..],
+                *want,
+                "{}: processor {q}, {delivery:?}",
+                describe(rt)
+            );
+            assert_eq!(
+                *got_starts,
+                starts,
+                "{}: digit starts on processor {q}",
+                describe(rt)
+            );
         }
-    }
+    });
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    #![proptest_config(proptest_config(32))]
 
     #[test]
     fn counting_sort_is_stable_and_congruent(
@@ -44,61 +71,71 @@ proptest! {
         delivery in 0u8..3,
         direct: bool,
     ) {
-        let mut tag = 0u32;
-        let parts: Vec<Vec<[u32; 2]>> = sizes
-            .iter()
-            .map(|&len| {
-                (0..len)
-                    .map(|_| {
-                        tag += 1;
-                        [tag.wrapping_mul(seed | 1).rotate_left(7) % radix as u32, tag]
-                    })
-                    .collect()
-            })
-            .collect();
         let delivery = [Delivery::Auto, Delivery::Direct, Delivery::Staged][delivery as usize];
-        let rt = Runtime::threads(sizes.len())
-            .router(if direct { Router::Direct } else { Router::TwoPhase });
-        check_counting(&rt, &parts, radix, delivery);
+        let router = if direct { Router::Direct } else { Router::TwoPhase };
+        watchdog(60, move || {
+            for rt in runtimes_with(&[sizes.len()], router) {
+                announce("counting_sort_is_stable_and_congruent", &rt);
+                let mut tag = 0u32;
+                let parts: Vec<Vec<[u32; 2]>> = fit(&sizes, rt.nprocs())
+                    .iter()
+                    .map(|&len| {
+                        (0..len)
+                            .map(|_| {
+                                tag += 1;
+                                [tag.wrapping_mul(seed | 1).rotate_left(7) % radix as u32, tag]
+                            })
+                            .collect()
+                    })
+                    .collect();
+                check_counting(&rt, &parts, radix, delivery);
+            }
+        });
     }
 }
 
 /// NAS IS class S, first iteration: the five test keys have NPB's ranks.
+/// Each processor reports the test keys in its block.
 fn check_nas_class_s(rt: &Runtime) {
     let class = Class::from_name("S").unwrap();
     let p = rt.nprocs();
-    let found = rt
-        .run(|ctx| {
-            let range = block_range(ctx.pid(), p, class.total_keys);
-            let mut keys = class.keys(range.clone());
-            for (i, k) in class.modifications(1) {
-                if range.contains(&i) {
-                    keys[i - range.start] = k;
-                }
+    let found = run_local(rt, |ctx| {
+        let range = block_range(ctx.pid(), p, class.total_keys);
+        let mut keys = class.keys(range.clone());
+        for (i, k) in class.modifications(1) {
+            if range.contains(&i) {
+                keys[i - range.start] = k;
             }
-            let mut sorted = vec![0; keys.len()];
-            let mut sort = CountingSort::new(ctx, keys.len(), class.max_key as usize);
-            sort.sort_into(ctx, &keys, &mut sorted, |&k| k as usize);
-            (0..5)
+        }
+        let mut sorted = vec![0; keys.len()];
+        let mut sort = CountingSort::new(ctx, keys.len(), class.max_key as usize);
+        sort.sort_into(ctx, &keys, &mut sorted, |&k| k as usize);
+        (0..5)
+            .filter(|&t| range.contains(&class.test_index[t]))
+            .map(|t| {
+                let k = keys[class.test_index[t] - range.start] as usize;
+                (t, sort.digit_starts()[k])
+            })
+            .collect::<Vec<_>>()
+    });
+    agree(rt, || {
+        for (q, mine) in &found {
+            let range = block_range(*q, p, class.total_keys);
+            let want: Vec<(usize, u64)> = (0..5)
                 .filter(|&t| range.contains(&class.test_index[t]))
-                .map(|t| {
-                    let k = keys[class.test_index[t] - range.start] as usize;
-                    (t, sort.digit_starts()[k])
-                })
-                .collect::<Vec<_>>()
-        })
-        .expect("NAS run failed");
-    let found: Vec<(usize, u64)> = found.concat();
-    assert_eq!(found.len(), 5);
-    for (t, rank) in found {
-        assert_eq!(rank, class.expected_rank(t, 1), "test key {t}");
-    }
+                .map(|t| (t, class.expected_rank(t, 1)))
+                .collect();
+            assert_eq!(*mine, want, "{}: test keys of processor {q}", describe(rt));
+        }
+    });
 }
 
 #[test]
 fn nas_class_s_ranks() {
-    for p in [1, 2, 3, 4] {
-        check_nas_class_s(&Runtime::threads(p));
-    }
-    check_nas_class_s(&Runtime::threads(2).router(Router::Direct));
+    watchdog(120, || {
+        for rt in runtimes(&[1, 2, 3, 4]) {
+            announce("nas_class_s_ranks", &rt);
+            check_nas_class_s(&rt);
+        }
+    });
 }

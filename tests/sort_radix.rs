@@ -1,34 +1,30 @@
 //! Property tests of the distributed radix sort against a sequential
-//! stable sort. Test bodies take the runtime as a parameter so that they
-//! can run on every transport.
+//! stable sort. The test bodies take the runtime as a parameter and run on
+//! every runtime of the shared harness (`tests/support`): threads normally,
+//! the MPI world (whose p is `-np`) under `mpirun` with `--features mpi`.
+//! Each processor's output is checked against its own part of the oracle:
+//! the slice of the sorted whole at its input's offset and length.
+
+mod support;
 
 use std::cmp::Ordering;
-use std::sync::mpsc;
-use std::time::Duration;
 
 use bsp::prelude::*;
-use bsp::sort::inputs::{Dist, ALL};
+use bsp::sort::inputs::{block_range, Dist, ALL};
 use bsp::sort::{Delivery, RadixKey, RadixOptions, RadixSorter};
 use proptest::prelude::*;
+use support::{
+    agree, announce, describe, fit, proptest_config, run_local, runtimes, runtimes_with, watchdog,
+};
 
 /// A record: key bits and its global input index (to check stability).
 type Rec = [u64; 2];
 
-/// Runs `body`, failing the test if it takes longer than `secs` seconds.
-fn with_watchdog(secs: u64, body: impl FnOnce() + Send + 'static) {
-    let (tx, rx) = mpsc::channel();
-    let worker = std::thread::spawn(move || {
-        body();
-        let _ = tx.send(());
-    });
-    match rx.recv_timeout(Duration::from_secs(secs)) {
-        Ok(()) => worker.join().unwrap(),
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            if let Err(panic) = worker.join() {
-                std::panic::resume_unwind(panic)
-            }
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("test did not finish within {secs} s"),
+fn router(direct: bool) -> Router {
+    if direct {
+        Router::Direct
+    } else {
+        Router::TwoPhase
     }
 }
 
@@ -46,9 +42,10 @@ fn float_cmp<F: Copy + PartialOrd>(
     }
 }
 
-/// Sorts `parts` (processor i's records) on `rt` by `key` and checks the
-/// result against a sequential stable sort by `cmp`, and that the output is
-/// congruent with the input.
+/// Sorts `parts` (processor i's records; one part per processor of `rt`)
+/// on `rt` by `key` and checks each visible processor's output against its
+/// part of a sequential stable sort by `cmp` (the slice at its input's
+/// offset, of its input's length), in the slice and `Vec` forms.
 fn check_records<K: RadixKey>(
     rt: &Runtime,
     parts: &[Vec<Rec>],
@@ -56,25 +53,42 @@ fn check_records<K: RadixKey>(
     cmp: fn(&K, &K) -> Ordering,
     options: RadixOptions,
 ) {
+    assert_eq!(parts.len(), rt.nprocs(), "one part per processor");
     // Both forms, on one sorter: the slice form, then the `Vec` form.
-    let out = rt
-        .run(|ctx| {
-            let mut data = parts[ctx.pid()].clone();
-            let mut sorter = RadixSorter::with_options(ctx, data.len(), options);
-            sorter.sort_by_key(ctx, &mut data, key);
-            let mut owned = parts[ctx.pid()].clone();
-            sorter.sort_vec_by_key(ctx, &mut owned, key);
-            (data, owned)
-        })
-        .expect("sort run failed");
-    let (sliced, owned): (Vec<Vec<Rec>>, Vec<Vec<Rec>>) = out.into_iter().unzip();
-    for (i, (o, p)) in sliced.iter().zip(parts).enumerate() {
-        assert_eq!(o.len(), p.len(), "processor {i} changed its element count");
-    }
+    let out = run_local(rt, |ctx| {
+        let mut data = parts[ctx.pid()].clone();
+        let mut sorter = RadixSorter::with_options(ctx, data.len(), options);
+        sorter.sort_by_key(ctx, &mut data, key);
+        let mut owned = parts[ctx.pid()].clone();
+        sorter.sort_vec_by_key(ctx, &mut owned, key);
+        (data, owned)
+    });
     let mut expected: Vec<Rec> = parts.concat();
     expected.sort_by(|a, b| cmp(&key(a), &key(b)));
-    assert_eq!(sliced.concat(), expected);
-    assert_eq!(owned, sliced, "the Vec form differs from the slice form");
+    agree(rt, || {
+        for (q, (sliced, owned)) in &out {
+            let start: usize = parts[..*q].iter().map(Vec::len).sum();
+            let want = &expected[start..start + parts[*q].len()];
+            assert_eq!(
+                sliced.len(),
+                want.len(),
+                "{}: processor {q} changed its element count",
+                describe(rt)
+            );
+            assert_eq!(
+                sliced[..],
+                *want,
+                "{}: processor {q}, {options:?}",
+                describe(rt)
+            );
+            assert_eq!(
+                owned,
+                sliced,
+                "{}: processor {q}: the Vec form differs from the slice form",
+                describe(rt)
+            );
+        }
+    });
 }
 
 /// Checks every supported key type on the same records.
@@ -153,16 +167,8 @@ fn records(sizes: &[usize], pattern: u8, seed: u64) -> Vec<Vec<Rec>> {
         .collect()
 }
 
-fn runtime(p: usize, direct: bool) -> Runtime {
-    Runtime::threads(p).router(if direct {
-        Router::Direct
-    } else {
-        Router::TwoPhase
-    })
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(proptest_config(24))]
 
     #[test]
     fn every_key_type_sorts_stably(
@@ -171,9 +177,13 @@ proptest! {
         seed: u64,
         direct: bool,
     ) {
-        let parts = records(&sizes, pattern, seed);
-        let rt = runtime(sizes.len(), direct);
-        with_watchdog(120, move || check_all_key_types(&rt, &parts, RadixOptions::default()));
+        watchdog(120, move || {
+            for rt in runtimes_with(&[sizes.len()], router(direct)) {
+                announce("every_key_type_sorts_stably", &rt);
+                let parts = records(&fit(&sizes, rt.nprocs()), pattern, seed);
+                check_all_key_types(&rt, &parts, RadixOptions::default());
+            }
+        });
     }
 
     #[test]
@@ -185,48 +195,55 @@ proptest! {
         staged: bool,
         direct: bool,
     ) {
-        let parts = records(&sizes, pattern, seed);
-        let rt = runtime(sizes.len(), direct);
         let options = RadixOptions {
             digit_bits: Some(bits),
             delivery: if staged { Delivery::Staged } else { Delivery::Direct },
         };
-        with_watchdog(120, move || {
-            check_records(&rt, &parts, |r| r[0], Ord::cmp, options);
-            check_records(&rt, &parts, |r| r[0] as i32, Ord::cmp, options);
+        watchdog(120, move || {
+            for rt in runtimes_with(&[sizes.len()], router(direct)) {
+                announce("digit_widths_and_deliveries_agree", &rt);
+                let parts = records(&fit(&sizes, rt.nprocs()), pattern, seed);
+                check_records(&rt, &parts, |r| r[0], Ord::cmp, options);
+                check_records(&rt, &parts, |r| r[0] as i32, Ord::cmp, options);
+            }
         });
     }
 }
 
-/// Plain keys of one of the paper's distributions, sorted by `radix_sort`.
+/// Plain keys of one of the paper's distributions, sorted by `radix_sort`;
+/// processor q's output is the block of the sorted whole that its input
+/// occupied.
 fn check_distribution(rt: &Runtime, dist: Dist, n: usize, bits: u32) {
     let p = rt.nprocs();
-    let out = rt
-        .run(|ctx| {
-            let mut keys = dist.keys_u64(ctx.pid(), p, n, bits);
-            bsp::sort::radix_sort(ctx, &mut keys);
-            keys
-        })
-        .expect("sort run failed");
+    let out = run_local(rt, |ctx| {
+        let mut keys = dist.keys_u64(ctx.pid(), p, n, bits);
+        bsp::sort::radix_sort(ctx, &mut keys);
+        keys
+    });
     let mut expected: Vec<u64> = (0..p).flat_map(|q| dist.keys_u64(q, p, n, bits)).collect();
     expected.sort_unstable();
-    for (q, part) in out.iter().enumerate() {
-        assert_eq!(part.len(), bsp::sort::inputs::block_range(q, p, n).len());
-    }
-    assert_eq!(
-        out.concat(),
-        expected,
-        "dist {dist}, n {n}, p {p}, {bits} bits"
-    );
+    agree(rt, || {
+        for (q, part) in &out {
+            assert_eq!(
+                part[..],
+                expected[block_range(*q, p, n)],
+                "{}: dist {dist}, n {n}, {bits} bits, processor {q}",
+                describe(rt)
+            );
+        }
+    });
 }
 
 #[test]
 fn the_papers_distributions() {
-    with_watchdog(120, || {
-        for dist in ALL {
-            for (p, n) in [(1, 3000), (2, 5000), (3, 4099), (5, 20_000), (16, 9000)] {
-                for bits in [32, 64] {
-                    check_distribution(&runtime(p, p % 2 == 0), dist, n, bits);
+    watchdog(120, || {
+        for (p, n) in [(1, 3000), (2, 5000), (3, 4099), (5, 20_000), (16, 9000)] {
+            for rt in runtimes_with(&[p], router(p % 2 == 0)) {
+                announce("the_papers_distributions", &rt);
+                for dist in ALL {
+                    for bits in [32, 64] {
+                        check_distribution(&rt, dist, n, bits);
+                    }
                 }
             }
         }
@@ -235,44 +252,68 @@ fn the_papers_distributions() {
 
 #[test]
 fn many_processors_and_tiny_inputs() {
-    with_watchdog(120, || {
-        for direct in [false, true] {
+    watchdog(120, || {
+        for rt in runtimes(&[64]) {
+            announce("many_processors_and_tiny_inputs", &rt);
             for n in [0, 1, 63, 64, 1000] {
-                check_distribution(&runtime(64, direct), Dist::Uniform, n, 32);
+                check_distribution(&rt, Dist::Uniform, n, 32);
             }
         }
-        let empty: Vec<Vec<Rec>> = vec![Vec::new(); 5];
-        check_all_key_types(&runtime(5, false), &empty, RadixOptions::default());
-        // Everything on one processor, nothing elsewhere.
-        let mut lopsided = records(&[0, 500, 0], 0, 7);
-        lopsided.swap(0, 1);
-        check_all_key_types(&runtime(3, true), &lopsided, RadixOptions::default());
+        for rt in runtimes_with(&[5], Router::TwoPhase) {
+            let empty: Vec<Vec<Rec>> = vec![Vec::new(); rt.nprocs()];
+            check_all_key_types(&rt, &empty, RadixOptions::default());
+        }
+        // Everything on one processor (the first, then the last), nothing
+        // elsewhere.
+        for rt in runtimes_with(&[3], Router::Direct) {
+            let p = rt.nprocs();
+            for holder in [0, p - 1] {
+                let mut sizes = vec![0; p];
+                sizes[holder] = 500;
+                let lopsided = records(&sizes, 0, 7);
+                check_all_key_types(&rt, &lopsided, RadixOptions::default());
+            }
+        }
     });
+}
+
+/// Processor `pid`'s keys in round `round` of the reuse test.
+fn reuse_keys(pid: usize, round: u32) -> Vec<u32> {
+    (0..100u32)
+        .map(|i| i.wrapping_mul(2_654_435_761u32).rotate_left(round) ^ pid as u32)
+        .collect()
 }
 
 #[test]
 fn a_sorter_is_reusable() {
-    with_watchdog(60, || {
-        let out = Runtime::threads(3)
-            .run(|ctx| {
+    watchdog(60, || {
+        for rt in runtimes(&[3]) {
+            announce("a_sorter_is_reusable", &rt);
+            let p = rt.nprocs();
+            let out = run_local(&rt, |ctx| {
                 let mut sorter = RadixSorter::new(ctx, 100);
                 (0..4u32)
                     .map(|round| {
-                        let mut keys: Vec<u32> = (0..100u32)
-                            .map(|i| {
-                                i.wrapping_mul(2_654_435_761u32).rotate_left(round)
-                                    ^ ctx.pid() as u32
-                            })
-                            .collect();
+                        let mut keys = reuse_keys(ctx.pid(), round);
                         sorter.sort(ctx, &mut keys);
                         keys
                     })
                     .collect::<Vec<_>>()
-            })
-            .unwrap();
-        for round in 0..4 {
-            let all: Vec<u32> = out.iter().flat_map(|r| r[round].clone()).collect();
-            assert!(all.windows(2).all(|w| w[0] <= w[1]), "round {round}");
+            });
+            agree(&rt, || {
+                for round in 0..4u32 {
+                    let mut all: Vec<u32> = (0..p).flat_map(|q| reuse_keys(q, round)).collect();
+                    all.sort_unstable();
+                    for (q, rounds) in &out {
+                        assert_eq!(
+                            rounds[round as usize][..],
+                            all[q * 100..(q + 1) * 100],
+                            "{}: round {round}, processor {q}",
+                            describe(&rt)
+                        );
+                    }
+                }
+            });
         }
     });
 }

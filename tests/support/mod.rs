@@ -318,3 +318,41 @@ impl Rng {
         (((self.next_u64() >> 32) * n as u64) >> 32) as usize
     }
 }
+
+/// The runtimes of [`runtimes`] that use `router` only (threads with each
+/// p in `ps`, or the MPI world), for tests that draw the router as a
+/// parameter instead of running every case on both.
+pub fn runtimes_with(ps: &[usize], router: Router) -> Vec<Runtime> {
+    runtimes(ps)
+        .into_iter()
+        .filter(|rt| rt.router_kind() == router)
+        .collect()
+}
+
+/// Per-processor parameters drawn for one p, fitted to `p` processors:
+/// `v` repeated cyclically or cut to length `p` (unchanged when `v` has
+/// length `p`, as on threads; under MPI, `p` is `-np`). `v` must not be
+/// empty unless `p` is 0.
+pub fn fit<T: Clone>(v: &[T], p: usize) -> Vec<T> {
+    (0..p).map(|i| v[i % v.len()].clone()).collect()
+}
+
+/// When `BSP_TEST_VERBOSE` is set, prints `test: describe(rt)` to standard
+/// error (past the test harness's capture) the first time `test` runs on
+/// `rt`'s transport in this process, to show which transport a test binary
+/// really ran on.
+pub fn announce(test: &str, rt: &Runtime) {
+    use std::collections::HashSet;
+    use std::io::Write;
+    use std::sync::Mutex;
+    static SEEN: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    if std::env::var_os("BSP_TEST_VERBOSE").is_none() {
+        return;
+    }
+    let key = format!("{test} on {}", rt.transport().name());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if seen.get_or_insert_with(HashSet::new).insert(key) {
+        // Straight to the stream: the test harness captures `eprintln!`.
+        let _ = writeln!(std::io::stderr().lock(), "{test}: {}", describe(rt));
+    }
+}
