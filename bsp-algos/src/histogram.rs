@@ -10,6 +10,34 @@ use crate::rows::{fold_rows, transpose_blocks};
 /// reduce-scatter of the counts (at most 512 KiB of counts per processor).
 const FEW_BINS: usize = 1 << 16;
 
+/// Up to this many bins, the local count keeps four interleaved partial
+/// histograms, so that runs of items in one bin (a hot spot) increment
+/// four counters in turn instead of waiting on one.
+const SPLIT_COUNT_BINS: usize = 1 << 14;
+
+/// The counts of this processor's items per bin.
+fn count_local<T>(items: &[T], bins: usize, bin_of: &impl Fn(&T) -> usize) -> Vec<u64> {
+    if bins > SPLIT_COUNT_BINS {
+        let mut local = vec![0u64; bins];
+        for x in items {
+            local[bin_of(x)] += 1;
+        }
+        return local;
+    }
+    let mut parts = vec![[0u64; 4]; bins];
+    let mut quads = items.chunks_exact(4);
+    for q in &mut quads {
+        parts[bin_of(&q[0])][0] += 1;
+        parts[bin_of(&q[1])][1] += 1;
+        parts[bin_of(&q[2])][2] += 1;
+        parts[bin_of(&q[3])][3] += 1;
+    }
+    for x in quads.remainder() {
+        parts[bin_of(x)][0] += 1;
+    }
+    parts.iter().map(|c| c.iter().sum()).collect()
+}
+
 /// Counts the items of every processor into `bins` bins (`bin_of` maps an
 /// item to its bin); returns this processor's block of the
 /// block-distributed counts ([`Block`](crate::Block)`::new(bins, p)`).
@@ -17,8 +45,8 @@ const FEW_BINS: usize = 1 << 16;
 /// With few bins (at most 2¹⁶) each processor counts its items into a
 /// local array of `bins` counts, and one reduce-scatter sums the arrays:
 /// block q of every processor's counts goes to processor q, which adds
-/// them. The local pass is the sequential count, so a hot bin costs no
-/// more than a cold one. With more bins, the counts go through [`raw`]
+/// them. The local pass counts into four interleaved partial arrays (up to
+/// 2¹⁴ bins), so a hot bin costs no more than a cold one. With more bins, the counts go through [`raw`]
 /// with [`Sum`] (bucket stretching: no processor receives much more than
 /// its share however skewed the items): one write per non-empty bin when
 /// the bins are few compared with the local items, one write of 1 per
@@ -54,13 +82,7 @@ pub fn histogram<T, F: Fn(&T) -> usize>(
     bins: usize,
     bin_of: F,
 ) -> Vec<u64> {
-    let count = || {
-        let mut local = vec![0u64; bins];
-        for x in items {
-            local[bin_of(x)] += 1;
-        }
-        local
-    };
+    let count = || count_local(items, bins, &bin_of);
     if bins <= FEW_BINS {
         let (blocks, rows) = transpose_blocks(ctx, &count());
         let w = blocks.local_len(ctx.pid());
