@@ -46,8 +46,8 @@ fn count_local<T>(items: &[T], bins: usize, bin_of: &impl Fn(&T) -> usize) -> Ve
 /// local array of `bins` counts, and one reduce-scatter sums the arrays:
 /// block q of every processor's counts goes to processor q, which adds
 /// them. The local pass counts into four interleaved partial arrays (up to
-/// 2¹⁴ bins), so a hot bin costs no more than a cold one. With more bins, the counts go through [`raw`]
-/// with [`Sum`] (bucket stretching: no processor receives much more than
+/// 2¹⁴ bins), so a hot bin costs no more than a cold one. With more bins,
+/// the counts go through [`raw`] with [`Sum`] (bucket stretching: no processor receives much more than
 /// its share however skewed the items): one write per non-empty bin when
 /// the bins are few compared with the local items, one write of 1 per
 /// item otherwise; `bins` may then be far larger than the number of items
