@@ -5,6 +5,8 @@
 //! cargo run --release --example radix_sort -- --n 16777216 --procs 2 --dist R
 //! ```
 
+mod common;
+
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -12,6 +14,7 @@ use bsp::prelude::*;
 use bsp::sort::inputs::{block_range, Dist};
 use bsp::sort::{RadixKey, RadixOptions, RadixSorter, SortInfo};
 use bytemuck::Pod;
+use common::{ran, verdict, Args, Json};
 
 const HELP: &str = "\
 radix_sort: stable distributed LSD radix sort (Bader, Helman and JaJa 1995)
@@ -29,73 +32,52 @@ usage: radix_sort [options]
   --json              print one JSON object instead of text
   --help              this text";
 
-struct Args {
+/// What the sort needs from the command line.
+struct Opts {
     n: usize,
-    procs: Option<usize>,
     dist: Dist,
     bits: u32,
     digit_bits: Option<u32>,
-    router: Option<Router>,
     verify: bool,
     json: bool,
 }
 
-fn parse_args() -> Result<Option<Args>, String> {
-    let mut args = Args {
-        n: 1 << 22,
-        procs: None,
-        dist: Dist::Uniform,
-        bits: 32,
-        digit_bits: None,
-        router: None,
-        verify: true,
-        json: false,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--help" | "-h" => return Ok(None),
-            "--n" => args.n = number(&flag, &value()?)?,
-            "--procs" => args.procs = Some(number(&flag, &value()?)?),
-            "--dist" => args.dist = value()?.parse().map_err(|e| format!("--dist: {e}"))?,
-            "--bits" => {
-                args.bits = match value()?.as_str() {
-                    "32" => 32,
-                    "64" => 64,
-                    other => return Err(format!("--bits must be 32 or 64, not {other:?}")),
-                }
-            }
-            "--digit-bits" => args.digit_bits = Some(number(&flag, &value()?)?),
-            "--router" => {
-                args.router = Some(value()?.parse().map_err(|e| format!("--router: {e}"))?)
-            }
-            "--no-verify" => args.verify = false,
-            "--json" => args.json = true,
-            other => return Err(format!("unknown option {other:?} (try --help)")),
-        }
+fn parse_opts(args: &Args) -> Opts {
+    args.reject_unknown(&[
+        "n",
+        "procs",
+        "dist",
+        "bits",
+        "digit-bits",
+        "router",
+        "no-verify",
+        "json",
+    ]);
+    let bits = args.get("bits", 32);
+    if bits != 32 && bits != 64 {
+        args.fail(&format!("--bits must be 32 or 64, not {bits}"));
     }
-    if args
-        .digit_bits
-        .is_some_and(|b| !(1..=bsp::sort::MAX_DIGIT_BITS).contains(&b))
-    {
-        return Err(format!(
+    let digit_bits = args.opt("digit-bits");
+    if digit_bits.is_some_and(|b| !(1..=bsp::sort::MAX_DIGIT_BITS).contains(&b)) {
+        args.fail(&format!(
             "--digit-bits must be in 1..={}",
             bsp::sort::MAX_DIGIT_BITS
         ));
     }
-    Ok(Some(args))
-}
-
-fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
-    v.parse()
-        .map_err(|_| format!("{flag}: {v:?} is not a valid number"))
+    Opts {
+        n: args.get("n", 1 << 22),
+        dist: args.get("dist", Dist::Uniform),
+        bits,
+        digit_bits,
+        verify: !args.flag("no-verify"),
+        json: args.flag("json"),
+    }
 }
 
 /// Sorts processor `ctx.pid()`'s keys; returns `Some(verified)` on pid 0.
 fn sort_and_check<K>(
     ctx: &mut Ctx,
-    args: &Args,
+    args: &Opts,
     keys_of: impl Fn(usize, usize) -> Vec<K>,
 ) -> Option<bool>
 where
@@ -133,7 +115,7 @@ where
 }
 
 fn report(
-    args: &Args,
+    args: &Opts,
     p: usize,
     router: Router,
     info: &SortInfo,
@@ -148,18 +130,20 @@ fn report(
         None => "not verified",
     };
     if args.json {
-        println!(
-            "{{\"n\":{},\"procs\":{p},\"dist\":\"{}\",\"bits\":{},\"router\":\"{router}\",\"passes\":{},\
-             \"seconds\":{seconds:.6},\"keys_per_second\":{rate:.0},\"verified\":{}}}",
-            args.n,
-            args.dist,
-            args.bits,
-            info.passes.len(),
-            match verified {
-                Some(v) => v.to_string(),
-                None => "null".to_owned(),
-            }
-        );
+        let json = Json::new()
+            .num("n", args.n)
+            .num("procs", p)
+            .str("dist", &args.dist.to_string())
+            .num("bits", args.bits)
+            .str("router", &router.to_string())
+            .num("passes", info.passes.len())
+            .num("seconds", format!("{seconds:.6}"))
+            .num("keys_per_second", format!("{rate:.0}"));
+        match verified {
+            Some(v) => json.num("verified", v),
+            None => json.num("verified", "null"),
+        }
+        .print();
     } else {
         println!(
             "radix_sort: {} {}-bit keys, dist [{}], p = {p}, router {router}: {} passes ({} bits), \
@@ -176,35 +160,12 @@ fn report(
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
-        Ok(Some(args)) => args,
-        Ok(None) => {
-            println!("{HELP}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("radix_sort: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut rt = Runtime::from_env();
-    if let Some(p) = args.procs {
-        rt = rt.procs(p);
-    }
-    if let Some(r) = args.router {
-        rt = rt.router(r);
-    }
-    let (n, dist) = (args.n, args.dist);
-    let outcome = rt.run(|ctx| match args.bits {
-        32 => sort_and_check(ctx, &args, |q, p| dist.keys_u32(q, p, n)),
-        _ => sort_and_check(ctx, &args, |q, p| dist.keys_u64(q, p, n, 64)),
+    let args = Args::parse(HELP, &["no-verify", "json"]);
+    let opts = parse_opts(&args);
+    let (n, dist) = (opts.n, opts.dist);
+    let outcome = args.runtime().run(|ctx| match opts.bits {
+        32 => sort_and_check(ctx, &opts, |q, p| dist.keys_u32(q, p, n)),
+        _ => sort_and_check(ctx, &opts, |q, p| dist.keys_u64(q, p, n, 64)),
     });
-    match outcome {
-        Ok(results) if results.iter().all(|r| *r != Some(false)) => ExitCode::SUCCESS,
-        Ok(_) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("radix_sort: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    verdict(&ran("radix_sort", outcome))
 }

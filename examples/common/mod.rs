@@ -104,6 +104,19 @@ impl Args {
         }
     }
 
+    /// `Runtime::from_env()` with `--procs` and `--router` applied where
+    /// given (under MPI the processor count is mpirun's).
+    pub fn runtime(&self) -> bsp::Runtime {
+        let mut rt = bsp::Runtime::from_env();
+        if let Some(p) = self.opt("procs") {
+            rt = rt.procs(p);
+        }
+        if let Some(r) = self.opt::<bsp::Router>("router") {
+            rt = rt.router(r);
+        }
+        rt
+    }
+
     /// Whether a flag other than `known` was given (for a clear error).
     pub fn reject_unknown(&self, known: &[&str]) {
         for name in self.values.keys().chain(self.switches.iter()) {
@@ -111,6 +124,25 @@ impl Args {
                 self.fail(&format!("unknown flag --{name}"));
             }
         }
+    }
+}
+
+/// The value of a finished run, or: prints `{name}: {error}` and exits
+/// with status 1.
+pub fn ran<T, E: Display>(name: &str, outcome: Result<T, E>) -> T {
+    outcome.unwrap_or_else(|e| {
+        eprintln!("{name}: {e}");
+        std::process::exit(1)
+    })
+}
+
+/// Exit status 1 if any processor reported a wrong answer (`Some(false)`;
+/// `None` is a processor that had nothing to check), success otherwise.
+pub fn verdict(results: &[Option<bool>]) -> std::process::ExitCode {
+    if results.iter().all(|r| *r != Some(false)) {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
     }
 }
 
