@@ -8,6 +8,8 @@
 //! cargo run --release --example nas_is -- --class B --procs 2
 //! ```
 
+mod common;
+
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -15,6 +17,7 @@ use bsp::prelude::*;
 use bsp::sort::inputs::block_range;
 use bsp::sort::nas::Class;
 use bsp::sort::CountingSort;
+use common::{ran, verdict, Args, Json};
 
 const ITERATIONS: usize = 10;
 
@@ -32,47 +35,14 @@ usage: nas_is [options]
   --json              print one JSON object instead of text
   --help              this text";
 
-struct Args {
-    class: Class,
-    procs: Option<usize>,
-    router: Option<Router>,
-    move_keys: bool,
-    json: bool,
-}
-
-fn parse_args() -> Result<Option<Args>, String> {
-    let mut a = Args {
-        class: Class::from_name("A").expect("class A exists"),
-        procs: None,
-        router: None,
-        move_keys: false,
-        json: false,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--help" | "-h" => return Ok(None),
-            "--class" => {
-                let v = value()?;
-                a.class = Class::from_name(&v).ok_or_else(|| {
-                    format!("--class: unknown class {v:?} (expected S, W, A, B or C)")
-                })?;
-            }
-            "--procs" => {
-                let v = value()?;
-                a.procs = Some(
-                    v.parse()
-                        .map_err(|_| format!("--procs: {v:?} is not a number"))?,
-                );
-            }
-            "--router" => a.router = Some(value()?.parse().map_err(|e| format!("--router: {e}"))?),
-            "--json" => a.json = true,
-            "--move-keys" => a.move_keys = true,
-            other => return Err(format!("unknown option {other:?} (try --help)")),
-        }
-    }
-    Ok(Some(a))
+/// The class named by `--class` (default A).
+fn class(args: &Args) -> Class {
+    let name: String = args.get("class", "A".to_owned());
+    Class::from_name(&name).unwrap_or_else(|| {
+        args.fail(&format!(
+            "--class: unknown class {name:?} (expected S, W, A, B or C)"
+        ))
+    })
 }
 
 /// What processor 0 reports.
@@ -164,42 +134,27 @@ fn nas_is(ctx: &mut Ctx, class: Class, move_keys: bool) -> Option<Outcome> {
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            println!("{HELP}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("nas_is: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut rt = Runtime::from_env();
-    if let Some(p) = args.procs {
-        rt = rt.procs(p);
-    }
-    if let Some(r) = args.router {
-        rt = rt.router(r);
-    }
-    let class = args.class;
-    let result = rt.run(|ctx| {
-        let outcome = nas_is(ctx, class, args.move_keys)?;
+    let args = Args::parse(HELP, &["json", "move-keys"]);
+    args.reject_unknown(&["class", "procs", "router", "json", "move-keys"]);
+    let (class, move_keys, json) = (class(&args), args.flag("move-keys"), args.flag("json"));
+    let result = args.runtime().run(|ctx| {
+        let outcome = nas_is(ctx, class, move_keys)?;
         let verified = outcome.full && outcome.passed == 5 * ITERATIONS as u64;
         let mops = (ITERATIONS * class.total_keys) as f64 / outcome.seconds / 1e6;
-        if args.json {
-            println!(
-                "{{\"class\":\"{}\",\"procs\":{},\"router\":\"{}\",\"total_keys\":{},\"iterations\":{ITERATIONS},\
-                 \"move_keys\":{},\"seconds\":{:.6},\"mops\":{mops:.2},\"partial_passed\":{},\"full_verification\":{},\"verified\":{verified}}}",
-                class.name,
-                ctx.nprocs(),
-                ctx.router(),
-                class.total_keys,
-                args.move_keys,
-                outcome.seconds,
-                outcome.passed,
-                outcome.full
-            );
+        if json {
+            Json::new()
+                .str("class", &class.name.to_string())
+                .num("procs", ctx.nprocs())
+                .str("router", &ctx.router().to_string())
+                .num("total_keys", class.total_keys)
+                .num("iterations", ITERATIONS)
+                .num("move_keys", move_keys)
+                .num("seconds", format!("{:.6}", outcome.seconds))
+                .num("mops", format!("{mops:.2}"))
+                .num("partial_passed", outcome.passed)
+                .num("full_verification", outcome.full)
+                .num("verified", verified)
+                .print();
         } else {
             println!(
                 "NAS IS class {}: {} keys in [0, {}), p = {}, router {}\n  \
@@ -214,17 +169,14 @@ fn main() -> ExitCode {
                 outcome.passed,
                 5 * ITERATIONS,
                 if outcome.full { "passed" } else { "FAILED" },
-                if verified { "SUCCESSFUL" } else { "UNSUCCESSFUL" }
+                if verified {
+                    "SUCCESSFUL"
+                } else {
+                    "UNSUCCESSFUL"
+                }
             );
         }
         Some(verified)
     });
-    match result {
-        Ok(v) if v.iter().all(|r| *r != Some(false)) => ExitCode::SUCCESS,
-        Ok(_) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("nas_is: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    verdict(&ran("nas_is", result))
 }
