@@ -13,11 +13,14 @@
 //! processor's local count alone (what the machine allows with no
 //! reduction at all). Exits with status 1 if the counts differ.
 
+mod common;
+
 use std::process::ExitCode;
 use std::time::Instant;
 
 use bsp::algos::{self, Max};
 use bsp::prelude::*;
+use common::{ran, Args};
 
 const HELP: &str = "histogram: counts of u32 values into K bins, checked against a sequential count
 
@@ -31,54 +34,34 @@ usage: histogram [--n N] [--bins K] [--dist uniform|zipf|single] [--procs P] [--
   --json       one JSON object instead of text
   --help       this text";
 
-struct Args {
+/// What the benchmark needs from the command line.
+struct Opts {
     n: usize,
     bins: usize,
     dist: String,
-    procs: Option<usize>,
     reps: usize,
     json: bool,
 }
 
-fn number(s: &str, name: &str) -> Result<usize, String> {
-    s.trim()
-        .parse()
-        .map_err(|_| format!("{name}: `{s}` is not a non-negative integer"))
-}
-
-fn parse() -> Result<Option<Args>, String> {
-    let mut args = Args {
-        n: 1 << 26,
-        bins: 256,
-        dist: "uniform".into(),
-        procs: None,
-        reps: 9,
-        json: false,
+fn parse_opts(args: &Args) -> Opts {
+    args.reject_unknown(&["n", "bins", "dist", "procs", "reps", "json"]);
+    let opts = Opts {
+        n: args.get("n", 1 << 26),
+        bins: args.get("bins", 256),
+        dist: args.get("dist", "uniform".to_owned()),
+        reps: args.get("reps", 9usize).max(1),
+        json: args.flag("json"),
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
-        match a.as_str() {
-            "--help" | "-h" => return Ok(None),
-            "--json" => args.json = true,
-            "--n" => args.n = number(&value("--n")?, "--n")?,
-            "--bins" => args.bins = number(&value("--bins")?, "--bins")?,
-            "--reps" => args.reps = number(&value("--reps")?, "--reps")?.max(1),
-            "--procs" => args.procs = Some(number(&value("--procs")?, "--procs")?),
-            "--dist" => args.dist = value("--dist")?,
-            other => return Err(format!("unknown argument `{other}` (try --help)")),
-        }
+    if opts.bins == 0 {
+        args.fail("--bins must be at least 1");
     }
-    if args.bins == 0 {
-        return Err("--bins must be at least 1".into());
-    }
-    if !["uniform", "zipf", "single"].contains(&args.dist.as_str()) {
-        return Err(format!(
+    if !["uniform", "zipf", "single"].contains(&opts.dist.as_str()) {
+        args.fail(&format!(
             "--dist: `{}` is not uniform, zipf or single",
-            args.dist
+            opts.dist
         ));
     }
-    Ok(Some(args))
+    opts
 }
 
 /// Value i of the global input (the same whatever p).
@@ -168,23 +151,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() -> ExitCode {
-    let args = match parse() {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            println!("{HELP}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("histogram: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut rt = Runtime::from_env();
-    if let Some(p) = args.procs {
-        rt = rt.procs(p);
-    }
+    let cmdline = Args::parse(HELP, &["json"]);
+    let args = parse_opts(&cmdline);
     let (n, bins, dist) = (args.n, args.bins, args.dist.as_str());
-    let result = rt.run(|ctx| {
+    let result = cmdline.runtime().run(|ctx| {
         let (p, me) = (ctx.nprocs(), ctx.pid());
         let blocks = algos::Block::new(n, p);
         let mine: Vec<u32> = blocks.range(me).map(|i| value(dist, i as u64)).collect();
@@ -227,15 +197,10 @@ fn main() -> ExitCode {
             )
         })
     });
-    let (verified, [bsp, local, seq], p) = match result {
-        Ok(out) => match out.into_iter().flatten().next() {
-            Some(r) => r,
-            None => return ExitCode::SUCCESS, // not rank 0 under MPI
-        },
-        Err(e) => {
-            eprintln!("histogram: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some((verified, [bsp, local, seq], p)) =
+        ran("histogram", result).into_iter().flatten().next()
+    else {
+        return ExitCode::SUCCESS; // not rank 0 under MPI
     };
     let rate = n as f64 / bsp.wall;
     // Throughput per processor relative to the sequential count, in wall
