@@ -13,11 +13,14 @@
 //! checks itself: both variants must produce the same array, whose sum
 //! must be n; otherwise it exits with status 1.
 
+mod common;
+
 use std::process::ExitCode;
 use std::time::Instant;
 
 use bsp::algos::{self, Block, Combine, Max, Sum};
 use bsp::prelude::*;
+use common::{Args, Json};
 
 const HELP: &str = "bench_access: RAW (sum) with hot spots, bucket stretching vs naive
 
@@ -30,47 +33,27 @@ usage: bench_access [--n N] [--procs P[,P...]] [--reps R] [--json]
   --json       one JSON object per line instead of a table
   --help       this text";
 
-struct Args {
+/// What the benchmark needs from the command line.
+struct Opts {
     n: usize,
     procs: Vec<usize>,
     reps: usize,
     json: bool,
 }
 
-fn parse() -> Result<Option<Args>, String> {
-    let mut args = Args {
-        n: 1 << 24,
-        procs: vec![2, 8],
-        reps: 3,
-        json: false,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
-        match a.as_str() {
-            "--help" | "-h" => return Ok(None),
-            "--json" => args.json = true,
-            "--n" => args.n = number(&value("--n")?, "--n")?,
-            "--reps" => args.reps = number(&value("--reps")?, "--reps")?.max(1),
-            "--procs" => {
-                args.procs = value("--procs")?
-                    .split(',')
-                    .map(|p| number(p, "--procs"))
-                    .collect::<Result<_, _>>()?;
-            }
-            other => return Err(format!("unknown argument `{other}` (try --help)")),
-        }
+fn parse_opts() -> Opts {
+    let args = Args::parse(HELP, &["json"]);
+    args.reject_unknown(&["n", "procs", "reps", "json"]);
+    let procs = args.list("procs", &[2, 8]);
+    if procs.contains(&0) {
+        args.fail("--procs: need at least one processor");
     }
-    if args.procs.contains(&0) {
-        return Err("--procs: need at least one processor".into());
+    Opts {
+        n: args.get("n", 1 << 24),
+        procs,
+        reps: args.get("reps", 3usize).max(1),
+        json: args.flag("json"),
     }
-    Ok(Some(args))
-}
-
-fn number(s: &str, name: &str) -> Result<usize, String> {
-    s.trim()
-        .parse()
-        .map_err(|_| format!("{name}: `{s}` is not a non-negative integer"))
 }
 
 /// splitmix64
@@ -195,17 +178,7 @@ fn measure(
 }
 
 fn main() -> ExitCode {
-    let args = match parse() {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            println!("{HELP}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("bench_access: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let args = parse_opts();
     let header = || {
         println!(
             "RAW (sum), n = {} writes into {} elements, median of {}",
@@ -248,10 +221,15 @@ fn main() -> ExitCode {
             let base = *uniform.get_or_insert(bsp);
             if args.json {
                 for (variant, t) in [("bsp", bsp), ("naive", naive)] {
-                    println!(
-                        "{{\"variant\":\"{variant}\",\"dist\":\"{dist}\",\"procs\":{p},\"n\":{},\"seconds\":{:.6},\"cpu_seconds\":{:.6},\"verified\":true}}",
-                        args.n, t.wall, t.cpu
-                    );
+                    Json::new()
+                        .str("variant", variant)
+                        .str("dist", dist)
+                        .num("procs", p)
+                        .num("n", args.n)
+                        .num("seconds", format!("{:.6}", t.wall))
+                        .num("cpu_seconds", format!("{:.6}", t.cpu))
+                        .num("verified", true)
+                        .print();
                 }
             } else {
                 println!(
