@@ -7,6 +7,8 @@
 //! cargo run --release --example bench_sort -- --n 16777216,67108864 --procs 2
 //! ```
 
+mod common;
+
 use std::cmp::Ordering;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -15,6 +17,7 @@ use bsp::prelude::*;
 use bsp::sort::inputs::{block_range, Dist};
 use bsp::sort::RadixSorter;
 use bytemuck::{Pod, Zeroable};
+use common::{Args, Json};
 use rayon::prelude::*;
 use voracious_radix_sort::{RadixSort as _, Radixable};
 
@@ -93,7 +96,8 @@ impl Item for Rec {
     }
 }
 
-struct Args {
+/// What the benchmark needs from the command line.
+struct Opts {
     ns: Vec<usize>,
     procs: usize,
     dists: Vec<Dist>,
@@ -104,47 +108,33 @@ struct Args {
     json: bool,
 }
 
-fn list<T>(flag: &str, v: &str, parse: impl Fn(&str) -> Option<T>) -> Result<Vec<T>, String> {
-    v.split(',')
-        .map(|s| parse(s.trim()).ok_or_else(|| format!("{flag}: cannot parse {s:?}")))
-        .collect()
-}
-
-fn parse_args() -> Result<Option<Args>, String> {
-    let mut a = Args {
-        ns: vec![1 << 24, 1 << 26],
-        procs: 2,
-        dists: vec![Dist::Uniform, Dist::Sparse],
-        kinds: vec!["keys".into(), "pairs".into()],
-        reps: 5,
-        only: None,
-        router: Router::TwoPhase,
-        json: false,
+fn parse_opts() -> Opts {
+    let args = Args::parse(HELP, &["json"]);
+    args.reject_unknown(&[
+        "n", "procs", "dist", "kind", "reps", "only", "router", "json",
+    ]);
+    let kinds: Vec<String> = args.list("kind", &["keys".to_owned(), "pairs".to_owned()]);
+    if let Some(k) = kinds
+        .iter()
+        .find(|k| !matches!(k.as_str(), "keys" | "pairs"))
+    {
+        args.fail(&format!("--kind: cannot parse {k:?}"));
+    }
+    let opts = Opts {
+        ns: args.list("n", &[1 << 24, 1 << 26]),
+        // a list is accepted for --procs and --reps: its first element counts
+        procs: args.list("procs", &[2])[0],
+        dists: args.list("dist", &[Dist::Uniform, Dist::Sparse]),
+        kinds,
+        reps: args.list("reps", &[5])[0],
+        only: args.opt::<String>("only").map(|_| args.list("only", &[])),
+        router: args.get("router", Router::TwoPhase),
+        json: args.flag("json"),
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--help" | "-h" => return Ok(None),
-            "--n" => a.ns = list(&flag, &value()?, |s| s.parse().ok())?,
-            "--procs" => a.procs = list(&flag, &value()?, |s| s.parse().ok())?[0],
-            "--dist" => a.dists = list(&flag, &value()?, |s| s.parse().ok())?,
-            "--kind" => {
-                a.kinds = list(&flag, &value()?, |s| {
-                    matches!(s, "keys" | "pairs").then(|| s.to_owned())
-                })?
-            }
-            "--reps" => a.reps = list(&flag, &value()?, |s| s.parse().ok())?[0],
-            "--only" => a.only = Some(list(&flag, &value()?, |s| Some(s.to_owned()))?),
-            "--router" => a.router = value()?.parse().map_err(|e| format!("--router: {e}"))?,
-            "--json" => a.json = true,
-            other => return Err(format!("unknown option {other:?} (try --help)")),
-        }
+    if opts.procs == 0 || opts.reps == 0 {
+        args.fail("--procs and --reps must be at least 1");
     }
-    if a.procs == 0 || a.reps == 0 {
-        return Err("--procs and --reps must be at least 1".into());
-    }
-    Ok(Some(a))
+    opts
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -180,7 +170,7 @@ fn time_peer<T: Item>(
 /// slowest processor's.
 fn time_bsp<T: Item>(
     input: &[T],
-    args: &Args,
+    args: &Opts,
     reuse: bool,
     check: &dyn Fn(&[T]) -> bool,
 ) -> (f64, bool) {
@@ -237,7 +227,7 @@ fn time_bsp<T: Item>(
     (median(per_rep), check(&all))
 }
 
-fn run_case<T>(args: &Args, kind: &str, dist: Dist, n: usize, pool: &rayon::ThreadPool) -> bool
+fn run_case<T>(args: &Opts, kind: &str, dist: Dist, n: usize, pool: &rayon::ThreadPool) -> bool
 where
     T: Item + rdst::RadixKey + Radixable<u32>,
 {
@@ -340,11 +330,17 @@ where
     for (name, s, ok) in &rows {
         let rate = n as f64 / s;
         if args.json {
-            println!(
-                "{{\"sorter\":\"{name}\",\"kind\":\"{kind}\",\"dist\":\"{dist}\",\"n\":{n},\"procs\":{p},\
-                 \"seconds\":{s:.6},\"keys_per_second\":{rate:.0},\"time_vs_bsp\":{:.3},\"correct\":{ok}}}",
-                s / base
-            );
+            Json::new()
+                .str("sorter", name)
+                .str("kind", kind)
+                .str("dist", &dist.to_string())
+                .num("n", n)
+                .num("procs", p)
+                .num("seconds", format!("{s:.6}"))
+                .num("keys_per_second", format!("{rate:.0}"))
+                .num("time_vs_bsp", format!("{:.3}", s / base))
+                .num("correct", ok)
+                .print();
         } else {
             let flag = if *ok { "" } else { "  WRONG OUTPUT" };
             println!(
@@ -358,17 +354,7 @@ where
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            println!("{HELP}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("bench_sort: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let args = parse_opts();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.procs)
         .build()
