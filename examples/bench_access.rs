@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use bsp::algos::{self, Block, Combine, Max, Sum};
 use bsp::prelude::*;
-use common::{Args, Json};
+use common::{upper_median, Args, Json};
 
 const HELP: &str = "bench_access: RAW (sum) with hot spots, bucket stretching vs naive
 
@@ -98,11 +98,6 @@ struct Timing {
     cpu: f64,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// Runs both variants `reps` times on `p` processors; returns the median
 /// timings of (bsp, naive) (`None` on MPI ranks other than 0), or an error
 /// if the results are wrong.
@@ -166,8 +161,8 @@ fn measure(
                     ))
                 } else {
                     let timing = |wall, cpu| Timing {
-                        wall: median(wall),
-                        cpu: median(cpu),
+                        wall: upper_median(wall),
+                        cpu: upper_median(cpu),
                     };
                     Ok((timing(times.0, cpu.0), timing(times.1, cpu.1)))
                 }

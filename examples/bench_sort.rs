@@ -17,7 +17,7 @@ use bsp::prelude::*;
 use bsp::sort::inputs::{block_range, Dist};
 use bsp::sort::RadixSorter;
 use bytemuck::{Pod, Zeroable};
-use common::{Args, Json};
+use common::{upper_median, Args, Json};
 use rayon::prelude::*;
 use voracious_radix_sort::{RadixSort as _, Radixable};
 
@@ -137,11 +137,6 @@ fn parse_opts() -> Opts {
     opts
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// Times `sort` on a fresh copy of `input` `reps` times; returns the median
 /// and whether every output was right.
 fn time_peer<T: Item>(
@@ -161,7 +156,7 @@ fn time_peer<T: Item>(
             s
         })
         .collect();
-    (median(times), ok)
+    (upper_median(times), ok)
 }
 
 /// This project's sort at p processors: each repetition runs in a fresh
@@ -224,7 +219,7 @@ fn time_bsp<T: Item>(
         .map(|r| outs.iter().map(|(t, _)| t[r]).fold(0.0, f64::max))
         .collect();
     let all: Vec<T> = outs.into_iter().flat_map(|(_, d)| d).collect();
-    (median(per_rep), check(&all))
+    (upper_median(per_rep), check(&all))
 }
 
 fn run_case<T>(args: &Opts, kind: &str, dist: Dist, n: usize, pool: &rayon::ThreadPool) -> bool

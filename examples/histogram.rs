@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use bsp::algos::{self, Max};
 use bsp::prelude::*;
-use common::{ran, Args};
+use common::{ran, upper_median, Args};
 
 const HELP: &str = "histogram: counts of u32 values into K bins, checked against a sequential count
 
@@ -112,8 +112,8 @@ impl Seconds {
     /// The median of each.
     fn median(all: &[Seconds]) -> Seconds {
         Seconds {
-            wall: median(all.iter().map(|s| s.wall).collect()),
-            cpu: median(all.iter().map(|s| s.cpu).collect()),
+            wall: upper_median(all.iter().map(|s| s.wall).collect()),
+            cpu: upper_median(all.iter().map(|s| s.cpu).collect()),
         }
     }
 }
@@ -143,11 +143,6 @@ impl Clock {
             cpu: t[1],
         }
     }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() -> ExitCode {

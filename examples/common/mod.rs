@@ -198,6 +198,13 @@ pub fn median(xs: &mut [f64]) -> f64 {
     }
 }
 
+/// The upper median of `v` (its element `len / 2` once sorted; `v` must not
+/// be empty): what the sort, histogram and random access benchmarks report.
+pub fn upper_median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 /// The element-wise maximum of `xs` over all processors: collective, every
 /// processor calls it with a slice of the same length and gets the same
 /// answer. Benchmarks time a phase on every processor (after a sync, which
