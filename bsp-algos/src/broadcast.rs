@@ -46,7 +46,7 @@ fn check_root(ctx: &Ctx, root: usize) {
 ///
 /// As the algorithm chosen: ⌈log₂ p⌉ supersteps of h = m, or 2 supersteps
 /// of h ≈ 2m (m = `buf.len()` elements).
-pub fn broadcast<T: Pod + Send + Sync>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
+pub fn broadcast<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
     let bytes = std::mem::size_of_val(buf);
     if ctx.nprocs() > 2 && bytes >= TWO_PHASE_BYTES {
         broadcast_two_phase(ctx, root, buf);
@@ -78,7 +78,7 @@ pub fn broadcast<T: Pod + Send + Sync>(ctx: &mut Ctx, root: usize, buf: &mut [T]
 /// # Cost
 ///
 /// ⌈log₂ p⌉ supersteps, each an h-relation of h = m elements (one put).
-pub fn broadcast_tree<T: Pod + Send + Sync>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
+pub fn broadcast_tree<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
     check_root(ctx, root);
     let p = ctx.nprocs();
     let a = ctx.coarray_from(buf.to_vec());
@@ -118,7 +118,7 @@ pub fn broadcast_tree<T: Pod + Send + Sync>(ctx: &mut Ctx, root: usize, buf: &mu
 ///
 /// 2 supersteps: a scatter (h = m − ⌈m/p⌉ at the root) and an all-gather
 /// (h ≈ m(p − 1)/p), with p − 1 put records per processor in each.
-pub fn broadcast_two_phase<T: Pod + Send + Sync>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
+pub fn broadcast_two_phase<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
     check_root(ctx, root);
     let (p, me) = (ctx.nprocs(), ctx.pid());
     let blocks = Block::new(buf.len(), p);
@@ -157,7 +157,7 @@ pub fn broadcast_two_phase<T: Pod + Send + Sync>(ctx: &mut Ctx, root: usize, buf
 ///
 /// A tree broadcast of the length (⌈log₂ p⌉ supersteps, h = 1 word), then
 /// [`broadcast`] of the data.
-pub fn broadcast_vec<T: Pod + Send + Sync>(ctx: &mut Ctx, root: usize, data: &[T]) -> Vec<T> {
+pub fn broadcast_vec<T: Pod + Send>(ctx: &mut Ctx, root: usize, data: &[T]) -> Vec<T> {
     let mut len = [data.len() as u64];
     broadcast_tree(ctx, root, &mut len);
     let mut buf = if ctx.pid() == root {

@@ -63,7 +63,7 @@ fn check_sorted(index: &[usize], what: &str) {
 ///
 /// 2 supersteps: an all-gather of 3 words and 2 values per processor, then
 /// h ≤ max(local writes, ⌈len/p⌉) (+ [`Unique`](crate::Unique): 1 more).
-pub fn monotonic_raw<T: Pod + Send + Sync, C: Collision<T>>(
+pub fn monotonic_raw<T: Pod + Send, C: Collision<T>>(
     ctx: &mut Ctx,
     target: &mut [T],
     len: usize,
@@ -189,7 +189,7 @@ pub fn monotonic_raw<T: Pod + Send + Sync, C: Collision<T>>(
 ///
 /// 2 supersteps: an exclusive max-scan of one word, then h ≤ local writers
 /// + p (each range split at block boundaries) sent, ≤ ⌈len/p⌉ received.
-pub fn generalize<T: Pod + Send + Sync>(
+pub fn generalize<T: Pod + Send>(
     ctx: &mut Ctx,
     target: &mut [T],
     len: usize,

@@ -55,7 +55,7 @@ use crate::dist::Block;
 /// dense bucket spans intermediates, 1 superstep of all-gather (h ≤ about
 /// 2w values); when a bucket is dense, 1 superstep with the answers as
 /// gets (h ≤ about 2n/p values).
-pub fn rar<T: Pod + Send + Sync>(ctx: &mut Ctx, data: &[T], len: usize, index: &[usize]) -> Vec<T> {
+pub fn rar<T: Pod + Send>(ctx: &mut Ctx, data: &[T], len: usize, index: &[usize]) -> Vec<T> {
     let buckets = Buckets::balanced(len, ctx.nprocs());
     rar_with(ctx, buckets, true, data, index)
 }
@@ -83,12 +83,7 @@ pub fn rar<T: Pod + Send + Sync>(ctx: &mut Ctx, data: &[T], len: usize, index: &
 ///
 /// An exclusive scan of p counts (1 superstep), then 1 superstep: requests
 /// (h ≤ n at a hot spot's owner) and the answers as gets.
-pub fn rar_direct<T: Pod + Send + Sync>(
-    ctx: &mut Ctx,
-    data: &[T],
-    len: usize,
-    index: &[usize],
-) -> Vec<T> {
+pub fn rar_direct<T: Pod + Send>(ctx: &mut Ctx, data: &[T], len: usize, index: &[usize]) -> Vec<T> {
     let buckets = Buckets::one_per_processor(len, ctx.nprocs());
     rar_with(ctx, buckets, false, data, index)
 }
@@ -97,7 +92,7 @@ pub fn rar_direct<T: Pod + Send + Sync>(
 /// the bucket-sorted order.
 type Pending<T> = Vec<(usize, GetHandle<T>)>;
 
-fn rar_with<T: Pod + Send + Sync>(
+fn rar_with<T: Pod + Send>(
     ctx: &mut Ctx,
     buckets: Buckets,
     stretch: bool,
@@ -270,7 +265,7 @@ impl Copies {
 
 /// Issues gets for the runs into sparse or dense buckets; runs held by this
 /// processor are copied at once.
-fn fetch<T: Pod + Send + Sync>(
+fn fetch<T: Pod + Send>(
     ctx: &mut Ctx,
     runs: &[Run],
     dense: bool,

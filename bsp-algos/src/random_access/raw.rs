@@ -79,7 +79,7 @@ use crate::dist::Block;
 /// [`Unique`](crate::Unique) adds one superstep. Each call registers
 /// receive and send buffers of about n/p writes and releases them after
 /// the first stage.
-pub fn raw<T: Pod + Send + Sync, C: Collision<T>>(
+pub fn raw<T: Pod + Send, C: Collision<T>>(
     ctx: &mut Ctx,
     target: &mut [T],
     len: usize,
@@ -126,7 +126,7 @@ pub fn raw<T: Pod + Send + Sync, C: Collision<T>>(
 ///
 /// An exclusive scan of p counts (1 superstep), then 1 superstep of h =
 /// max(writes sent, writes received) ≤ n at a hot spot's owner.
-pub fn raw_direct<T: Pod + Send + Sync, C: Collision<T>>(
+pub fn raw_direct<T: Pod + Send, C: Collision<T>>(
     ctx: &mut Ctx,
     target: &mut [T],
     len: usize,
@@ -150,7 +150,7 @@ pub(crate) fn check_block(ctx: &Ctx, local: usize, len: usize, what: &str) -> Bl
     dist
 }
 
-fn raw_with<T: Pod + Send + Sync, C: Collision<T>>(
+fn raw_with<T: Pod + Send, C: Collision<T>>(
     ctx: &mut Ctx,
     buckets: Buckets,
     stretch: bool,
