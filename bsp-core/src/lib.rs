@@ -54,7 +54,7 @@ pub use context::Ctx;
 pub use error::{Error, ErrorKind, Result};
 pub use queue::{Encoding, Queue, Raw, Serde};
 pub use router::{ParseRouterError, Router};
-pub use runtime::{run, Runtime, PROCS_ENV, PROFILE_ENV, ROUTER_ENV};
+pub use runtime::{launched_by_mpirun, run, Runtime, PROCS_ENV, PROFILE_ENV, ROUTER_ENV};
 pub use stats::{Stats, SuperstepStats};
 pub use transport::Transport;
 

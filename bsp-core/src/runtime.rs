@@ -18,6 +18,29 @@ pub const ROUTER_ENV: &str = "BSP_ROUTER";
 /// per-superstep statistics table to standard error when a run ends.
 pub const PROFILE_ENV: &str = "BSP_PROFILE";
 
+/// Whether this process was started by `mpirun` / `mpiexec` (OpenMPI, MPICH
+/// with Hydra, or any PMIx launcher), judged from the launcher's
+/// environment. [`Runtime::from_env`] picks MPI when this holds and the
+/// binary has the `mpi` feature.
+///
+/// # Examples
+///
+/// ```
+/// if !bsp_core::launched_by_mpirun() {
+///     assert_eq!(bsp_core::Runtime::from_env().transport(), bsp_core::Transport::Threads);
+/// }
+/// ```
+pub fn launched_by_mpirun() -> bool {
+    [
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+        "PMIX_RANK",
+        "MPI_LOCALNRANKS",
+    ]
+    .iter()
+    .any(|v| std::env::var_os(v).is_some())
+}
+
 /// Chooses the transport, processor count and router of a BSP run.
 ///
 /// # Examples
@@ -89,7 +112,7 @@ impl Runtime {
     /// reported by [`run`](Runtime::run) as an [`ErrorKind::Config`] error.
     pub fn from_env() -> Self {
         #[cfg(feature = "mpi")]
-        if crate::transport::mpi::launched_by_mpirun() {
+        if launched_by_mpirun() {
             return Runtime::mpi().router_from_env();
         }
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());

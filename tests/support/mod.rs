@@ -33,17 +33,7 @@ pub fn under_mpi() -> bool {
     cfg!(feature = "mpi") && launched_by_mpirun()
 }
 
-/// Whether the environment shows an MPI launcher (OpenMPI, Hydra, PMIx).
-pub fn launched_by_mpirun() -> bool {
-    [
-        "OMPI_COMM_WORLD_SIZE",
-        "PMI_SIZE",
-        "PMIX_RANK",
-        "MPI_LOCALNRANKS",
-    ]
-    .iter()
-    .any(|v| std::env::var_os(v).is_some())
-}
+pub use bsp::launched_by_mpirun;
 
 /// The runtimes to run a test body on, with both routers: threads with
 /// each p in `ps`, or, under `mpirun`, the MPI world (whose p is `-np`).

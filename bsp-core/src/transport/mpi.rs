@@ -90,19 +90,6 @@ const MIN_SLOT: usize = 256;
 /// Bytes of the header leading each eager slot.
 const SLOT_HEADER: usize = 16;
 
-/// Whether this process was started by `mpirun` / `mpiexec` (OpenMPI, MPICH
-/// with Hydra, or any PMIx launcher).
-pub(crate) fn launched_by_mpirun() -> bool {
-    [
-        "OMPI_COMM_WORLD_SIZE",
-        "PMI_SIZE",
-        "PMIX_RANK",
-        "MPI_LOCALNRANKS",
-    ]
-    .iter()
-    .any(|v| std::env::var_os(v).is_some())
-}
-
 /// The process-wide MPI state: initialised on first use, never dropped.
 struct World {
     /// bsp's own duplicate of `MPI_COMM_WORLD`.
