@@ -163,18 +163,15 @@ fn a_panic_on_one_rank_ends_the_job() {
     }
 }
 
-#[test]
-fn an_early_return_is_reported_on_every_rank() {
+/// Runs scenario `name` on 2 and 3 ranks and checks that it fails with a
+/// line starting with `want(np)` on every rank.
+fn assert_reported_on_every_rank(name: &str, want: impl Fn(usize) -> String) {
     for np in [2, 3] {
-        let Some(run) = job("early-return", np) else {
+        let Some(run) = job(name, np) else {
             return;
         };
-        let lines = assert_failed("early-return", np, &run);
-        let want = format!(
-            "bsp: processor {}, superstep 1: superstep mismatch: processor {} returned from its closure after 1 syncs",
-            np - 1,
-            np - 1
-        );
+        let lines = assert_failed(name, np, &run);
+        let want = want(np);
         let n = lines.iter().filter(|l| l.starts_with(&want)).count();
         assert_eq!(
             n, np,
@@ -185,24 +182,25 @@ fn an_early_return_is_reported_on_every_rank() {
 }
 
 #[test]
+fn an_early_return_is_reported_on_every_rank() {
+    assert_reported_on_every_rank("early-return", |np| {
+        format!(
+            "bsp: processor {}, superstep 1: superstep mismatch: processor {} returned from its closure after 1 syncs",
+            np - 1,
+            np - 1
+        )
+    });
+}
+
+#[test]
 fn a_registration_mismatch_is_reported_on_every_rank() {
-    for np in [2, 3] {
-        let Some(run) = job("registration", np) else {
-            return;
-        };
-        let lines = assert_failed("registration", np, &run);
-        let want = format!(
+    assert_reported_on_every_rank("registration", |np| {
+        format!(
             "bsp: processor {}, superstep 0: registration mismatch: processors {} and 0 have each registered 1",
             np - 1,
             np - 1
-        );
-        let n = lines.iter().filter(|l| l.starts_with(&want)).count();
-        assert_eq!(
-            n, np,
-            "np = {np}: want {np} lines starting {want:?} in\n{}",
-            run.stderr
-        );
-    }
+        )
+    });
 }
 
 #[test]

@@ -288,6 +288,19 @@ fn record_bytes(lens: &[usize]) -> u64 {
     }
 }
 
+/// The sizes of the `put_from` pieces processor `src` sends to `dst` in
+/// `step` of [`mixed_segments`].
+fn mixed_sizes(step: usize, src: usize, dst: usize) -> Vec<usize> {
+    let r = mix(((step as u64) << 32) ^ ((src as u64) << 16) ^ dst as u64);
+    let pick = [0, 1, 100, (64 << 10) - 1, 64 << 10, 200_000, 3 << 20];
+    (0..1 + r as usize % 4)
+        .map(|k| pick[(mix(r ^ k as u64) % pick.len() as u64) as usize])
+        .collect()
+}
+
+/// Room for the pieces from one source in [`mixed_segments`].
+const MIXED_MOST: usize = 4 * (3 << 20) + 64;
+
 /// `put_from` pieces of mixed sizes (tiny, just below and above the MPI
 /// transport's large-segment threshold of 64 KiB, several MiB) interleaved
 /// with small buffered puts and messages, into every processor: the
@@ -295,14 +308,7 @@ fn record_bytes(lens: &[usize]) -> u64 {
 /// inline, and every stream must come back together in order.
 fn mixed_segments(ctx: &mut Ctx, steps: usize) -> u64 {
     let (me, p) = (ctx.pid(), ctx.nprocs());
-    let sizes = |step: usize, src: usize, dst: usize| -> Vec<usize> {
-        let r = mix(((step as u64) << 32) ^ ((src as u64) << 16) ^ dst as u64);
-        let pick = [0, 1, 100, (64 << 10) - 1, 64 << 10, 200_000, 3 << 20];
-        (0..1 + r as usize % 4)
-            .map(|k| pick[(mix(r ^ k as u64) % pick.len() as u64) as usize])
-            .collect()
-    };
-    let most = 4 * (3 << 20) + 64;
+    let (sizes, most) = (mixed_sizes, MIXED_MOST);
     let src = ctx.coarray::<u8>(most * p);
     let dst = ctx.coarray::<u8>(most * p);
     let small = ctx.coarray::<u64>(p * 4);
@@ -339,14 +345,7 @@ fn mixed_segments(ctx: &mut Ctx, steps: usize) -> u64 {
 /// What processor `me` must see from [`mixed_segments`], computed the same
 /// way but sequentially.
 fn mixed_segments_oracle(steps: usize, p: usize, me: usize) -> u64 {
-    let sizes = |step: usize, src: usize, dst: usize| -> Vec<usize> {
-        let r = mix(((step as u64) << 32) ^ ((src as u64) << 16) ^ dst as u64);
-        let pick = [0, 1, 100, (64 << 10) - 1, 64 << 10, 200_000, 3 << 20];
-        (0..1 + r as usize % 4)
-            .map(|k| pick[(mix(r ^ k as u64) % pick.len() as u64) as usize])
-            .collect()
-    };
-    let most = 4 * (3 << 20) + 64;
+    let (sizes, most) = (mixed_sizes, MIXED_MOST);
     let mut small = vec![0u64; p * 4];
     let mut h = FNV0;
     for step in 0..steps {
