@@ -108,7 +108,7 @@ fn measure(
     reps: usize,
 ) -> Result<Option<(Timing, Timing)>, String> {
     let out = Runtime::from_env()
-        .procs(p)
+        .with_procs(p)
         .run(|ctx| {
             let blocks = Block::new(n, ctx.nprocs());
             let mine = blocks.range(ctx.pid());
@@ -195,7 +195,7 @@ fn main() -> ExitCode {
     let mut done = Vec::new();
     for &asked in &args.procs {
         // Under MPI every count is the mpirun size: measure it once.
-        let p = Runtime::from_env().procs(asked).nprocs();
+        let p = Runtime::from_env().with_procs(asked).nprocs();
         if done.contains(&p) {
             continue;
         }

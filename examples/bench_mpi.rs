@@ -234,7 +234,7 @@ fn main() {
             for (v, &(_, router, mode, send)) in variants.iter().enumerate() {
                 std::env::set_var("BSP_MPI_TRANSPOSE", mode);
                 std::env::set_var("BSP_MPI_SEND", send);
-                let (t, route_ok) = bsp_route(&rt.clone().router(router), n, iters);
+                let (t, route_ok) = bsp_route(&rt.clone().with_router(router), n, iters);
                 ok &= route_ok;
                 best[v] = best[v].min(t);
             }

@@ -99,8 +99,8 @@ fn run_bsp(rt: &Runtime, router: Router, c: &[Vec<usize>], reps: usize) -> Vec<f
     let p = c.len();
     let times = rt
         .clone()
-        .procs(p) // ignored under MPI, where the plan is for the world size
-        .router(router)
+        .with_procs(p) // ignored under MPI, where the plan is for the world size
+        .with_router(router)
         .run(|ctx| {
             assert_eq!(ctx.nprocs(), p, "the plan is for {p} processors");
             let me = ctx.pid();

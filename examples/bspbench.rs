@@ -151,12 +151,12 @@ fn main() {
     args.reject_unknown(&["procs", "router", "max-kib", "json"]);
     let mut rt = Runtime::from_env();
     if let Some(p) = args.opt("procs") {
-        rt = rt.procs(p); // ignored under MPI: mpirun -np decides
+        rt = rt.with_procs(p); // ignored under MPI: mpirun -np decides
     }
-    let router: Router = args.get("router", rt.router_kind());
+    let router: Router = args.get("router", rt.router());
     let max_bytes = args.get::<usize>("max-kib", 4096) << 10;
     let json = args.flag("json");
-    let rt = rt.router(router);
+    let rt = rt.with_router(router);
     let transport = rt.transport().name();
     let fits = rt
         .run(|ctx| (ctx.pid(), measure(ctx, max_bytes)))

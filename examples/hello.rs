@@ -22,7 +22,7 @@ fn main() {
     args.reject_unknown(&["procs", "json"]);
     let mut rt = Runtime::from_env();
     if let Some(p) = args.opt("procs") {
-        rt = rt.procs(p);
+        rt = rt.with_procs(p);
     }
     let json = args.flag("json");
     let transport = rt.transport().name();

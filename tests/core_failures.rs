@@ -12,7 +12,7 @@ use support::watchdog;
 fn on_both_routers(p: usize, check: impl Fn(&Runtime) + Send + Sync + 'static) {
     watchdog(60, move || {
         for router in [Router::TwoPhase, Router::Direct] {
-            check(&Runtime::threads(p).router(router));
+            check(&Runtime::threads(p).with_router(router));
         }
     });
 }

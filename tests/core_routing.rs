@@ -222,7 +222,7 @@ fn check(rt: &Runtime, plan: &[Vec<Op>]) -> Stats {
         "{}: another rank saw a wrong delivery",
         describe(rt)
     );
-    if rt.router_kind() == Router::TwoPhase {
+    if rt.router() == Router::TwoPhase {
         check_bounds(stats[0]);
     }
     stats[0].clone()

@@ -114,7 +114,7 @@ fn scenario() {
     }
     #[cfg(feature = "mpi")]
     for router in [Router::TwoPhase, Router::Direct] {
-        let rt = Runtime::mpi().router(router);
+        let rt = Runtime::mpi().with_router(router);
         for seed in SEEDS {
             let mine = rt.run(|ctx| (ctx.pid(), fingerprint(ctx, seed))).unwrap();
             for (pid, (data, stats)) in mine {
@@ -129,7 +129,7 @@ fn threads_lines(p: usize) -> Vec<String> {
     for router in [Router::TwoPhase, Router::Direct] {
         for seed in SEEDS {
             let all = Runtime::threads(p)
-                .router(router)
+                .with_router(router)
                 .run(|ctx| fingerprint(ctx, seed))
                 .unwrap();
             for (pid, (data, stats)) in all.into_iter().enumerate() {
@@ -150,7 +150,7 @@ fn routers_agree_on_threads() {
         for seed in SEEDS {
             let run = |router| {
                 Runtime::threads(p)
-                    .router(router)
+                    .with_router(router)
                     .run(|ctx| fingerprint(ctx, seed))
                     .unwrap()
             };

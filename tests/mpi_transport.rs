@@ -239,7 +239,7 @@ fn routers_agree_on_statistics() {
     // Every statistic except times is transport-independent; the two
     // routers differ only in block sizes and router headers.
     for rt in support::runtimes(&[2, 3]) {
-        let direct = rt.router_kind() == Router::Direct;
+        let direct = rt.router() == Router::Direct;
         support::check(
             &rt,
             |ctx| {

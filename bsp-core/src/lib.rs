@@ -40,17 +40,24 @@
 
 mod coarray;
 mod codec;
-mod context;
+mod ctx;
+mod delivery;
 mod error;
+mod launch;
+mod outbox;
+mod protocol;
 mod queue;
+mod registry;
 mod router;
 mod runtime;
+mod segments;
 mod stats;
+mod stats_log;
 mod transport;
 mod wire;
 
 pub use coarray::{Coarray, GetHandle};
-pub use context::Ctx;
+pub use ctx::Ctx;
 pub use error::{Error, ErrorKind, Result};
 pub use queue::{Encoding, Queue, Raw, Serde};
 pub use router::{ParseRouterError, Router};

@@ -1,13 +1,10 @@
 //! Launching a BSP program: the runtime builder and `run`.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
-
-use crate::context::Ctx;
+use crate::ctx::Ctx;
 use crate::error::{Error, ErrorKind, Result};
+use crate::launch;
 use crate::router::Router;
-use crate::transport::threads::{ThreadsComm, ThreadsShared};
-use crate::transport::{Aborted, Transport};
+use crate::transport::{self, Transport};
 
 /// Environment variable giving the processor count for [`Runtime::from_env`].
 pub const PROCS_ENV: &str = "BSP_PROCS";
@@ -48,7 +45,8 @@ pub fn launched_by_mpirun() -> bool {
 /// ```
 /// use bsp_core::{Router, Runtime};
 ///
-/// let rt = Runtime::threads(4).router(Router::Direct);
+/// let rt = Runtime::threads(4).with_router(Router::Direct);
+/// assert_eq!((rt.nprocs(), rt.router()), (4, Router::Direct));
 /// let pids = rt.run(|ctx| ctx.pid()).unwrap();
 /// assert_eq!(pids, vec![0, 1, 2, 3]);
 /// ```
@@ -99,7 +97,7 @@ impl Runtime {
     pub fn mpi() -> Self {
         Runtime {
             transport: Transport::Mpi,
-            procs: crate::transport::mpi::world_size(),
+            procs: transport::mpi::world_size(),
             router: Router::default(),
             config_error: None,
         }
@@ -139,14 +137,14 @@ impl Runtime {
     }
 
     /// Sets the router (default [`Router::TwoPhase`]).
-    pub fn router(mut self, router: Router) -> Self {
+    pub fn with_router(mut self, router: Router) -> Self {
         self.router = router;
         self
     }
 
     /// Sets the processor count. Ignored under MPI, where `mpirun -np`
     /// decides it.
-    pub fn procs(mut self, p: usize) -> Self {
+    pub fn with_procs(mut self, p: usize) -> Self {
         if self.transport == Transport::Threads {
             self.procs = p;
         }
@@ -164,7 +162,7 @@ impl Runtime {
     }
 
     /// The chosen router.
-    pub fn router_kind(&self) -> Router {
+    pub fn router(&self) -> Router {
         self.router
     }
 
@@ -194,11 +192,9 @@ impl Runtime {
         if let Some(msg) = &self.config_error {
             return Err(Error::new(ErrorKind::Config, None, None, msg.clone()));
         }
-        match self.transport {
-            Transport::Threads => run_threads(self.procs, self.router, &f),
-            #[cfg(feature = "mpi")]
-            Transport::Mpi => crate::transport::mpi::run(self.router, &f),
-        }
+        let (router, transport) = (self.router, self.transport);
+        let body = |comm| launch::processor(comm, router, transport, &f);
+        transport::launch(transport, self.procs, &body)
     }
 }
 
@@ -231,93 +227,4 @@ where
     R: Send,
 {
     Runtime::threads(p).run(f)
-}
-
-/// Text of a panic payload.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(non-string panic payload)".to_owned()
-    }
-}
-
-/// Runs one processor's share of the program: the closure, then the end
-/// protocol. A panic is turned into the run's error through `ctx.abort`,
-/// which the transport propagates (threads: record and release everyone;
-/// MPI: print and abort the job). Returns `None` when the run was aborted.
-pub(crate) fn run_processor<F, R>(ctx: &mut Ctx, f: &F) -> Option<R>
-where
-    F: Fn(&mut Ctx) -> R,
-{
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let result = f(ctx);
-        ctx.finish();
-        result
-    }));
-    match outcome {
-        Ok(result) => {
-            if ctx.pid() == 0 && std::env::var(PROFILE_ENV).is_ok_and(|v| v == "1") {
-                eprint!("{}", ctx.stats());
-            }
-            Some(result)
-        }
-        Err(payload) => {
-            if !payload.is::<Aborted>() {
-                let error = Error::at(
-                    ErrorKind::Panic,
-                    ctx.pid(),
-                    ctx.superstep(),
-                    panic_message(payload.as_ref()),
-                );
-                // `abort` unwinds with `Aborted` once the error is recorded.
-                let _ = catch_unwind(AssertUnwindSafe(|| ctx.abort(error)));
-            }
-            None
-        }
-    }
-}
-
-fn run_threads<F, R>(p: usize, router: Router, f: &F) -> Result<Vec<R>>
-where
-    F: Fn(&mut Ctx) -> R + Sync,
-    R: Send,
-{
-    if p == 0 {
-        return Err(Error::new(
-            ErrorKind::Config,
-            None,
-            None,
-            "a run needs at least one processor (p = 0)",
-        ));
-    }
-    let shared = ThreadsShared::new(p);
-    let results: Vec<Option<R>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..p)
-            .map(|pid| {
-                let shared = Arc::clone(&shared);
-                std::thread::Builder::new()
-                    .name(format!("bsp-{pid}"))
-                    .spawn_scoped(scope, move || {
-                        let comm = Box::new(ThreadsComm::new(shared, pid));
-                        let mut ctx = Ctx::new(comm, router, Transport::Threads);
-                        run_processor(&mut ctx, f)
-                    })
-                    .expect("bsp: cannot spawn a processor thread")
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_default())
-            .collect()
-    });
-    if let Some(error) = shared.take_error() {
-        return Err(error);
-    }
-    Ok(results
-        .into_iter()
-        .map(|r| r.expect("bsp: a processor ended without result or error"))
-        .collect())
 }

@@ -109,10 +109,10 @@ impl Args {
     pub fn runtime(&self) -> bsp::Runtime {
         let mut rt = bsp::Runtime::from_env();
         if let Some(p) = self.opt("procs") {
-            rt = rt.procs(p);
+            rt = rt.with_procs(p);
         }
         if let Some(r) = self.opt::<bsp::Router>("router") {
-            rt = rt.router(r);
+            rt = rt.with_router(r);
         }
         rt
     }

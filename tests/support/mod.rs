@@ -47,8 +47,8 @@ pub fn runtimes(ps: &[usize]) -> Vec<Runtime> {
         .into_iter()
         .flat_map(|rt| {
             [
-                rt.clone().router(Router::TwoPhase),
-                rt.router(Router::Direct),
+                rt.clone().with_router(Router::TwoPhase),
+                rt.with_router(Router::Direct),
             ]
         })
         .collect()
@@ -84,7 +84,7 @@ pub fn describe(rt: &Runtime) -> String {
     format!(
         "p = {}, router = {}, transport = {}",
         rt.nprocs(),
-        rt.router_kind(),
+        rt.router(),
         rt.transport().name()
     )
 }
@@ -315,7 +315,7 @@ impl Rng {
 pub fn runtimes_with(ps: &[usize], router: Router) -> Vec<Runtime> {
     runtimes(ps)
         .into_iter()
-        .filter(|rt| rt.router_kind() == router)
+        .filter(|rt| rt.router() == router)
         .collect()
 }
 

@@ -1,16 +1,17 @@
 //! Single-phase delivery: one irregular all-to-all.
 
 use super::RouteFigures;
-use crate::transport::{block_len, Aborted, Block, Comm};
+use crate::segments::{segments_len, Segments};
+use crate::transport::{Aborted, Comm};
 
 pub(super) fn route(
     comm: &mut dyn Comm,
-    streams: Vec<Block>,
-) -> Result<(Vec<Block>, RouteFigures), Aborted> {
+    streams: Vec<Segments>,
+) -> Result<(Vec<Segments>, RouteFigures), Aborted> {
     let figures = RouteFigures {
         first_block: streams
             .iter()
-            .map(|b| block_len(b) as u64)
+            .map(|b| segments_len(b) as u64)
             .max()
             .unwrap_or(0),
         ..RouteFigures::default()

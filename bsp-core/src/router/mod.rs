@@ -6,7 +6,8 @@ mod two_phase;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::transport::{Aborted, Block, Comm};
+use crate::segments::Segments;
+use crate::transport::{Aborted, Comm};
 
 /// How the communication of a superstep (an h-relation) is delivered.
 ///
@@ -86,21 +87,13 @@ pub(crate) struct RouteFigures {
     pub(crate) header_bytes: u64,
 }
 
-impl RouteFigures {
-    pub(crate) fn merge(&mut self, other: RouteFigures) {
-        self.first_block = self.first_block.max(other.first_block);
-        self.second_block = self.second_block.max(other.second_block);
-        self.header_bytes += other.header_bytes;
-    }
-}
-
 /// Delivers `streams[j]` (this processor's stream for processor j) and
 /// returns the stream received from each processor, in pid order.
 pub(crate) fn route(
     router: Router,
     comm: &mut dyn Comm,
-    streams: Vec<Block>,
-) -> Result<(Vec<Block>, RouteFigures), Aborted> {
+    streams: Vec<Segments>,
+) -> Result<(Vec<Segments>, RouteFigures), Aborted> {
     match router {
         Router::TwoPhase => two_phase::route(comm, streams),
         Router::Direct => direct::route(comm, streams),

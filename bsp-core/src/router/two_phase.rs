@@ -17,8 +17,8 @@
 use bytes::Bytes;
 
 use super::RouteFigures;
-use crate::transport::{block_len, Aborted, Block, Comm};
-use crate::wire::{slice_segments, SegmentReader};
+use crate::segments::{segments_len, slice_segments, SegmentReader, Segments};
+use crate::transport::{Aborted, Comm};
 
 /// Length of part `c` when `len` bytes are split into `p` parts.
 fn part_len(len: usize, p: usize, c: usize) -> usize {
@@ -54,8 +54,8 @@ fn decode_header(block: &[Bytes], p: usize) -> Vec<usize> {
 
 pub(super) fn route(
     comm: &mut dyn Comm,
-    streams: Vec<Block>,
-) -> Result<(Vec<Block>, RouteFigures), Aborted> {
+    streams: Vec<Segments>,
+) -> Result<(Vec<Segments>, RouteFigures), Aborted> {
     let p = comm.nprocs();
     let me = comm.pid();
     let header_len = 8 * p;
@@ -66,7 +66,7 @@ pub(super) fn route(
     };
 
     // Stage 1: deal every stream over the p intermediates.
-    let lens: Vec<usize> = streams.iter().map(|s| block_len(s)).collect();
+    let lens: Vec<usize> = streams.iter().map(|s| segments_len(s)).collect();
     let mut first = Vec::with_capacity(p);
     for k in 0..p {
         // Part index c of destination j's stream that goes to intermediate k.

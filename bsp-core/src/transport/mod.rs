@@ -1,29 +1,26 @@
-//! Transports: how processors exchange bytes.
+//! Transports: how processors exchange bytes, and how a run's processors
+//! are started on them.
 //!
 //! A router needs very little from a transport: an all-gather of a short row
 //! of integers (which doubles as the barrier of every `sync`), a uniform
 //! all-to-all ("transpose") and an irregular all-to-all, plus a way to abort
 //! the whole run. [`Comm`] is that crate-private interface; the public
 //! [`Transport`] enum names the implementations.
+//!
+//! Each transport module owns its launch: it starts the processors, gives
+//! each a [`Comm`] endpoint and runs a [`Body`] on it, and gathers the
+//! results or the run's first error. Transports know nothing of `Ctx`,
+//! routers or the runtime builder; the body (see `launch.rs`) does. A new
+//! transport is one module here plus one arm of [`Transport`] and of
+//! [`launch`].
 
 pub(crate) mod barrier;
 #[cfg(feature = "mpi")]
 pub(crate) mod mpi;
 pub(crate) mod threads;
 
-use bytes::Bytes;
-
-use crate::error::Error;
-
-/// The bytes one processor sends to another in one exchange, as a list of
-/// segments. Segments are reference-counted, so handing a block to another
-/// thread moves pointers, not data.
-pub(crate) type Block = Vec<Bytes>;
-
-/// Total length in bytes of a block.
-pub(crate) fn block_len(block: &[Bytes]) -> usize {
-    block.iter().map(Bytes::len).sum()
-}
+use crate::error::{Error, Result};
+use crate::segments::Segments;
 
 /// Marker payload used to unwind a processor out of the runtime after the
 /// run has been aborted (by another processor's failure or its own).
@@ -43,15 +40,22 @@ pub(crate) trait Comm: Send {
     /// receives all rows, concatenated in pid order.
     fn allgather(&mut self, row: &[u64]) -> Result<Vec<u64>, Aborted>;
     /// Uniform all-to-all: `blocks[k]` goes to processor k; the result holds
-    /// the block received from each processor, in pid order. The router
-    /// guarantees that block sizes are close to each other.
-    fn transpose(&mut self, blocks: Vec<Block>) -> Result<Vec<Block>, Aborted>;
-    /// Irregular all-to-all with arbitrary block sizes.
-    fn alltoallv(&mut self, blocks: Vec<Block>) -> Result<Vec<Block>, Aborted>;
+    /// the segments received from each processor, in pid order. The router
+    /// guarantees that their sizes are close to each other.
+    fn transpose(&mut self, blocks: Vec<Segments>) -> Result<Vec<Segments>, Aborted>;
+    /// Irregular all-to-all with arbitrary sizes.
+    fn alltoallv(&mut self, blocks: Vec<Segments>) -> Result<Vec<Segments>, Aborted>;
     /// Ends the run with `error`: records it (the first error wins), releases
     /// every processor waiting in a collective and unwinds this one.
     fn abort(&mut self, error: Error) -> !;
 }
+
+/// What a transport runs on each processor: given the processor's endpoint,
+/// its result, or `None` once the run has been aborted (the error is then
+/// recorded through [`Comm::abort`]).
+pub(crate) trait Body<R>: Fn(Box<dyn Comm>) -> Option<R> + Sync {}
+
+impl<R, F: Fn(Box<dyn Comm>) -> Option<R> + Sync> Body<R> for F {}
 
 /// The transport a [`Runtime`](crate::Runtime) runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -72,5 +76,21 @@ impl Transport {
             #[cfg(feature = "mpi")]
             Transport::Mpi => "mpi",
         }
+    }
+}
+
+/// Runs `body` on the processors of `transport` (`procs` of them where the
+/// transport lets the program choose) and returns the results this process
+/// holds, in pid order: every processor's on threads, the local rank's
+/// under MPI.
+pub(crate) fn launch<R: Send>(
+    transport: Transport,
+    procs: usize,
+    body: &impl Body<R>,
+) -> Result<Vec<R>> {
+    match transport {
+        Transport::Threads => threads::launch(procs, body),
+        #[cfg(feature = "mpi")]
+        Transport::Mpi => mpi::launch(body),
     }
 }

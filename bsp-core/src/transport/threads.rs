@@ -4,8 +4,9 @@
 use std::sync::{Arc, Mutex};
 
 use super::barrier::Barrier;
-use super::{Aborted, Block, Comm};
-use crate::error::Error;
+use super::{Aborted, Body, Comm};
+use crate::error::{Error, ErrorKind, Result};
+use crate::segments::Segments;
 
 /// State shared by the p processor threads of one run.
 ///
@@ -20,12 +21,12 @@ pub(crate) struct ThreadsShared {
     barrier: Barrier,
     rows: [Vec<Mutex<Vec<u64>>>; 2],
     /// `slots[set][from * p + to]`.
-    slots: [Vec<Mutex<Block>>; 2],
+    slots: [Vec<Mutex<Segments>>; 2],
     first_error: Mutex<Option<Error>>,
 }
 
 impl ThreadsShared {
-    pub(crate) fn new(nprocs: usize) -> Arc<Self> {
+    fn new(nprocs: usize) -> Arc<Self> {
         let rows = || (0..nprocs).map(|_| Mutex::new(Vec::new())).collect();
         let slots = || {
             (0..nprocs * nprocs)
@@ -43,7 +44,7 @@ impl ThreadsShared {
 
     /// Records `error` unless an earlier one is recorded, and releases
     /// everyone waiting at the barrier.
-    pub(crate) fn fail(&self, error: Error) {
+    fn fail(&self, error: Error) {
         let mut first = lock(&self.first_error);
         if first.is_none() {
             *first = Some(error);
@@ -53,7 +54,7 @@ impl ThreadsShared {
     }
 
     /// The first error recorded during the run, if any.
-    pub(crate) fn take_error(&self) -> Option<Error> {
+    fn take_error(&self) -> Option<Error> {
         lock(&self.first_error).take()
     }
 }
@@ -73,7 +74,7 @@ pub(crate) struct ThreadsComm {
 }
 
 impl ThreadsComm {
-    pub(crate) fn new(shared: Arc<ThreadsShared>, pid: usize) -> Self {
+    fn new(shared: Arc<ThreadsShared>, pid: usize) -> Self {
         ThreadsComm {
             shared,
             pid,
@@ -87,7 +88,7 @@ impl ThreadsComm {
         set
     }
 
-    fn exchange(&mut self, blocks: Vec<Block>) -> Result<Vec<Block>, Aborted> {
+    fn exchange(&mut self, blocks: Vec<Segments>) -> Result<Vec<Segments>, Aborted> {
         let p = self.shared.nprocs;
         assert_eq!(blocks.len(), p, "one block per destination");
         let set = self.next_set();
@@ -127,11 +128,11 @@ impl Comm for ThreadsComm {
         Ok(all)
     }
 
-    fn transpose(&mut self, blocks: Vec<Block>) -> Result<Vec<Block>, Aborted> {
+    fn transpose(&mut self, blocks: Vec<Segments>) -> Result<Vec<Segments>, Aborted> {
         self.exchange(blocks)
     }
 
-    fn alltoallv(&mut self, blocks: Vec<Block>) -> Result<Vec<Block>, Aborted> {
+    fn alltoallv(&mut self, blocks: Vec<Segments>) -> Result<Vec<Segments>, Aborted> {
         self.exchange(blocks)
     }
 
@@ -139,4 +140,40 @@ impl Comm for ThreadsComm {
         self.shared.fail(error);
         std::panic::resume_unwind(Box::new(Aborted))
     }
+}
+
+/// Runs `body` on `p` threads of this process and returns every
+/// processor's result in pid order, or the run's first error.
+pub(crate) fn launch<R: Send>(p: usize, body: &impl Body<R>) -> Result<Vec<R>> {
+    if p == 0 {
+        return Err(Error::new(
+            ErrorKind::Config,
+            None,
+            None,
+            "a run needs at least one processor (p = 0)",
+        ));
+    }
+    let shared = ThreadsShared::new(p);
+    let results: Vec<Option<R>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..p)
+            .map(|pid| {
+                let shared = Arc::clone(&shared);
+                std::thread::Builder::new()
+                    .name(format!("bsp-{pid}"))
+                    .spawn_scoped(scope, move || body(Box::new(ThreadsComm::new(shared, pid))))
+                    .expect("bsp: cannot spawn a processor thread")
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    if let Some(error) = shared.take_error() {
+        return Err(error);
+    }
+    Ok(results
+        .into_iter()
+        .map(|r| r.expect("bsp: a processor ended without result or error"))
+        .collect())
 }

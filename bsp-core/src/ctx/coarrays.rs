@@ -1,0 +1,200 @@
+//! Coarray registration, local access and release.
+
+use bytemuck::Pod;
+
+use super::Ctx;
+use crate::coarray::Coarray;
+
+impl Ctx {
+    /// Registers a coarray whose local part on this processor has `local_len`
+    /// elements, all zero.
+    ///
+    /// Registration is collective: every processor registers its coarrays
+    /// and queues in the same order, in the same superstep, with the same
+    /// element types (local lengths may differ). A mismatch ends the run
+    /// with [`ErrorKind::RegistrationMismatch`] at the next `sync`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(3, |ctx| {
+    ///     let a = ctx.coarray::<u32>(ctx.pid() + 1);
+    ///     ctx.local(&a).len()
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, vec![1, 2, 3]);
+    /// ```
+    ///
+    /// # Cost
+    ///
+    /// Local: allocates and zeroes `local_len` elements; no communication.
+    pub fn coarray<T: Pod + Send>(&mut self, local_len: usize) -> Coarray<T> {
+        self.coarray_from(vec![T::zeroed(); local_len])
+    }
+
+    /// Registers a coarray whose local part is `local` (taken without a copy).
+    ///
+    /// Collective, like [`coarray`](Ctx::coarray).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(2, |ctx| {
+    ///     let a = ctx.coarray_from(vec![ctx.pid() as u8; 4]);
+    ///     ctx.local(&a).to_vec()
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, vec![vec![0; 4], vec![1; 4]]);
+    /// ```
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1).
+    pub fn coarray_from<T: Pod + Send>(&mut self, local: Vec<T>) -> Coarray<T> {
+        Coarray::new(self.registry.register_array(local))
+    }
+
+    /// This processor's local part of `a`.
+    ///
+    /// # Panics
+    ///
+    /// If `a` comes from another run.
+    pub fn local<T: Pod>(&self, a: &Coarray<T>) -> &[T] {
+        match self.registry.array::<T>(a.id) {
+            Ok(part) => part,
+            Err(why) => why.panic("coarray", a.id),
+        }
+    }
+
+    /// This processor's local part of `a`, mutably.
+    ///
+    /// # Panics
+    ///
+    /// If `a` comes from another run.
+    pub fn local_mut<T: Pod>(&mut self, a: &Coarray<T>) -> &mut [T] {
+        self.array_mut(a)
+    }
+
+    /// Replaces this processor's local part of `a` with `local` and returns
+    /// the old one, without copying either: a way to hand a buffer to a
+    /// coarray and take it back. The local length may change; puts and gets
+    /// from other processors are checked against the length at the sync.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(2, |ctx| {
+    ///     let a = ctx.coarray::<u32>(0);
+    ///     let old = ctx.replace_local(&a, vec![ctx.pid() as u32; 3]);
+    ///     assert!(old.is_empty());
+    ///     ctx.put(1 - ctx.pid(), &a, 2, &[9]);
+    ///     ctx.sync();
+    ///     ctx.replace_local(&a, Vec::new())
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, vec![vec![0, 0, 9], vec![1, 1, 9]]);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `a` comes from another run.
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1).
+    pub fn replace_local<T: Pod + Send>(&mut self, a: &Coarray<T>, local: Vec<T>) -> Vec<T> {
+        std::mem::replace(self.array_mut(a), local)
+    }
+
+    /// This processor's local part of `read`, and mutably that of `write`,
+    /// at the same time (for a local pass from one coarray into another).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(1, |ctx| {
+    ///     let a = ctx.coarray_from(vec![1u32, 2, 3]);
+    ///     let b = ctx.coarray::<u64>(3);
+    ///     let (from, to) = ctx.local_pair_mut(&a, &b);
+    ///     for (t, f) in to.iter_mut().zip(from) {
+    ///         *t = u64::from(*f) * 10;
+    ///     }
+    ///     ctx.local(&b).to_vec()
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out[0], vec![10, 20, 30]);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `read` and `write` are the same coarray, or come from another run.
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1).
+    pub fn local_pair_mut<T: Pod, U: Pod>(
+        &mut self,
+        read: &Coarray<T>,
+        write: &Coarray<U>,
+    ) -> (&[T], &mut [U]) {
+        match self.registry.array_pair_mut::<T, U>(read.id, write.id) {
+            Ok(pair) => pair,
+            Err(why) => why.panic("coarray", write.id),
+        }
+    }
+
+    /// Releases coarray `a` and returns its local part (without a copy; drop
+    /// it to free the memory). The handle (and any copy of it) can no
+    /// longer be used. Collective like registration:
+    /// every processor releases the same coarrays in the same order and
+    /// superstep (a mismatch ends the run at the next `sync`). Puts or gets
+    /// that reach `a` in the superstep of its release end the run with
+    /// [`ErrorKind::Released`].
+    ///
+    /// Release what a library call registered for its own use, so that
+    /// repeated calls do not hold on to memory until the run ends.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(2, |ctx| {
+    ///     for round in 0..3u64 {
+    ///         let scratch = ctx.coarray::<u64>(1 << 20);
+    ///         ctx.put(1 - ctx.pid(), &scratch, 0, &[round]);
+    ///         ctx.sync();
+    ///         let mine = ctx.release(scratch);
+    ///         assert_eq!(mine[0], round);
+    ///     }
+    ///     ctx.sync();
+    /// });
+    /// assert!(out.is_ok());
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `a` was already released, comes from another run, or is the
+    /// source of a [`put_from`](Ctx::put_from) in this superstep.
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1) plus freeing the memory.
+    pub fn release<T: Pod + Send>(&mut self, a: Coarray<T>) -> Vec<T> {
+        assert!(
+            !self.lending.contains(&a.id),
+            "bsp: coarray #{} released while a put_from of this superstep reads it",
+            a.id
+        );
+        match self.registry.release_array::<T>(a.id) {
+            Ok(local) => local,
+            Err(why) => why.panic("coarray", a.id),
+        }
+    }
+
+    /// The local part of `a` as the vector it is.
+    fn array_mut<T: Pod>(&mut self, a: &Coarray<T>) -> &mut Vec<T> {
+        match self.registry.array_mut::<T>(a.id) {
+            Ok(part) => part,
+            Err(why) => why.panic("coarray", a.id),
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! Message queues (BSMP): registration, sends, and receiving after a sync.
+
+use bytemuck::Pod;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use super::Ctx;
+use crate::queue::{Encoding, Inbox, Queue, Raw, Serde};
+
+impl Ctx {
+    /// Registers a message queue for `T: Pod` messages, sent as raw bytes.
+    ///
+    /// Collective, like [`coarray`](Ctx::coarray).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(3, |ctx| {
+    ///     let q = ctx.queue::<u32>();
+    ///     ctx.send(0, &q, &(ctx.pid() as u32));
+    ///     ctx.sync();
+    ///     ctx.receive(&q)
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out[0], vec![0, 1, 2]);
+    /// assert!(out[1].is_empty());
+    /// ```
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1).
+    pub fn queue<T: Pod>(&mut self) -> Queue<T, Raw> {
+        let kind = format!("queue<{}>", std::any::type_name::<T>());
+        Queue::new(self.registry.register_queue(kind))
+    }
+
+    /// Registers a message queue for any serde type, sent through the serde
+    /// codec (see the `codec` module docs).
+    ///
+    /// Collective, like [`coarray`](Ctx::coarray).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(2, |ctx| {
+    ///     let q = ctx.serde_queue::<String>();
+    ///     ctx.send(1, &q, &format!("hello from {}", ctx.pid()));
+    ///     ctx.sync();
+    ///     ctx.receive(&q)
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out[1], vec!["hello from 0", "hello from 1"]);
+    /// ```
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1).
+    pub fn serde_queue<T: Serialize + DeserializeOwned>(&mut self) -> Queue<T, Serde> {
+        let kind = format!("serde_queue<{}>", std::any::type_name::<T>());
+        Queue::new(self.registry.register_queue(kind))
+    }
+
+    /// Releases queue `q`: messages received and not taken are dropped, and
+    /// the handle can no longer be used. Collective, like
+    /// [`release`](Ctx::release): every processor releases the same queues
+    /// and coarrays in the same order and superstep. A message that reaches
+    /// `q` in the superstep of its release ends the run with
+    /// [`ErrorKind::Released`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// bsp_core::run(2, |ctx| {
+    ///     let q = ctx.queue::<u64>();
+    ///     ctx.send(0, &q, &1);
+    ///     ctx.sync();
+    ///     let _ = ctx.receive(&q);
+    ///     ctx.release_queue(q);
+    /// })
+    /// .unwrap();
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `q` was already released or comes from another run.
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1) plus freeing its buffers.
+    pub fn release_queue<T, E: Encoding<T>>(&mut self, q: Queue<T, E>) {
+        if let Err(why) = self.registry.release_queue(q.id) {
+            why.panic("queue", q.id)
+        }
+    }
+
+    /// Sends `msg` to processor `dst` through queue `q`; it is received after
+    /// the next `sync`.
+    ///
+    /// # Panics
+    ///
+    /// Ends the run with [`ErrorKind::BadPid`] if `dst >= nprocs()`.
+    ///
+    /// # Cost
+    ///
+    /// The encoded message's bytes in this superstep's h-relation, plus a
+    /// 24-byte header for each run of consecutive sends to the same
+    /// destination and queue.
+    pub fn send<T, E: Encoding<T>>(&mut self, dst: usize, q: &Queue<T, E>, msg: &T) {
+        self.check_pid("send", dst);
+        self.outbox
+            .push_message(dst, q.id, |out| E::encode(msg, out));
+    }
+
+    /// Takes every message received on `q` and not yet taken, ordered by
+    /// source pid, then send order within each sync's delivery.
+    ///
+    /// # Examples
+    ///
+    /// See [`queue`](Ctx::queue).
+    ///
+    /// # Cost
+    ///
+    /// Local, linear in the messages' bytes.
+    pub fn receive<T, E: Encoding<T>>(&mut self, q: &Queue<T, E>) -> Vec<T> {
+        let mut all = Vec::new();
+        self.inbox(q.id)
+            .drain::<T, E>(|_, mut msgs| all.append(&mut msgs));
+        all
+    }
+
+    /// Like [`receive`](Ctx::receive), with each message's source pid.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(2, |ctx| {
+    ///     let q = ctx.queue::<u8>();
+    ///     ctx.send(0, &q, &7);
+    ///     ctx.sync();
+    ///     ctx.receive_with_source(&q)
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out[0], vec![(0, 7), (1, 7)]);
+    /// ```
+    ///
+    /// # Cost
+    ///
+    /// Local, linear in the messages' bytes.
+    pub fn receive_with_source<T, E: Encoding<T>>(&mut self, q: &Queue<T, E>) -> Vec<(usize, T)> {
+        let mut all = Vec::new();
+        self.inbox(q.id)
+            .drain::<T, E>(|src, msgs| all.extend(msgs.into_iter().map(|m| (src, m))));
+        all
+    }
+
+    fn inbox(&mut self, id: u32) -> &mut Inbox {
+        match self.registry.inbox(id) {
+            Ok(inbox) => inbox,
+            Err(why) => why.panic("queue", id),
+        }
+    }
+}

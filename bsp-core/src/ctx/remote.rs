@@ -1,0 +1,229 @@
+//! Puts and gets: requests on other processors' parts of coarrays,
+//! delivered at the next sync.
+
+use bytemuck::Pod;
+
+use super::Ctx;
+use crate::coarray::{Coarray, GetHandle, PodBytes};
+use crate::wire::Record;
+
+impl Ctx {
+    /// Requests that `src` be written into processor `dst`'s part of `a`,
+    /// starting at element `offset`. `src` is copied now; the write lands at
+    /// the next `sync`, after every get of this superstep has read its data.
+    /// Several puts to one element in a superstep are applied in order of
+    /// source pid, then call order: the last one wins.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(4, |ctx| {
+    ///     let (s, p) = (ctx.pid(), ctx.nprocs());
+    ///     let a = ctx.coarray::<u64>(p);
+    ///     for t in 0..p {
+    ///         ctx.put(t, &a, s, &[s as u64 * 10]);
+    ///     }
+    ///     ctx.sync();
+    ///     ctx.local(&a).iter().sum::<u64>()
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, vec![60; 4]);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// Ends the run with [`ErrorKind::BadPid`] if `dst >= nprocs()`, and at
+    /// the `sync` with [`ErrorKind::OutOfBounds`] if `offset + src.len()`
+    /// exceeds the local length of `a` on `dst`.
+    ///
+    /// # Cost
+    ///
+    /// Adds `24 + size_of_val(src)` bytes to this processor's h-relation
+    /// (sent) and to `dst`'s (received).
+    pub fn put<T: Pod>(&mut self, dst: usize, a: &Coarray<T>, offset: usize, src: &[T]) {
+        self.check_pid("put", dst);
+        let payload: &[u8] = bytemuck::cast_slice(src);
+        let record = Record::Put {
+            array: a.id,
+            offset: offset as u64,
+            bytes: payload.len() as u64,
+        };
+        self.outbox.push(dst, record, payload);
+    }
+
+    /// Like [`put`](Ctx::put), but takes ownership of `src` instead of
+    /// copying it: on the threads transport the data is copied exactly once,
+    /// into the destination's memory.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(2, |ctx| {
+    ///     let a = ctx.coarray::<u32>(3);
+    ///     let other = 1 - ctx.pid();
+    ///     ctx.put_vec(other, &a, 0, vec![7, 8, 9]);
+    ///     ctx.sync();
+    ///     ctx.local(&a).to_vec()
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, vec![vec![7, 8, 9]; 2]);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// As [`put`](Ctx::put).
+    ///
+    /// # Cost
+    ///
+    /// As [`put`](Ctx::put), minus one copy of the payload.
+    pub fn put_vec<T: Pod + Send>(
+        &mut self,
+        dst: usize,
+        a: &Coarray<T>,
+        offset: usize,
+        src: Vec<T>,
+    ) {
+        self.check_pid("put", dst);
+        let record = Record::Put {
+            array: a.id,
+            offset: offset as u64,
+            bytes: std::mem::size_of_val(src.as_slice()) as u64,
+        };
+        self.outbox
+            .push_owned(dst, record, bytes::Bytes::from_owner(PodBytes(src)));
+    }
+
+    /// Requests that `len` elements of this processor's part of `from`,
+    /// starting at `from_offset`, be written into processor `dst`'s part of
+    /// `to` at `offset` — without buffering a copy: the elements are read
+    /// at the next `sync`, as they are then (after this superstep's local
+    /// work, before its puts are applied, like a get). On the threads
+    /// transport the receiver copies them straight out of this processor's
+    /// memory, so the data is copied exactly once.
+    ///
+    /// `from` and `to` may be the same coarray. Puts of other processors
+    /// that land in `from` during the same sync are applied after every
+    /// read of it, in the usual order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(2, |ctx| {
+    ///     let src = ctx.coarray_from(vec![ctx.pid() as u32; 4]);
+    ///     let dst = ctx.coarray::<u32>(2);
+    ///     ctx.put_from(1 - ctx.pid(), &dst, 0, &src, 1, 2);
+    ///     ctx.local_mut(&src).fill(7); // the put sends the data as of the sync
+    ///     ctx.sync();
+    ///     ctx.local(&dst).to_vec()
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, vec![vec![7, 7], vec![7, 7]]);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// Panics at once if `from_offset + len` exceeds this processor's part
+    /// of `from`; ends the run as [`put`](Ctx::put) does for a bad `dst` or
+    /// destination range.
+    ///
+    /// # Cost
+    ///
+    /// As [`put`](Ctx::put), with no copy at the call. A sync in which any
+    /// processor used `put_from` ends with one extra barrier (l).
+    pub fn put_from<T: Pod + Send>(
+        &mut self,
+        dst: usize,
+        to: &Coarray<T>,
+        offset: usize,
+        from: &Coarray<T>,
+        from_offset: usize,
+        len: usize,
+    ) {
+        self.check_pid("put", dst);
+        let have = self.local(from).len();
+        assert!(
+            from_offset.checked_add(len).is_some_and(|end| end <= have),
+            "bsp: put_from reads elements {from_offset}..{} of a coarray whose local length is {have}",
+            from_offset.saturating_add(len)
+        );
+        let size = std::mem::size_of::<T>();
+        let record = Record::Put {
+            array: to.id,
+            offset: offset as u64,
+            bytes: (len * size) as u64,
+        };
+        self.outbox
+            .push_lent(dst, record, from.id, from_offset * size, len * size);
+        if !self.lending.contains(&from.id) {
+            self.lending.push(from.id);
+        }
+    }
+
+    /// Requests `len` elements of processor `src`'s part of `a`, starting at
+    /// element `offset`, as they are before this superstep's puts are applied
+    /// (BSPlib semantics). The value is available from [`take`](Ctx::take)
+    /// after the next `sync`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(2, |ctx| {
+    ///     let a = ctx.coarray_from(vec![ctx.pid() as u16; 2]);
+    ///     let other = 1 - ctx.pid();
+    ///     let h = ctx.get(other, &a, 0, 2);
+    ///     ctx.put(other, &a, 0, &[99, 99]); // applied after the get has read
+    ///     ctx.sync();
+    ///     ctx.take(h)
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, vec![vec![1, 1], vec![0, 0]]);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// Ends the run with [`ErrorKind::BadPid`] if `src >= nprocs()`, and at
+    /// the `sync` with [`ErrorKind::OutOfBounds`] if the range exceeds the
+    /// local length of `a` on `src`.
+    ///
+    /// # Cost
+    ///
+    /// A 32-byte request in this superstep's h-relation, and a second
+    /// h-relation in the same `sync` carrying `24 + len · size_of::<T>()`
+    /// bytes back.
+    pub fn get<T: Pod + Send>(
+        &mut self,
+        src: usize,
+        a: &Coarray<T>,
+        offset: usize,
+        len: usize,
+    ) -> GetHandle<T> {
+        self.check_pid("get", src);
+        let ticket = self.gets.open::<T>(len);
+        let record = Record::Get {
+            array: a.id,
+            offset: offset as u64,
+            count: len as u64,
+            ticket,
+        };
+        self.outbox.push(src, record, &[]);
+        self.has_gets = true;
+        GetHandle::new(ticket, self.superstep + 1)
+    }
+
+    /// The value of a get, once the `sync` that delivers it has returned.
+    ///
+    /// # Panics
+    ///
+    /// If called before that `sync`.
+    pub fn take<T: Pod>(&mut self, handle: GetHandle<T>) -> Vec<T> {
+        assert!(
+            self.superstep >= handle.ready_at,
+            "bsp: take() of a get issued in superstep {} before the sync that delivers it (now in superstep {})",
+            handle.ready_at - 1,
+            self.superstep
+        );
+        self.gets
+            .take(handle.id)
+            .expect("bsp: get handle already taken, or from another run")
+    }
+}

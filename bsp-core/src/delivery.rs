@@ -1,0 +1,256 @@
+//! Inbound delivery: what a processor does with the streams the router
+//! brought it — answer get requests from its data as it was before the
+//! superstep's puts, then apply puts, queue messages and store get replies,
+//! by source pid, then call order.
+//!
+//! Every check of a request against this processor's registrations happens
+//! here, and a failed one is returned as an [`Error`] that blames the
+//! processor that sent the request.
+
+use std::collections::HashMap;
+
+use bytemuck::Pod;
+
+use crate::coarray::{PodVec, Storage};
+use crate::error::{Error, ErrorKind};
+use crate::outbox::Outbox;
+use crate::registry::{Registry, Unusable};
+use crate::segments::{SegmentReader, Segments};
+use crate::wire::{Record, RecordReader};
+
+/// The gets this processor has requested and not yet taken, by ticket.
+#[derive(Default)]
+pub(crate) struct PendingGets {
+    next_ticket: u64,
+    values: HashMap<u64, Box<dyn Storage>>,
+}
+
+impl PendingGets {
+    /// Reserves room for a get of `len` elements of `T`; returns its ticket.
+    pub(crate) fn open<T: Pod + Send>(&mut self, len: usize) -> u64 {
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        self.values
+            .insert(ticket, Box::new(PodVec(vec![T::zeroed(); len])));
+        ticket
+    }
+
+    /// The value of the get with `ticket`, removed; `None` if it was
+    /// already taken or the ticket is not this run's.
+    pub(crate) fn take<T: Pod>(&mut self, ticket: u64) -> Option<Vec<T>> {
+        let value = self.values.remove(&ticket)?;
+        let value = value.into_any().downcast::<PodVec<T>>().ok()?;
+        Some(value.0)
+    }
+
+    fn target(&mut self, ticket: u64) -> &mut [u8] {
+        self.values
+            .get_mut(&ticket)
+            .expect("bsp: reply to an unknown get")
+            .bytes_mut()
+    }
+}
+
+/// A put that arrived for a coarray lent out for this sync; applied once
+/// the coarray is back.
+pub(crate) struct DeferredPut {
+    src: usize,
+    array: u32,
+    offset: u64,
+    payload: Vec<u8>,
+}
+
+/// One processor's side of delivery in one sync.
+pub(crate) struct Inbound<'a> {
+    pub(crate) me: usize,
+    pub(crate) superstep: usize,
+    pub(crate) registry: &'a mut Registry,
+    pub(crate) gets: &'a mut PendingGets,
+}
+
+impl Inbound<'_> {
+    fn error(&self, kind: ErrorKind, culprit: usize, message: String) -> Error {
+        Error::at(kind, culprit, self.superstep, message)
+    }
+
+    /// The error for a request from `src` that names `id`, unusable as `why`.
+    fn unusable(&self, why: Unusable, request: &str, src: usize, id: u32) -> Error {
+        let me = self.me;
+        match why {
+            Unusable::Released => self.error(
+                ErrorKind::Released,
+                src,
+                format!("{request} from processor {src} to processor {me} names #{id}, which is released"),
+            ),
+            Unusable::Foreign | Unusable::Lent => self.error(
+                ErrorKind::RegistrationMismatch,
+                src,
+                format!("{request} from processor {src} to processor {me} names #{id}, which is not of the kind it expects"),
+            ),
+        }
+    }
+
+    /// Answers the get requests among `incoming` from the current data.
+    pub(crate) fn serve_gets(&self, incoming: &[Segments]) -> Result<Outbox, Error> {
+        let mut replies = Outbox::new(incoming.len());
+        for (src, stream) in incoming.iter().enumerate() {
+            let mut records = RecordReader::new(SegmentReader::new(stream));
+            while let Some(record) = records.next() {
+                let Record::Get {
+                    array,
+                    offset,
+                    count,
+                    ticket,
+                } = record
+                else {
+                    records.skip_payload(&record);
+                    continue;
+                };
+                let storage = self
+                    .registry
+                    .storage(array)
+                    .map_err(|why| self.unusable(why, "get", src, array))?;
+                let size = storage.elem_size();
+                let have = storage.len();
+                let range = usize::try_from(offset)
+                    .ok()
+                    .zip(usize::try_from(count).ok())
+                    .and_then(|(o, c)| Some((o, o.checked_add(c)?)))
+                    .filter(|&(_, end)| end <= have);
+                let Some((start, end)) = range else {
+                    let msg = format!(
+                        "get by processor {src} from processor {me} of elements {offset}..{} of {} \
+                         (local length {have} on processor {me})",
+                        u128::from(offset) + u128::from(count),
+                        self.registry.signature_of(array),
+                        me = self.me,
+                    );
+                    return Err(self.error(ErrorKind::OutOfBounds, src, msg));
+                };
+                let data = &storage.bytes()[start * size..end * size];
+                let reply = Record::Reply {
+                    ticket,
+                    bytes: data.len() as u64,
+                };
+                replies.push(src, reply, data);
+            }
+        }
+        Ok(replies)
+    }
+
+    /// Applies puts, queues messages and stores get replies, in source
+    /// order, then call order; puts to coarrays lent for this sync go to
+    /// `deferred`. Returns the number of records received.
+    pub(crate) fn apply(
+        &mut self,
+        incoming: &[Segments],
+        deferred: &mut Vec<DeferredPut>,
+    ) -> Result<u64, Error> {
+        let mut count = 0;
+        for (src, stream) in incoming.iter().enumerate() {
+            let mut records = RecordReader::new(SegmentReader::new(stream));
+            while let Some(record) = records.next() {
+                count += 1;
+                match record {
+                    Record::Put {
+                        array,
+                        offset,
+                        bytes,
+                    } if self.registry.is_lent(array) => {
+                        let mut payload = vec![0; bytes as usize];
+                        assert!(
+                            records.payload().read_into(&mut payload),
+                            "bsp: truncated put record"
+                        );
+                        deferred.push(DeferredPut {
+                            src,
+                            array,
+                            offset,
+                            payload,
+                        });
+                    }
+                    Record::Put {
+                        array,
+                        offset,
+                        bytes,
+                    } => self.put(src, array, offset, bytes as usize, records.payload())?,
+                    Record::Messages {
+                        queue,
+                        count,
+                        bytes,
+                    } => {
+                        let inbox = match self.registry.inbox(queue) {
+                            Ok(inbox) => inbox,
+                            Err(why) => return Err(self.unusable(why, "messages", src, queue)),
+                        };
+                        let ok = records.payload().read_pieces(bytes as usize, |piece| {
+                            inbox.data.extend_from_slice(piece)
+                        });
+                        assert!(ok, "bsp: truncated message record");
+                        let end = inbox.data.len();
+                        inbox.runs.push((src, count, end));
+                    }
+                    Record::Reply { ticket, .. } => {
+                        let target = self.gets.target(ticket);
+                        assert!(
+                            records.payload().read_into(target),
+                            "bsp: truncated get reply"
+                        );
+                    }
+                    Record::Get { .. } => records.skip_payload(&record),
+                }
+            }
+        }
+        Ok(count)
+    }
+
+    /// Applies the puts that waited for their coarray to come back.
+    pub(crate) fn apply_deferred(&mut self, deferred: Vec<DeferredPut>) -> Result<(), Error> {
+        for put in deferred {
+            let segments = [bytes::Bytes::from(put.payload)];
+            let len = segments[0].len();
+            let mut payload = SegmentReader::new(&segments);
+            self.put(put.src, put.array, put.offset, len, &mut payload)?;
+        }
+        Ok(())
+    }
+
+    /// Writes `len` bytes from `payload` into coarray `array` from element
+    /// `offset`, checking the range.
+    fn put(
+        &mut self,
+        src: usize,
+        array: u32,
+        offset: u64,
+        len: usize,
+        payload: &mut SegmentReader<'_>,
+    ) -> Result<(), Error> {
+        let me = self.me;
+        let storage = match self.registry.storage_mut(array) {
+            Ok(storage) => storage,
+            Err(why) => return Err(self.unusable(why, "put", src, array)),
+        };
+        let size = storage.elem_size().max(1);
+        let bytes = storage.bytes_mut();
+        let range = usize::try_from(offset)
+            .ok()
+            .and_then(|o| o.checked_mul(size))
+            .and_then(|s| Some((s, s.checked_add(len)?)))
+            .filter(|&(_, end)| end <= bytes.len());
+        if let Some((start, end)) = range {
+            assert!(
+                payload.read_into(&mut bytes[start..end]),
+                "bsp: truncated put record"
+            );
+            return Ok(());
+        }
+        let have = storage.len();
+        let msg = format!(
+            "put from processor {src} to processor {me} of elements {offset}..{} of {} \
+             (local length {have} on processor {me})",
+            u128::from(offset) + (len / size) as u128,
+            self.registry.signature_of(array),
+        );
+        Err(self.error(ErrorKind::OutOfBounds, src, msg))
+    }
+}

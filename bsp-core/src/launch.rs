@@ -1,0 +1,66 @@
+//! One processor's life: the body every transport runs on each of its
+//! processors. It builds the processor's [`Ctx`] on the transport's
+//! endpoint, runs the user's closure and the end-of-run protocol, turns a
+//! panic into the run's error, and prints the profile when asked.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::ctx::Ctx;
+use crate::error::{Error, ErrorKind};
+use crate::router::Router;
+use crate::runtime::PROFILE_ENV;
+use crate::transport::{Aborted, Comm, Transport};
+
+/// Text of a panic payload.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(non-string panic payload)".to_owned()
+    }
+}
+
+/// Runs one processor's share of the program on `comm`: the closure, then
+/// the end protocol. A panic becomes the run's error through
+/// [`Comm::abort`], which the transport propagates (threads: record and
+/// release everyone; MPI: print and abort the job). Returns `None` when the
+/// run was aborted.
+pub(crate) fn processor<F, R>(
+    comm: Box<dyn Comm>,
+    router: Router,
+    transport: Transport,
+    f: &F,
+) -> Option<R>
+where
+    F: Fn(&mut Ctx) -> R,
+{
+    let mut ctx = Ctx::new(comm, router, transport);
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let result = f(&mut ctx);
+        ctx.finish();
+        result
+    }));
+    match outcome {
+        Ok(result) => {
+            if ctx.pid() == 0 && std::env::var(PROFILE_ENV).is_ok_and(|v| v == "1") {
+                eprint!("{}", ctx.stats());
+            }
+            Some(result)
+        }
+        Err(payload) => {
+            if !payload.is::<Aborted>() {
+                let error = Error::at(
+                    ErrorKind::Panic,
+                    ctx.pid(),
+                    ctx.superstep(),
+                    panic_message(payload.as_ref()),
+                );
+                // `abort` unwinds with `Aborted` once the error is recorded.
+                let _ = catch_unwind(AssertUnwindSafe(|| ctx.abort(error)));
+            }
+            None
+        }
+    }
+}

@@ -1,0 +1,275 @@
+//! The send side of a superstep: the records a processor requests, kept per
+//! destination in call order until the sync hands them to the router.
+
+use bytes::Bytes;
+
+use crate::segments::Segments;
+use crate::wire::{Record, HEADER_BYTES};
+
+/// Send buffers kept for reuse, per destination.
+const MAX_SPARE: usize = 2;
+/// Smaller buffers are cheap to allocate again and not kept.
+const MIN_SPARE_BYTES: usize = 4096;
+
+/// A finished piece of an outgoing stream.
+enum Piece {
+    Bytes(Bytes),
+    /// `len` bytes from byte `start` of a coarray's local part, read at the
+    /// sync (see [`Ctx::put_from`](crate::Ctx::put_from)).
+    Lent {
+        array: u32,
+        start: usize,
+        len: usize,
+    },
+}
+
+impl Piece {
+    fn len(&self) -> usize {
+        match self {
+            Piece::Bytes(b) => b.len(),
+            Piece::Lent { len, .. } => *len,
+        }
+    }
+}
+
+/// The outgoing stream for one destination: finished pieces plus the
+/// buffer currently being appended to.
+#[derive(Default)]
+struct Stream {
+    pieces: Vec<Piece>,
+    current: Vec<u8>,
+    /// Position in `current` of the header of an open `Messages` record
+    /// that further sends to the same queue may extend, and that queue's id.
+    open_messages: Option<(usize, u32)>,
+    records: u64,
+    /// Buffers handed to the router in earlier syncs, kept so that they can
+    /// be reused once every receiver has dropped them: a long computation
+    /// then allocates (and page-faults) its send buffers only once.
+    spare: Vec<Bytes>,
+}
+
+impl Stream {
+    fn len(&self) -> usize {
+        self.pieces.iter().map(Piece::len).sum::<usize>() + self.current.len()
+    }
+
+    fn flush(&mut self) {
+        if !self.current.is_empty() {
+            let worth_keeping = self.current.len() >= MIN_SPARE_BYTES;
+            let buffer = Bytes::from(std::mem::take(&mut self.current));
+            if worth_keeping && self.spare.len() < MAX_SPARE {
+                self.spare.push(buffer.clone());
+            }
+            self.pieces.push(Piece::Bytes(buffer));
+        }
+        self.open_messages = None;
+    }
+
+    /// Before appending to an empty `current`: reuse a spare buffer that
+    /// nobody else references any more, if there is one.
+    fn reuse_spare(&mut self) {
+        if self.current.capacity() > 0 {
+            return;
+        }
+        while let Some(old) = self.spare.pop() {
+            if let Ok(unique) = old.try_into_mut() {
+                let mut buffer = Vec::from(unique);
+                buffer.clear();
+                self.current = buffer;
+                return;
+            }
+        }
+    }
+
+    /// Appends `record`'s header and ends the current buffer, so that a
+    /// payload piece can follow it.
+    fn header_then_piece(&mut self, record: Record, piece: Piece) {
+        record.encode(&mut self.current);
+        self.flush();
+        if piece.len() > 0 {
+            self.pieces.push(piece);
+        }
+        self.records += 1;
+    }
+}
+
+/// Everything one processor has requested during the current superstep, per
+/// destination, in call order.
+pub(crate) struct Outbox {
+    streams: Vec<Stream>,
+}
+
+impl Outbox {
+    pub(crate) fn new(nprocs: usize) -> Self {
+        Outbox {
+            streams: (0..nprocs).map(|_| Stream::default()).collect(),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.streams.iter().all(|s| s.records == 0)
+    }
+
+    /// Number of records requested so far this superstep.
+    pub(crate) fn records(&self) -> u64 {
+        self.streams.iter().map(|s| s.records).sum()
+    }
+
+    /// Total bytes requested so far this superstep.
+    pub(crate) fn bytes(&self) -> usize {
+        self.streams.iter().map(Stream::len).sum()
+    }
+
+    /// Appends `record`, whose payload (none for a get request) is copied
+    /// from `payload`.
+    pub(crate) fn push(&mut self, dst: usize, record: Record, payload: &[u8]) {
+        debug_assert_eq!(
+            record.wire_len(),
+            HEADER_BYTES
+                + if matches!(record, Record::Get { .. }) {
+                    8
+                } else {
+                    payload.len()
+                }
+        );
+        let s = &mut self.streams[dst];
+        s.open_messages = None;
+        s.reuse_spare();
+        s.current.reserve(HEADER_BYTES + payload.len());
+        record.encode(&mut s.current);
+        s.current.extend_from_slice(payload);
+        s.records += 1;
+    }
+
+    /// Appends `record`, whose payload is handed over without a copy.
+    pub(crate) fn push_owned(&mut self, dst: usize, record: Record, payload: Bytes) {
+        self.streams[dst].header_then_piece(record, Piece::Bytes(payload));
+    }
+
+    /// Appends `record`, whose payload is `len` bytes of coarray `array`'s
+    /// local part from byte `start`, to be read when the streams are taken.
+    pub(crate) fn push_lent(
+        &mut self,
+        dst: usize,
+        record: Record,
+        array: u32,
+        start: usize,
+        len: usize,
+    ) {
+        self.streams[dst].header_then_piece(record, Piece::Lent { array, start, len });
+    }
+
+    /// Appends one encoded message for `queue`, extending the previous
+    /// `Messages` record when it was the last thing sent to `dst` and is
+    /// for the same queue. `encode` appends the message's bytes.
+    pub(crate) fn push_message(
+        &mut self,
+        dst: usize,
+        queue: u32,
+        encode: impl FnOnce(&mut Vec<u8>),
+    ) {
+        let s = &mut self.streams[dst];
+        s.reuse_spare();
+        let at = match s.open_messages {
+            Some((at, q)) if q == queue => at,
+            _ => {
+                let at = s.current.len();
+                Record::messages(queue).encode(&mut s.current);
+                s.open_messages = Some((at, queue));
+                at
+            }
+        };
+        let before = s.current.len();
+        encode(&mut s.current);
+        let added = s.current.len() - before;
+        Record::add_message(&mut s.current[at..at + HEADER_BYTES], added);
+        s.records += 1;
+    }
+
+    /// Hands out the streams, one segment list per destination, and empties
+    /// the outbox. `lent(array)` gives the whole local part of a coarray
+    /// lent for this sync, as bytes.
+    pub(crate) fn take(&mut self, lent: impl Fn(u32) -> Bytes) -> Vec<Segments> {
+        self.streams
+            .iter_mut()
+            .map(|s| {
+                s.flush();
+                s.records = 0;
+                s.pieces
+                    .drain(..)
+                    .map(|piece| match piece {
+                        Piece::Bytes(b) => b,
+                        Piece::Lent { array, start, len } => lent(array).slice(start..start + len),
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::segments::SegmentReader;
+    use crate::wire::RecordReader;
+
+    fn put(bytes: u64) -> Record {
+        Record::Put {
+            array: 0,
+            offset: 0,
+            bytes,
+        }
+    }
+
+    #[test]
+    fn send_buffers_are_reused_once_released() {
+        let mut out = Outbox::new(1);
+        out.push(0, put(10_000), &[1; 10_000]);
+        let first = out.take(|_| unreachable!());
+        let address = first[0][0].as_ptr();
+        out.push(0, put(10_000), &[1; 10_000]); // still referenced by `first`: a new buffer
+        let second = out.take(|_| unreachable!());
+        let second_address = second[0][0].as_ptr();
+        assert_ne!(second_address, address);
+        drop(first);
+        drop(second);
+        out.push(0, put(10_000), &[1; 10_000]);
+        let third = out.take(|_| unreachable!());
+        assert_eq!(third[0][0].len(), 10_024);
+        let reused = third[0][0].as_ptr();
+        assert!(
+            reused == address || reused == second_address,
+            "a released buffer is reused"
+        );
+    }
+
+    #[test]
+    fn messages_share_a_header_and_owned_payloads_follow_theirs() {
+        let mut out = Outbox::new(1);
+        out.push_message(0, 7, |v| v.extend_from_slice(&[1, 2]));
+        out.push_message(0, 7, |v| v.extend_from_slice(&[3]));
+        out.push_owned(0, put(3), Bytes::from_static(&[9, 9, 9]));
+        assert_eq!(out.records(), 3);
+        assert_eq!(out.bytes(), 2 * HEADER_BYTES + 6);
+        let streams = out.take(|_| unreachable!());
+        // Re-split the stream at every byte to exercise segment crossing.
+        let whole: Vec<u8> = streams[0].iter().flat_map(|b| b.iter().copied()).collect();
+        let tiny: Vec<Bytes> = whole.iter().map(|&b| Bytes::from(vec![b])).collect();
+        let mut r = RecordReader::new(SegmentReader::new(&tiny));
+        assert_eq!(
+            r.next(),
+            Some(Record::Messages {
+                queue: 7,
+                count: 2,
+                bytes: 3
+            })
+        );
+        let mut m = [0u8; 3];
+        assert!(r.payload().read_into(&mut m));
+        assert_eq!(m, [1, 2, 3]);
+        let record = r.next().unwrap();
+        assert_eq!(record, put(3));
+        r.skip_payload(&record);
+        assert!(r.next().is_none());
+    }
+}

@@ -1,0 +1,294 @@
+//! The sync protocol: the row every processor contributes to the all-gather
+//! that opens each `sync` (and ends the run), and the check over all rows
+//! that either decides what the sync must do or names what went wrong.
+//!
+//! A row carries the protocol checks (status, superstep, registrations),
+//! whether anything needs routing, and the previous sync's local figures,
+//! so that every processor learns everyone's statistics without another
+//! exchange.
+
+use crate::error::{Error, ErrorKind};
+
+/// What a processor is doing when it contributes its row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Status {
+    /// Called `sync`.
+    Syncing = 1,
+    /// Returned from its closure.
+    Returned = 2,
+}
+
+/// One processor's own figures for one sync, exchanged in the next row.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SyncFigures {
+    pub(crate) sent_bytes: u64,
+    pub(crate) recv_bytes: u64,
+    pub(crate) sent_records: u64,
+    pub(crate) recv_records: u64,
+    /// Largest block this processor sent in the router's first exchange.
+    pub(crate) first_block: u64,
+    /// Largest block it received in the router's second exchange.
+    pub(crate) second_block: u64,
+    /// Router header bytes it sent.
+    pub(crate) header_bytes: u64,
+    pub(crate) sync_ns: u64,
+}
+
+impl SyncFigures {
+    /// Adds the figures of one more routing in the same sync (get replies).
+    pub(crate) fn add_route(&mut self, first_block: u64, second_block: u64, header_bytes: u64) {
+        self.first_block = self.first_block.max(first_block);
+        self.second_block = self.second_block.max(second_block);
+        self.header_bytes += header_bytes;
+    }
+}
+
+/// One processor's row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SyncRow {
+    pub(crate) status: Status,
+    /// The superstep it is ending.
+    pub(crate) superstep: u64,
+    /// Its number of registrations and their fingerprint.
+    pub(crate) registrations: u64,
+    pub(crate) fingerprint: u64,
+    /// Whether it requested a get (a second h-relation carries replies).
+    pub(crate) has_gets: bool,
+    /// Bytes it requested to send this superstep.
+    pub(crate) bytes: u64,
+    /// Nanoseconds of local work in the superstep.
+    pub(crate) work_ns: u64,
+    /// Whether it used `put_from` (lent coarrays come back after a barrier).
+    pub(crate) lends: bool,
+    /// Its figures for the previous sync.
+    pub(crate) previous: SyncFigures,
+}
+
+impl SyncRow {
+    /// Words of a row on the wire.
+    pub(crate) const WORDS: usize = 16;
+
+    pub(crate) fn to_words(&self) -> [u64; Self::WORDS] {
+        let f = &self.previous;
+        [
+            self.status as u64,
+            self.superstep,
+            self.registrations,
+            self.fingerprint,
+            u64::from(self.has_gets),
+            self.bytes,
+            self.work_ns,
+            u64::from(self.lends),
+            f.sent_bytes,
+            f.recv_bytes,
+            f.sent_records,
+            f.recv_records,
+            f.first_block,
+            f.second_block,
+            f.header_bytes,
+            f.sync_ns,
+        ]
+    }
+
+    /// Reads a row back.
+    ///
+    /// # Panics
+    ///
+    /// If `w` is not a row written by [`to_words`](SyncRow::to_words).
+    pub(crate) fn from_words(w: &[u64]) -> SyncRow {
+        assert_eq!(
+            w.len(),
+            Self::WORDS,
+            "bsp: a sync row has {} words",
+            Self::WORDS
+        );
+        let status = match w[0] {
+            1 => Status::Syncing,
+            2 => Status::Returned,
+            other => panic!("bsp: corrupt sync row (status {other})"),
+        };
+        SyncRow {
+            status,
+            superstep: w[1],
+            registrations: w[2],
+            fingerprint: w[3],
+            has_gets: w[4] != 0,
+            bytes: w[5],
+            work_ns: w[6],
+            lends: w[7] != 0,
+            previous: SyncFigures {
+                sent_bytes: w[8],
+                recv_bytes: w[9],
+                sent_records: w[10],
+                recv_records: w[11],
+                first_block: w[12],
+                second_block: w[13],
+                header_bytes: w[14],
+                sync_ns: w[15],
+            },
+        }
+    }
+
+    /// The rows of all processors from an all-gather's result.
+    pub(crate) fn all(words: &[u64]) -> Vec<SyncRow> {
+        words
+            .chunks_exact(Self::WORDS)
+            .map(SyncRow::from_words)
+            .collect()
+    }
+}
+
+/// What every processor learns from the rows opening a sync.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SyncDecision {
+    /// Some processor requested communication.
+    pub(crate) anything: bool,
+    /// Some processor requested a get.
+    pub(crate) any_gets: bool,
+    /// Some processor used `put_from`.
+    pub(crate) any_lends: bool,
+}
+
+fn ordinal(n: u64) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (1, 11) | (2, 12) | (3, 13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+/// Checks that every processor is at the same point of the protocol and
+/// decides what the sync must do. `me` and `my_signatures` (this
+/// processor's registrations) only shape the error message.
+///
+/// # Errors
+///
+/// [`ErrorKind::SyncMismatch`] when some processor returned from its
+/// closure while another called `sync`; [`ErrorKind::RegistrationMismatch`]
+/// when processors registered different sequences. The error names the
+/// processor at fault and its superstep.
+pub(crate) fn decide(
+    rows: &[SyncRow],
+    me: usize,
+    my_signatures: &[String],
+) -> Result<SyncDecision, Error> {
+    let returned = rows.iter().position(|r| r.status == Status::Returned);
+    let syncing = rows.iter().position(|r| r.status == Status::Syncing);
+    if let (Some(r), Some(s)) = (returned, syncing) {
+        let (rs, ss) = (rows[r].superstep, rows[s].superstep);
+        let msg = format!(
+            "processor {r} returned from its closure after {rs} syncs, while processor {s} called sync \
+             for the {} time (superstep {ss}); every processor must call sync equally often",
+            ordinal(ss + 1)
+        );
+        return Err(Error::at(ErrorKind::SyncMismatch, r, rs as usize, msg));
+    }
+    let first = &rows[0];
+    if let Some(q) = rows
+        .iter()
+        .position(|r| r.registrations != first.registrations || r.fingerprint != first.fingerprint)
+    {
+        let (cq, c0) = (rows[q].registrations, first.registrations);
+        let detail = if cq != c0 {
+            format!("processor {q} has registered {cq} coarrays and queues, processor 0 has registered {c0}")
+        } else {
+            format!(
+                "processors {q} and 0 have each registered {cq} coarrays and queues, \
+                 but of different kinds or element types, or released different ones"
+            )
+        };
+        let msg = format!(
+            "{detail}; registration is collective (same order, same superstep, same types). \
+             Processor {me}'s registrations and releases: [{}]",
+            my_signatures.join(", ")
+        );
+        return Err(Error::at(
+            ErrorKind::RegistrationMismatch,
+            q,
+            rows[q].superstep as usize,
+            msg,
+        ));
+    }
+    Ok(SyncDecision {
+        anything: rows.iter().any(|r| r.bytes != 0),
+        any_gets: rows.iter().any(|r| r.has_gets),
+        any_lends: rows.iter().any(|r| r.lends),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(status: Status, superstep: u64) -> SyncRow {
+        SyncRow {
+            status,
+            superstep,
+            registrations: 2,
+            fingerprint: 99,
+            has_gets: false,
+            bytes: 0,
+            work_ns: 5,
+            lends: false,
+            previous: SyncFigures {
+                sent_bytes: 1,
+                sync_ns: 8,
+                ..SyncFigures::default()
+            },
+        }
+    }
+
+    #[test]
+    fn rows_round_trip_through_words() {
+        let mut r = row(Status::Returned, 7);
+        r.has_gets = true;
+        r.previous.header_bytes = 123;
+        let words = r.to_words();
+        assert_eq!(SyncRow::from_words(&words), r);
+        let all: Vec<u64> = [words, row(Status::Syncing, 1).to_words()].concat();
+        assert_eq!(SyncRow::all(&all).len(), 2);
+    }
+
+    #[test]
+    fn agreeing_rows_give_a_decision() {
+        let mut rows = vec![row(Status::Syncing, 3); 3];
+        assert_eq!(
+            decide(&rows, 0, &[]).unwrap(),
+            SyncDecision {
+                anything: false,
+                any_gets: false,
+                any_lends: false
+            }
+        );
+        rows[1].bytes = 10;
+        rows[2].lends = true;
+        let d = decide(&rows, 0, &[]).unwrap();
+        assert!(d.anything && d.any_lends && !d.any_gets);
+    }
+
+    #[test]
+    fn a_processor_that_returned_early_is_named() {
+        let rows = [row(Status::Syncing, 4), row(Status::Returned, 4)];
+        let e = decide(&rows, 0, &[]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::SyncMismatch);
+        assert_eq!((e.pid(), e.superstep()), (Some(1), Some(4)));
+        assert!(e.message().contains("5th time"), "{e}");
+    }
+
+    #[test]
+    fn registration_mismatches_are_named() {
+        let mut rows = [row(Status::Syncing, 2), row(Status::Syncing, 2)];
+        rows[1].registrations = 3;
+        let e = decide(&rows, 1, &["coarray<u8>".into()]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::RegistrationMismatch);
+        assert_eq!(e.pid(), Some(1));
+        assert!(e.message().contains("Processor 1's registrations"), "{e}");
+        rows[1].registrations = 2;
+        rows[1].fingerprint = 1;
+        let e = decide(&rows, 0, &[]).unwrap_err();
+        assert!(e.message().contains("different kinds"), "{e}");
+    }
+}

@@ -1,0 +1,313 @@
+//! The registry: one processor's registered coarrays and queues, in
+//! registration order, with the fingerprint that lets the sync check that
+//! every processor registered the same sequence.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytemuck::Pod;
+use bytes::Bytes;
+
+use crate::coarray::{LentStorage, PodVec, Storage};
+use crate::queue::Inbox;
+
+/// One registered distributed variable.
+enum Entry {
+    Array(Box<dyn Storage>),
+    /// A coarray whose local part is lent to the router during a sync, as
+    /// the source of [`Ctx::put_from`](crate::Ctx::put_from) requests.
+    Lent(Arc<Box<dyn Storage>>),
+    Queue(Inbox),
+    /// A coarray or queue that was released; its id is not reused.
+    Released,
+}
+
+/// Why an id cannot be used as asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unusable {
+    /// The coarray or queue was released.
+    Released,
+    /// The id names something else (a queue for a coarray, another element
+    /// type, or nothing): the handle comes from another run.
+    Foreign,
+    /// The coarray is lent to the router for this sync.
+    Lent,
+}
+
+impl Unusable {
+    /// Panics with the message for a handle `what` (`coarray` or `queue`)
+    /// that the user passed in.
+    pub(crate) fn panic(self, what: &str, id: u32) -> ! {
+        match self {
+            Unusable::Released => {
+                panic!("bsp: {what} #{id} was released and cannot be used any more")
+            }
+            Unusable::Foreign => panic!("bsp: {what} handle #{id} comes from another run"),
+            Unusable::Lent => unreachable!("bsp: coarrays are lent only inside sync"),
+        }
+    }
+}
+
+/// FNV-1a, to fingerprint registration sequences.
+fn fnv1a(hash: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(hash, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// A processor's registrations.
+pub(crate) struct Registry {
+    entries: Vec<Entry>,
+    /// One line per registration or release, for error messages.
+    signatures: Vec<String>,
+    fingerprint: u64,
+}
+
+impl Registry {
+    pub(crate) fn new() -> Self {
+        Registry {
+            entries: Vec::new(),
+            signatures: Vec::new(),
+            fingerprint: 0xcbf2_9ce4_8422_2325,
+        }
+    }
+
+    /// Number of registrations so far (releases included in the fingerprint only).
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// A hash of the sequence of registrations and releases so far.
+    pub(crate) fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
+
+    /// The registrations and releases so far, one line each.
+    pub(crate) fn signatures(&self) -> &[String] {
+        &self.signatures
+    }
+
+    fn record(&mut self, signature: String, separator: u8) {
+        self.fingerprint = fnv1a(fnv1a(self.fingerprint, signature.as_bytes()), &[separator]);
+        self.signatures.push(signature);
+    }
+
+    fn push(&mut self, signature: String, entry: Entry) -> u32 {
+        let id = u32::try_from(self.entries.len()).expect("bsp: too many registrations");
+        self.record(signature, 0xff);
+        self.entries.push(entry);
+        id
+    }
+
+    /// Registers a coarray with local part `local`.
+    pub(crate) fn register_array<T: Pod + Send>(&mut self, local: Vec<T>) -> u32 {
+        let signature = format!("coarray<{}>", std::any::type_name::<T>());
+        self.push(signature, Entry::Array(Box::new(PodVec(local))))
+    }
+
+    /// Registers a queue; `kind` names it in the signature (e.g. `queue<u32>`).
+    pub(crate) fn register_queue(&mut self, kind: String) -> u32 {
+        self.push(kind, Entry::Queue(Inbox::default()))
+    }
+
+    /// The name under which `id` was registered.
+    pub(crate) fn signature_of(&self, id: u32) -> &str {
+        // Registrations come first in `signatures` only if nothing was
+        // released before; search by the recorded registration order.
+        self.signatures
+            .iter()
+            .filter(|s| !s.starts_with("release "))
+            .nth(id as usize)
+            .map_or("(unknown)", String::as_str)
+    }
+
+    fn entry(&self, id: u32) -> Result<&Entry, Unusable> {
+        self.entries.get(id as usize).ok_or(Unusable::Foreign)
+    }
+
+    fn entry_mut(&mut self, id: u32) -> Result<&mut Entry, Unusable> {
+        self.entries.get_mut(id as usize).ok_or(Unusable::Foreign)
+    }
+
+    /// The local part of coarray `id`, untyped (also while lent).
+    pub(crate) fn storage(&self, id: u32) -> Result<&dyn Storage, Unusable> {
+        match self.entry(id)? {
+            Entry::Array(s) => Ok(s.as_ref()),
+            Entry::Lent(s) => Ok(s.as_ref().as_ref()),
+            Entry::Released => Err(Unusable::Released),
+            Entry::Queue(_) => Err(Unusable::Foreign),
+        }
+    }
+
+    /// The local part of coarray `id`, untyped and mutably.
+    pub(crate) fn storage_mut(&mut self, id: u32) -> Result<&mut dyn Storage, Unusable> {
+        match self.entry_mut(id)? {
+            Entry::Array(s) => Ok(s.as_mut()),
+            Entry::Lent(_) => Err(Unusable::Lent),
+            Entry::Released => Err(Unusable::Released),
+            Entry::Queue(_) => Err(Unusable::Foreign),
+        }
+    }
+
+    /// The local part of coarray `id` as `Vec<T>`.
+    pub(crate) fn array<T: Pod>(&self, id: u32) -> Result<&Vec<T>, Unusable> {
+        let storage = self.storage(id)?;
+        let part = storage.as_any().downcast_ref::<PodVec<T>>();
+        part.map(|p| &p.0).ok_or(Unusable::Foreign)
+    }
+
+    /// The local part of coarray `id` as `Vec<T>`, mutably.
+    pub(crate) fn array_mut<T: Pod>(&mut self, id: u32) -> Result<&mut Vec<T>, Unusable> {
+        let storage = self.storage_mut(id)?;
+        let part = storage.as_any_mut().downcast_mut::<PodVec<T>>();
+        part.map(|p| &mut p.0).ok_or(Unusable::Foreign)
+    }
+
+    /// The local parts of two different coarrays, the second mutably.
+    pub(crate) fn array_pair_mut<T: Pod, U: Pod>(
+        &mut self,
+        read: u32,
+        write: u32,
+    ) -> Result<(&[T], &mut [U]), Unusable> {
+        assert_ne!(
+            read, write,
+            "bsp: local_pair_mut needs two different coarrays"
+        );
+        // Check both first, so that the split below cannot fail half-way.
+        self.array::<T>(read)?;
+        self.array_mut::<U>(write)?;
+        let (r, w) = (read as usize, write as usize);
+        let (low, high) = self.entries.split_at_mut(r.max(w));
+        let (read_entry, write_entry) = if r < w {
+            (&low[r], &mut high[0])
+        } else {
+            (&high[0], &mut low[w])
+        };
+        let (Entry::Array(from), Entry::Array(to)) = (read_entry, write_entry) else {
+            unreachable!("checked above")
+        };
+        let from = from.as_any().downcast_ref::<PodVec<T>>();
+        let to = to.as_any_mut().downcast_mut::<PodVec<U>>();
+        Ok((&from.expect("checked").0, &mut to.expect("checked").0))
+    }
+
+    /// The received messages of queue `id`.
+    pub(crate) fn inbox(&mut self, id: u32) -> Result<&mut Inbox, Unusable> {
+        match self.entry_mut(id)? {
+            Entry::Queue(inbox) => Ok(inbox),
+            Entry::Released => Err(Unusable::Released),
+            Entry::Array(_) | Entry::Lent(_) => Err(Unusable::Foreign),
+        }
+    }
+
+    /// Whether `id` names a coarray lent for this sync.
+    pub(crate) fn is_lent(&self, id: u32) -> bool {
+        matches!(self.entry(id), Ok(Entry::Lent(_)))
+    }
+
+    /// Releases coarray `id` and returns its local part.
+    pub(crate) fn release_array<T: Pod>(&mut self, id: u32) -> Result<Vec<T>, Unusable> {
+        self.array::<T>(id)?;
+        let Entry::Array(storage) = self.release(id) else {
+            unreachable!("checked above")
+        };
+        let part = storage.into_any().downcast::<PodVec<T>>();
+        Ok(part.expect("checked above").0)
+    }
+
+    /// Releases queue `id`, dropping the messages not taken.
+    pub(crate) fn release_queue(&mut self, id: u32) -> Result<(), Unusable> {
+        self.inbox(id)?;
+        self.release(id);
+        Ok(())
+    }
+
+    fn release(&mut self, id: u32) -> Entry {
+        self.record(format!("release #{id}"), 0xfe);
+        std::mem::replace(&mut self.entries[id as usize], Entry::Released)
+    }
+
+    /// Lends coarrays `ids` to the router for one sync: returns each one's
+    /// local part as bytes, shared, until [`reclaim`](Registry::reclaim).
+    pub(crate) fn lend(&mut self, ids: &[u32]) -> HashMap<u32, Bytes> {
+        let mut lent = HashMap::with_capacity(ids.len());
+        for &id in ids {
+            let entry = &mut self.entries[id as usize];
+            let Entry::Array(storage) = std::mem::replace(entry, Entry::Released) else {
+                unreachable!("bsp: only coarrays are lent")
+            };
+            let shared = Arc::new(storage);
+            lent.insert(id, Bytes::from_owner(LentStorage(Arc::clone(&shared))));
+            *entry = Entry::Lent(shared);
+        }
+        lent
+    }
+
+    /// Takes back every lent coarray.
+    ///
+    /// # Panics
+    ///
+    /// If the router still holds a reference to one, which would be a bug
+    /// in the runtime: call it after every reader has finished.
+    pub(crate) fn reclaim(&mut self) {
+        for entry in &mut self.entries {
+            if let Entry::Lent(shared) = entry {
+                let shared =
+                    std::mem::replace(shared, Arc::new(Box::new(PodVec(Vec::<u8>::new()))));
+                let storage = Arc::try_unwrap(shared).unwrap_or_else(|_| {
+                    unreachable!("bsp: a lent coarray is still referenced after the barrier")
+                });
+                *entry = Entry::Array(storage);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_access_release_and_fingerprint() {
+        let mut a = Registry::new();
+        let mut b = Registry::new();
+        let x = a.register_array(vec![1u32, 2, 3]);
+        let q = a.register_queue("queue<u8>".into());
+        assert_eq!(b.register_array(vec![0u32; 9]), x);
+        assert_ne!(a.fingerprint(), b.fingerprint());
+        b.register_queue("queue<u8>".into());
+        assert_eq!(
+            a.fingerprint(),
+            b.fingerprint(),
+            "local lengths do not count"
+        );
+        assert_eq!(a.array::<u32>(x).unwrap(), &vec![1, 2, 3]);
+        assert_eq!(a.array::<u64>(x).unwrap_err(), Unusable::Foreign);
+        assert_eq!(a.array::<u32>(q).unwrap_err(), Unusable::Foreign);
+        assert_eq!(a.inbox(x).err(), Some(Unusable::Foreign));
+        assert_eq!(a.array::<u32>(99).unwrap_err(), Unusable::Foreign);
+        a.array_mut::<u32>(x).unwrap()[0] = 7;
+        assert_eq!(a.release_array::<u32>(x).unwrap(), vec![7, 2, 3]);
+        assert_eq!(a.array::<u32>(x).unwrap_err(), Unusable::Released);
+        assert_eq!(a.signature_of(q), "queue<u8>");
+        assert_ne!(a.fingerprint(), b.fingerprint());
+        b.release_array::<u32>(x).unwrap();
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        assert_eq!(a.len(), 2);
+    }
+
+    #[test]
+    fn lent_arrays_are_readable_and_come_back() {
+        let mut r = Registry::new();
+        let x = r.register_array(vec![5u8, 6, 7]);
+        let lent = r.lend(&[x]);
+        assert!(r.is_lent(x));
+        assert_eq!(&lent[&x][..], &[5, 6, 7]);
+        assert_eq!(r.storage(x).unwrap().len(), 3);
+        assert_eq!(r.storage_mut(x).err(), Some(Unusable::Lent));
+        drop(lent);
+        r.reclaim();
+        assert!(!r.is_lent(x));
+        assert_eq!(r.array::<u8>(x).unwrap(), &vec![5, 6, 7]);
+    }
+}

@@ -1,0 +1,163 @@
+//! Segment lists: the bytes one processor hands another in one exchange.
+//!
+//! A stream of records is kept as a list of reference-counted byte
+//! segments rather than one buffer, so that a router can cut it into parts
+//! and re-bin the parts, and a transport can pass them between threads,
+//! without copying the payload. This is the bottom layer of the crate: it
+//! imports nothing from the rest of it.
+
+use bytes::Bytes;
+
+/// The bytes one processor sends to another in one exchange, as a list of
+/// segments. Segments are reference-counted, so handing a list to another
+/// thread moves pointers, not data.
+pub(crate) type Segments = Vec<Bytes>;
+
+/// Total length in bytes of a segment list.
+pub(crate) fn segments_len(segments: &[Bytes]) -> usize {
+    segments.iter().map(Bytes::len).sum()
+}
+
+/// Appends to `out` the zero-copy sub-range `[start, start + len)` of a
+/// segment list.
+pub(crate) fn slice_segments(
+    segments: &[Bytes],
+    mut start: usize,
+    mut len: usize,
+    out: &mut Segments,
+) {
+    for seg in segments {
+        if len == 0 {
+            break;
+        }
+        if start >= seg.len() {
+            start -= seg.len();
+            continue;
+        }
+        let take = (seg.len() - start).min(len);
+        out.push(seg.slice(start..start + take));
+        start = 0;
+        len -= take;
+    }
+    debug_assert_eq!(len, 0, "slice past the end of the segments");
+}
+
+/// Copies the first `out.len()` bytes of `segments` into `out` (fewer if
+/// the list is shorter).
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the eager MPI transpose
+pub(crate) fn copy_prefix(segments: &[Bytes], out: &mut [u8]) {
+    let mut at = 0;
+    for seg in segments {
+        if at == out.len() {
+            break;
+        }
+        let n = seg.len().min(out.len() - at);
+        out[at..at + n].copy_from_slice(&seg[..n]);
+        at += n;
+    }
+}
+
+/// Reads a segment list front to back as one stream, without joining it.
+pub(crate) struct SegmentReader<'a> {
+    segments: &'a [Bytes],
+    segment: usize,
+    pos: usize,
+}
+
+impl<'a> SegmentReader<'a> {
+    pub(crate) fn new(segments: &'a [Bytes]) -> Self {
+        let mut r = SegmentReader {
+            segments,
+            segment: 0,
+            pos: 0,
+        };
+        r.skip_exhausted();
+        r
+    }
+
+    fn skip_exhausted(&mut self) {
+        while self.segment < self.segments.len() && self.pos == self.segments[self.segment].len() {
+            self.segment += 1;
+            self.pos = 0;
+        }
+    }
+
+    /// Whether every byte has been read.
+    pub(crate) fn is_at_end(&self) -> bool {
+        self.segment == self.segments.len()
+    }
+
+    /// Copies the next `out.len()` bytes into `out`; false if the stream is shorter.
+    pub(crate) fn read_into(&mut self, out: &mut [u8]) -> bool {
+        let mut done = 0;
+        self.read_pieces(out.len(), |piece| {
+            out[done..done + piece.len()].copy_from_slice(piece);
+            done += piece.len();
+        })
+    }
+
+    /// Passes the next `n` bytes to `sink` in contiguous pieces; false if
+    /// the stream is shorter.
+    pub(crate) fn read_pieces(&mut self, mut n: usize, mut sink: impl FnMut(&[u8])) -> bool {
+        while n > 0 {
+            let Some(seg) = self.segments.get(self.segment) else {
+                return false;
+            };
+            let take = (seg.len() - self.pos).min(n);
+            sink(&seg[self.pos..self.pos + take]);
+            n -= take;
+            self.pos += take;
+            self.skip_exhausted();
+        }
+        true
+    }
+
+    /// Skips `n` bytes; false if the stream is shorter.
+    pub(crate) fn skip(&mut self, n: usize) -> bool {
+        self.read_pieces(n, |_| {})
+    }
+
+    /// Reads the next 8 bytes as a native-endian `u64`.
+    ///
+    /// # Panics
+    ///
+    /// If fewer than 8 bytes are left, which would be a bug in the runtime.
+    pub(crate) fn read_u64(&mut self) -> u64 {
+        let mut raw = [0u8; 8];
+        assert!(self.read_into(&mut raw), "bsp: truncated stream");
+        u64::from_ne_bytes(raw)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytewise(data: &[u8]) -> Segments {
+        data.iter().map(|&b| Bytes::from(vec![b])).collect()
+    }
+
+    #[test]
+    fn slices_and_reads_cross_segment_borders() {
+        let whole: Vec<u8> = (0..20).collect();
+        let tiny = bytewise(&whole);
+        assert_eq!(segments_len(&tiny), 20);
+        let mut part = Vec::new();
+        slice_segments(&tiny, 2, 5, &mut part);
+        assert_eq!(part.concat(), whole[2..7].to_vec());
+        let mut r = SegmentReader::new(&tiny);
+        let mut four = [0u8; 4];
+        assert!(r.read_into(&mut four));
+        assert_eq!(four, [0, 1, 2, 3]);
+        assert!(r.skip(8));
+        assert_eq!(
+            r.read_u64(),
+            u64::from_ne_bytes([12, 13, 14, 15, 16, 17, 18, 19])
+        );
+        assert!(r.is_at_end());
+        assert!(!r.skip(1));
+        let mut prefix = [0u8; 3];
+        copy_prefix(&tiny, &mut prefix);
+        assert_eq!(prefix, [0, 1, 2]);
+    }
+}

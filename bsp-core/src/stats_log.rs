@@ -1,0 +1,126 @@
+//! The statistics log: the rows of the most recent sync exchanges, kept raw
+//! so that a sync costs no more than storing the all-gather's result, and
+//! turned into [`SuperstepStats`] only when asked.
+
+use std::collections::VecDeque;
+
+use crate::protocol::SyncRow;
+use crate::stats::SuperstepStats;
+
+/// How many supersteps' statistics a processor keeps (the most recent ones),
+/// so that a run of millions of supersteps does not grow without bound.
+pub(crate) const STATS_HISTORY: usize = 1 << 16;
+
+/// The rows of the most recent exchanges (at most [`STATS_HISTORY`] + 1),
+/// oldest first. Superstep s's statistics are its work in the rows of
+/// sync s and its sync figures in the rows of the next exchange.
+pub(crate) struct StatsLog {
+    rows: VecDeque<Vec<u64>>,
+    /// The superstep of the oldest kept exchange.
+    first: usize,
+}
+
+impl StatsLog {
+    pub(crate) fn new() -> Self {
+        StatsLog {
+            rows: VecDeque::new(),
+            first: 0,
+        }
+    }
+
+    /// Keeps the rows of one exchange (all processors' words).
+    pub(crate) fn push(&mut self, words: Vec<u64>) {
+        if self.rows.len() > STATS_HISTORY {
+            self.rows.pop_front();
+            self.first += 1;
+        }
+        self.rows.push_back(words);
+    }
+
+    /// Every superstep whose figures are complete; with `finished`, also the
+    /// last one, which has no sync (its work alone).
+    pub(crate) fn supersteps(&self, finished: bool) -> Vec<SuperstepStats> {
+        let mut out: Vec<SuperstepStats> = self
+            .rows
+            .iter()
+            .zip(self.rows.iter().skip(1))
+            .enumerate()
+            .map(|(k, (now, next))| superstep(self.first + k, now, Some(next)))
+            .collect();
+        if finished {
+            if let Some(last) = self.rows.back() {
+                out.push(superstep(self.first + self.rows.len() - 1, last, None));
+            }
+        }
+        out
+    }
+}
+
+/// Superstep `step`'s statistics from the rows of its sync (`now`: the
+/// work) and of the next exchange (`next`: the sync's figures).
+fn superstep(step: usize, now: &[u64], next: Option<&Vec<u64>>) -> SuperstepStats {
+    let now = SyncRow::all(now);
+    let next = next.map(|words| SyncRow::all(words));
+    let seconds = |ns: u64| ns as f64 * 1e-9;
+    let figure = |f: fn(&SyncRow) -> u64| -> Vec<u64> {
+        match &next {
+            Some(rows) => rows.iter().map(f).collect(),
+            None => vec![0; now.len()],
+        }
+    };
+    SuperstepStats {
+        superstep: step,
+        work_seconds: now.iter().map(|r| seconds(r.work_ns)).collect(),
+        sent_bytes: figure(|r| r.previous.sent_bytes),
+        recv_bytes: figure(|r| r.previous.recv_bytes),
+        sent_records: figure(|r| r.previous.sent_records),
+        recv_records: figure(|r| r.previous.recv_records),
+        first_block_bytes: figure(|r| r.previous.first_block),
+        second_block_bytes: figure(|r| r.previous.second_block),
+        router_header_bytes: figure(|r| r.previous.header_bytes),
+        sync_seconds: figure(|r| r.previous.sync_ns)
+            .into_iter()
+            .map(seconds)
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{Status, SyncFigures};
+
+    fn words(work_ns: u64, sent: u64) -> Vec<u64> {
+        let row = SyncRow {
+            status: Status::Syncing,
+            superstep: 0,
+            registrations: 0,
+            fingerprint: 0,
+            has_gets: false,
+            bytes: 0,
+            work_ns,
+            lends: false,
+            previous: SyncFigures {
+                sent_bytes: sent,
+                ..SyncFigures::default()
+            },
+        };
+        [row.to_words(), row.to_words()].concat()
+    }
+
+    #[test]
+    fn a_superstep_pairs_its_work_with_the_next_rows_figures() {
+        let mut log = StatsLog::new();
+        log.push(words(1000, 0));
+        assert!(log.supersteps(false).is_empty());
+        log.push(words(2000, 64));
+        let steps = log.supersteps(true);
+        assert_eq!(steps.len(), 2);
+        assert_eq!(steps[0].sent_bytes, vec![64, 64]);
+        assert!(steps[0]
+            .work_seconds
+            .iter()
+            .all(|&w| (w - 1e-6).abs() < 1e-15));
+        assert_eq!(steps[1].sent_bytes, vec![0, 0]);
+    }
+}

@@ -1,0 +1,202 @@
+//! Irregular exchanges: the counts exchange, then one `MPI_Alltoallw` that
+//! sends every block straight from its segments through hindexed datatypes
+//! (the default), or the blocks flattened into one `MPI_Alltoallv`
+//! (`BSP_MPI_SEND=flatten`).
+
+use std::os::raw::c_int;
+
+use bytes::Bytes;
+use mpi::datatype::{Partition, PartitionMut};
+use mpi::raw::AsRaw;
+use mpi::traits::*;
+use mpi::Count;
+
+use super::{MpiComm, SendMode};
+use crate::error::{Error, ErrorKind};
+use crate::segments::{segments_len, Segments};
+use crate::transport::Comm;
+
+impl MpiComm {
+    /// `n` as an MPI count, or the end of the run.
+    pub(super) fn count(&mut self, n: usize, what: &str) -> Count {
+        match Count::try_from(n) {
+            Ok(c) => c,
+            Err(_) => {
+                let msg = format!(
+                    "{what} of {n} bytes exceeds MPI's count limit of {} bytes per exchange",
+                    Count::MAX
+                );
+                let error = Error::new(ErrorKind::Transport, Some(self.pid), None, msg);
+                self.abort(error)
+            }
+        }
+    }
+
+    /// Displacements of consecutive parts with the given counts.
+    pub(super) fn displacements(&mut self, counts: &[Count], what: &str) -> Vec<Count> {
+        let mut at = 0usize;
+        let mut displs = Vec::with_capacity(counts.len());
+        for &c in counts {
+            displs.push(at as Count);
+            at += c as usize;
+        }
+        self.count(at, what);
+        displs
+    }
+
+    /// One `MPI_Alltoallv` of the bytes `send` (laid out by `send_counts`),
+    /// with the receive counts already known. Returns the received bytes and
+    /// their displacements.
+    ///
+    /// `send` must be a slice of an allocated vector (see [`Pool::take`]).
+    pub(super) fn alltoallv_known(
+        &mut self,
+        send: &[u8],
+        send_counts: &[Count],
+        recv_counts: &[Count],
+    ) -> (Bytes, Vec<Count>) {
+        let send_displs = self.displacements(send_counts, "a send buffer");
+        let recv_displs = self.displacements(recv_counts, "a receive buffer");
+        let total: usize = recv_counts.iter().map(|&c| c as usize).sum();
+        let mut recv = self.world.pool.take(total);
+        {
+            let sendp = Partition::new(send, send_counts, &send_displs[..]);
+            let mut recvp = PartitionMut::new(&mut recv[..], recv_counts, &recv_displs[..]);
+            self.comm().all_to_all_varcount_into(&sendp, &mut recvp);
+        }
+        (self.world.pool.share(recv), recv_displs)
+    }
+
+    pub(super) fn counted_alltoallv(&mut self, mut blocks: Vec<Segments>) -> Vec<Segments> {
+        let p = self.nprocs;
+        // The block to this rank stays here, uncopied; MPI sees it as empty.
+        let own = std::mem::take(&mut blocks[self.pid]);
+        let mut send_counts = Vec::with_capacity(p);
+        for block in &blocks {
+            send_counts.push(self.count(segments_len(block), "a block"));
+        }
+        let mut recv_counts: Vec<Count> = vec![0; p];
+        self.comm()
+            .all_to_all_into(&send_counts[..], &mut recv_counts[..]);
+        let total: usize = send_counts.iter().map(|&c| c as usize).sum();
+        // Every rank takes the same branch: the collectives must match.
+        let (recv, displs) = if self.send == SendMode::Hindexed {
+            self.alltoallw_segments(&blocks, &send_counts, &recv_counts)
+        } else {
+            let mut send = self.world.pool.take(total);
+            send.clear();
+            for seg in blocks.iter().flatten() {
+                send.extend_from_slice(seg);
+            }
+            let received = self.alltoallv_known(&send, &send_counts, &recv_counts);
+            self.world.pool.give(send);
+            received
+        };
+        drop(blocks);
+        let mut out: Vec<Segments> = (0..p)
+            .map(|k| {
+                let (d, c) = (displs[k] as usize, recv_counts[k] as usize);
+                if c == 0 {
+                    Vec::new()
+                } else {
+                    vec![recv.slice(d..d + c)]
+                }
+            })
+            .collect();
+        out[self.pid] = own;
+        out
+    }
+
+    /// One `MPI_Alltoallw` that sends every block straight from its
+    /// segments (no flattening copy) into one contiguous receive buffer.
+    /// The send datatype for destination k is an hindexed type of bytes
+    /// over the absolute addresses of block k's segments (adjacent segments
+    /// merged), relative to `MPI_BOTTOM`. Returns the received bytes and
+    /// their displacements, as [`alltoallv_known`](Self::alltoallv_known).
+    pub(super) fn alltoallw_segments(
+        &mut self,
+        blocks: &[Segments],
+        send_counts: &[Count],
+        recv_counts: &[Count],
+    ) -> (Bytes, Vec<Count>) {
+        let p = self.nprocs;
+        let recv_displs = self.displacements(recv_counts, "a receive buffer");
+        let total: usize = recv_counts.iter().map(|&c| c as usize).sum();
+        let mut recv = self.world.pool.take(total);
+        // SAFETY: reading an immutable handle that mpi-sys's C shim
+        // initialises statically (`MPI_UINT8_T`); MPI is initialised.
+        let byte = unsafe { mpi::ffi::RSMPI_UINT8_T };
+        let mut types = vec![byte; p];
+        let mut lens: Vec<c_int> = Vec::new();
+        let mut addrs: Vec<mpi::ffi::MPI_Aint> = Vec::new();
+        for (k, block) in blocks.iter().enumerate() {
+            if send_counts[k] == 0 {
+                continue;
+            }
+            lens.clear();
+            addrs.clear();
+            let mut end: *const u8 = std::ptr::null();
+            for seg in block.iter().filter(|s| !s.is_empty()) {
+                // A segment is no longer than its block, whose length fits a Count.
+                let len = seg.len() as c_int;
+                match lens.last_mut() {
+                    Some(last) if seg.as_ptr() == end => *last += len,
+                    _ => {
+                        let mut addr: mpi::ffi::MPI_Aint = 0;
+                        // SAFETY: `MPI_Get_address` only computes the
+                        // address of the location it is given.
+                        unsafe { mpi::ffi::MPI_Get_address(seg.as_ptr().cast(), &mut addr) };
+                        lens.push(len);
+                        addrs.push(addr);
+                    }
+                }
+                end = seg.as_ptr_range().end;
+            }
+            // SAFETY: `lens` and `addrs` have `lens.len()` entries each;
+            // `types[k]` is a valid place for the new handle, committed
+            // before use and freed below.
+            unsafe {
+                mpi::ffi::MPI_Type_create_hindexed(
+                    lens.len() as c_int,
+                    lens.as_ptr(),
+                    addrs.as_ptr(),
+                    byte,
+                    &mut types[k],
+                );
+                mpi::ffi::MPI_Type_commit(&mut types[k]);
+            }
+        }
+        let ones: Vec<c_int> = send_counts.iter().map(|&c| c_int::from(c > 0)).collect();
+        let zeros: Vec<c_int> = vec![0; p];
+        let recv_types = vec![byte; p];
+        // SAFETY: the send side is `MPI_BOTTOM` (the null address in OpenMPI
+        // and MPICH; mpi-sys exports no constant) with, for each
+        // destination k, one element of `types[k]`, whose pieces are the
+        // live segments of `blocks[k]` (borrowed for the whole call), or no
+        // element. The receive side is `recv`, `total` bytes, in parts of
+        // `recv_counts[k]` bytes at `recv_displs[k]`, which tile it. All
+        // arrays have p entries; every rank calls this collective on the
+        // same communicator with matching counts (exchanged just before).
+        unsafe {
+            mpi::ffi::MPI_Alltoallw(
+                std::ptr::null(),
+                ones.as_ptr(),
+                zeros.as_ptr(),
+                types.as_ptr(),
+                recv.as_mut_ptr().cast(),
+                recv_counts.as_ptr(),
+                recv_displs.as_ptr(),
+                recv_types.as_ptr(),
+                self.comm().as_raw(),
+            );
+        }
+        for (k, t) in types.iter_mut().enumerate() {
+            if send_counts[k] > 0 {
+                // SAFETY: `types[k]` was created and committed above and is
+                // no longer used by any pending operation.
+                unsafe { mpi::ffi::MPI_Type_free(t) };
+            }
+        }
+        (self.world.pool.share(recv), recv_displs)
+    }
+}
