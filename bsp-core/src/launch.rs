@@ -6,9 +6,9 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::ctx::Ctx;
+use crate::env::PROFILE_ENV;
 use crate::error::{Error, ErrorKind};
 use crate::router::Router;
-use crate::runtime::PROFILE_ENV;
 use crate::transport::{Aborted, Comm, Transport};
 
 /// Text of a panic payload.

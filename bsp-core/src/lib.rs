@@ -42,6 +42,7 @@ mod coarray;
 mod codec;
 mod ctx;
 mod delivery;
+mod env;
 mod error;
 mod launch;
 mod outbox;
@@ -58,10 +59,11 @@ mod wire;
 
 pub use coarray::{Coarray, GetHandle};
 pub use ctx::Ctx;
+pub use env::{PROCS_ENV, PROFILE_ENV, ROUTER_ENV};
 pub use error::{Error, ErrorKind, Result};
 pub use queue::{Encoding, Queue, Raw, Serde};
 pub use router::{ParseRouterError, Router};
-pub use runtime::{launched_by_mpirun, run, Runtime, PROCS_ENV, PROFILE_ENV, ROUTER_ENV};
+pub use runtime::{launched_by_mpirun, run, Runtime};
 pub use stats::{Stats, SuperstepStats};
 pub use transport::Transport;
 

@@ -8,6 +8,7 @@
 //! exchange.
 
 use crate::error::{Error, ErrorKind};
+use crate::router::RouteFigures;
 
 /// What a processor is doing when it contributes its row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,49 +19,55 @@ pub(crate) enum Status {
     Returned = 2,
 }
 
+/// What one processor sent and received in one sync.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Traffic {
+    pub(crate) sent: u64,
+    pub(crate) received: u64,
+}
+
 /// One processor's own figures for one sync, exchanged in the next row.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct SyncFigures {
-    pub(crate) sent_bytes: u64,
-    pub(crate) recv_bytes: u64,
-    pub(crate) sent_records: u64,
-    pub(crate) recv_records: u64,
-    /// Largest block this processor sent in the router's first exchange.
-    pub(crate) first_block: u64,
-    /// Largest block it received in the router's second exchange.
-    pub(crate) second_block: u64,
-    /// Router header bytes it sent.
-    pub(crate) header_bytes: u64,
+    /// Bytes of the routed streams (get replies included).
+    pub(crate) bytes: Traffic,
+    /// Records (puts, get requests, replies, runs of messages).
+    pub(crate) records: Traffic,
+    /// What the router measured (the largest blocks over both routings of
+    /// a sync, the header bytes summed).
+    pub(crate) route: RouteFigures,
+    /// Nanoseconds the sync took.
     pub(crate) sync_ns: u64,
 }
 
 impl SyncFigures {
     /// Adds the figures of one more routing in the same sync (get replies).
-    pub(crate) fn add_route(&mut self, first_block: u64, second_block: u64, header_bytes: u64) {
-        self.first_block = self.first_block.max(first_block);
-        self.second_block = self.second_block.max(second_block);
-        self.header_bytes += header_bytes;
+    pub(crate) fn add_route(&mut self, route: RouteFigures) {
+        let mine = &mut self.route;
+        mine.first_block = mine.first_block.max(route.first_block);
+        mine.second_block = mine.second_block.max(route.second_block);
+        mine.header_bytes += route.header_bytes;
     }
 }
 
 /// One processor's row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SyncRow {
+    /// Where the processor is: its status and the superstep it is ending.
     pub(crate) status: Status,
-    /// The superstep it is ending.
     pub(crate) superstep: u64,
-    /// Its number of registrations and their fingerprint.
+    /// Its registrations: how many, and the fingerprint of their sequence.
     pub(crate) registrations: u64,
     pub(crate) fingerprint: u64,
-    /// Whether it requested a get (a second h-relation carries replies).
-    pub(crate) has_gets: bool,
-    /// Bytes it requested to send this superstep.
+    /// What it requested this superstep: bytes to send, whether any get
+    /// (a second h-relation carries the replies) and whether any
+    /// `put_from` (lent coarrays come back after a barrier).
     pub(crate) bytes: u64,
-    /// Nanoseconds of local work in the superstep.
-    pub(crate) work_ns: u64,
-    /// Whether it used `put_from` (lent coarrays come back after a barrier).
+    pub(crate) has_gets: bool,
     pub(crate) lends: bool,
-    /// Its figures for the previous sync.
+    /// Nanoseconds of local work in the superstep, and its figures for
+    /// the previous sync.
+    pub(crate) work_ns: u64,
     pub(crate) previous: SyncFigures,
 }
 
@@ -68,7 +75,7 @@ impl SyncRow {
     /// Words of a row on the wire.
     pub(crate) const WORDS: usize = 16;
 
-    pub(crate) fn to_words(&self) -> [u64; Self::WORDS] {
+    pub(crate) fn to_words(self) -> [u64; Self::WORDS] {
         let f = &self.previous;
         [
             self.status as u64,
@@ -79,13 +86,13 @@ impl SyncRow {
             self.bytes,
             self.work_ns,
             u64::from(self.lends),
-            f.sent_bytes,
-            f.recv_bytes,
-            f.sent_records,
-            f.recv_records,
-            f.first_block,
-            f.second_block,
-            f.header_bytes,
+            f.bytes.sent,
+            f.bytes.received,
+            f.records.sent,
+            f.records.received,
+            f.route.first_block,
+            f.route.second_block,
+            f.route.header_bytes,
             f.sync_ns,
         ]
     }
@@ -117,13 +124,19 @@ impl SyncRow {
             work_ns: w[6],
             lends: w[7] != 0,
             previous: SyncFigures {
-                sent_bytes: w[8],
-                recv_bytes: w[9],
-                sent_records: w[10],
-                recv_records: w[11],
-                first_block: w[12],
-                second_block: w[13],
-                header_bytes: w[14],
+                bytes: Traffic {
+                    sent: w[8],
+                    received: w[9],
+                },
+                records: Traffic {
+                    sent: w[10],
+                    received: w[11],
+                },
+                route: RouteFigures {
+                    first_block: w[12],
+                    second_block: w[13],
+                    header_bytes: w[14],
+                },
                 sync_ns: w[15],
             },
         }
@@ -234,7 +247,10 @@ mod tests {
             work_ns: 5,
             lends: false,
             previous: SyncFigures {
-                sent_bytes: 1,
+                bytes: Traffic {
+                    sent: 1,
+                    received: 0,
+                },
                 sync_ns: 8,
                 ..SyncFigures::default()
             },
@@ -245,7 +261,7 @@ mod tests {
     fn rows_round_trip_through_words() {
         let mut r = row(Status::Returned, 7);
         r.has_gets = true;
-        r.previous.header_bytes = 123;
+        r.previous.route.header_bytes = 123;
         let words = r.to_words();
         assert_eq!(SyncRow::from_words(&words), r);
         let all: Vec<u64> = [words, row(Status::Syncing, 1).to_words()].concat();

@@ -1,19 +1,11 @@
 //! Launching a BSP program: the runtime builder and `run`.
 
 use crate::ctx::Ctx;
+use crate::env::{PROCS_ENV, ROUTER_ENV};
 use crate::error::{Error, ErrorKind, Result};
 use crate::launch;
 use crate::router::Router;
 use crate::transport::{self, Transport};
-
-/// Environment variable giving the processor count for [`Runtime::from_env`].
-pub const PROCS_ENV: &str = "BSP_PROCS";
-/// Environment variable naming the router for [`Runtime::from_env`]
-/// (`two-phase` or `direct`).
-pub const ROUTER_ENV: &str = "BSP_ROUTER";
-/// Environment variable that, set to `1`, makes processor 0 print the
-/// per-superstep statistics table to standard error when a run ends.
-pub const PROFILE_ENV: &str = "BSP_PROFILE";
 
 /// Whether this process was started by `mpirun` / `mpiexec` (OpenMPI, MPICH
 /// with Hydra, or any PMIx launcher), judged from the launcher's

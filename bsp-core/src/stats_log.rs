@@ -71,13 +71,13 @@ fn superstep(step: usize, now: &[u64], next: Option<&Vec<u64>>) -> SuperstepStat
     SuperstepStats {
         superstep: step,
         work_seconds: now.iter().map(|r| seconds(r.work_ns)).collect(),
-        sent_bytes: figure(|r| r.previous.sent_bytes),
-        recv_bytes: figure(|r| r.previous.recv_bytes),
-        sent_records: figure(|r| r.previous.sent_records),
-        recv_records: figure(|r| r.previous.recv_records),
-        first_block_bytes: figure(|r| r.previous.first_block),
-        second_block_bytes: figure(|r| r.previous.second_block),
-        router_header_bytes: figure(|r| r.previous.header_bytes),
+        sent_bytes: figure(|r| r.previous.bytes.sent),
+        recv_bytes: figure(|r| r.previous.bytes.received),
+        sent_records: figure(|r| r.previous.records.sent),
+        recv_records: figure(|r| r.previous.records.received),
+        first_block_bytes: figure(|r| r.previous.route.first_block),
+        second_block_bytes: figure(|r| r.previous.route.second_block),
+        router_header_bytes: figure(|r| r.previous.route.header_bytes),
         sync_seconds: figure(|r| r.previous.sync_ns)
             .into_iter()
             .map(seconds)
@@ -88,7 +88,7 @@ fn superstep(step: usize, now: &[u64], next: Option<&Vec<u64>>) -> SuperstepStat
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{Status, SyncFigures};
+    use crate::protocol::{Status, SyncFigures, Traffic};
 
     fn words(work_ns: u64, sent: u64) -> Vec<u64> {
         let row = SyncRow {
@@ -101,7 +101,7 @@ mod tests {
             work_ns,
             lends: false,
             previous: SyncFigures {
-                sent_bytes: sent,
+                bytes: Traffic { sent, received: 0 },
                 ..SyncFigures::default()
             },
         };

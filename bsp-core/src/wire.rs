@@ -128,24 +128,25 @@ impl Record {
         let (x, y) = (word(8), word(16));
         Some(
             match u32::from_ne_bytes(raw[0..4].try_into().expect("4 bytes")) {
-                PUT => Record::Put {
-                    array: id,
-                    offset: x,
-                    bytes: y,
-                },
                 GET => Record::Get {
                     array: id,
                     offset: x,
                     count: y,
                     ticket: ticket(),
                 },
-                MESSAGES => Record::Messages {
-                    queue: id,
-                    count: x,
+                PUT => Record::Put {
+                    array: id,
+                    offset: x,
                     bytes: y,
                 },
                 REPLY => Record::Reply {
                     ticket: x,
+                    bytes: y,
+                },
+
+                MESSAGES => Record::Messages {
+                    queue: id,
+                    count: x,
                     bytes: y,
                 },
                 _ => return None,

@@ -223,10 +223,8 @@ impl Ctx {
     pub fn sync(&mut self) {
         let start = Instant::now();
         let decision = self.exchange_rows(Status::Syncing);
-        let mut figures = SyncFigures {
-            sent_records: self.outbox.records(),
-            ..SyncFigures::default()
-        };
+        let mut figures = SyncFigures::default();
+        figures.records.sent = self.outbox.records();
         if decision.anything {
             let mut deferred = Vec::new();
             let lent = self.registry.lend(&std::mem::take(&mut self.lending));
@@ -234,7 +232,7 @@ impl Ctx {
             drop(lent);
             let replies = self.deliver(streams, decision.any_gets, &mut figures, &mut deferred);
             if let Some(mut replies) = replies {
-                figures.sent_records += replies.records();
+                figures.records.sent += replies.records();
                 let streams = replies.take(|_| unreachable!("replies are copied"));
                 self.deliver(streams, false, &mut figures, &mut deferred);
             }
@@ -272,11 +270,11 @@ impl Ctx {
         figures: &mut SyncFigures,
         deferred: &mut Vec<DeferredPut>,
     ) -> Option<Outbox> {
-        figures.sent_bytes += streams.iter().map(|s| segments_len(s) as u64).sum::<u64>();
+        figures.bytes.sent += streams.iter().map(|s| segments_len(s) as u64).sum::<u64>();
         let router = self.router;
         let (incoming, route) = self.collective(|c| route(router, c, streams));
-        figures.add_route(route.first_block, route.second_block, route.header_bytes);
-        figures.recv_bytes += incoming.iter().map(|s| segments_len(s) as u64).sum::<u64>();
+        figures.add_route(route);
+        figures.bytes.received += incoming.iter().map(|s| segments_len(s) as u64).sum::<u64>();
         let replies = if serve_gets {
             let served = self.inbound().serve_gets(&incoming);
             Some(self.or_abort(served))
@@ -284,7 +282,7 @@ impl Ctx {
             None
         };
         let applied = self.inbound().apply(&incoming, deferred);
-        figures.recv_records += self.or_abort(applied);
+        figures.records.received += self.or_abort(applied);
         replies
     }
 

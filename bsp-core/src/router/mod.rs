@@ -76,7 +76,7 @@ impl FromStr for Router {
 }
 
 /// What a router measured while routing, in bytes.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct RouteFigures {
     /// Largest payload of a block this processor sent in the first exchange.
     pub(crate) first_block: u64,

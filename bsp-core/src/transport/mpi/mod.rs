@@ -243,30 +243,18 @@ impl Comm for MpiComm {
     }
 }
 
-fn send_mode() -> Result<SendMode> {
-    match std::env::var(SEND_ENV).as_deref() {
-        Err(_) | Ok("hindexed") => Ok(SendMode::Hindexed),
-        Ok("flatten") => Ok(SendMode::Flatten),
-        Ok(other) => Err(Error::new(
-            ErrorKind::Config,
-            None,
-            None,
-            format!("{SEND_ENV}={other:?}: expected `hindexed` or `flatten`"),
-        )),
+/// The value of environment variable `name` among `choices` (name, value);
+/// the first choice is the default when the variable is unset.
+fn env_choice<T: Copy>(name: &str, choices: &[(&str, T)]) -> Result<T> {
+    let Ok(set) = std::env::var(name) else {
+        return Ok(choices[0].1);
+    };
+    if let Some(&(_, value)) = choices.iter().find(|(n, _)| *n == set) {
+        return Ok(value);
     }
-}
-
-fn transpose_mode() -> Result<TransposeMode> {
-    match std::env::var(TRANSPOSE_ENV).as_deref() {
-        Err(_) | Ok("alltoallv") => Ok(TransposeMode::Alltoallv),
-        Ok("alltoall") => Ok(TransposeMode::Alltoall),
-        Ok(other) => Err(Error::new(
-            ErrorKind::Config,
-            None,
-            None,
-            format!("{TRANSPOSE_ENV}={other:?}: expected `alltoall` or `alltoallv`"),
-        )),
-    }
+    let expected: Vec<String> = choices.iter().map(|(n, _)| format!("`{n}`")).collect();
+    let msg = format!("{name}={set:?}: expected {}", expected.join(" or "));
+    Err(Error::new(ErrorKind::Config, None, None, msg))
 }
 
 /// Runs `body` as this rank's processor and returns its result (alone).
@@ -274,8 +262,20 @@ fn transpose_mode() -> Result<TransposeMode> {
 /// A failure anywhere in the job aborts it (see the module docs), so this
 /// returns `Ok` or a configuration error found before any communication.
 pub(crate) fn launch<R: Send>(body: &impl Body<R>) -> Result<Vec<R>> {
-    let mode = transpose_mode()?;
-    let send = send_mode()?;
+    let mode = env_choice(
+        TRANSPOSE_ENV,
+        &[
+            ("alltoallv", TransposeMode::Alltoallv),
+            ("alltoall", TransposeMode::Alltoall),
+        ],
+    )?;
+    let send = env_choice(
+        SEND_ENV,
+        &[
+            ("hindexed", SendMode::Hindexed),
+            ("flatten", SendMode::Flatten),
+        ],
+    )?;
     let world = world();
     let _serialised = world.run_lock.lock().unwrap_or_else(|e| e.into_inner());
     let pid = world.comm.rank() as usize;
