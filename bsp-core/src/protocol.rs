@@ -184,14 +184,33 @@ fn ordinal(n: u64) -> String {
 /// when processors registered different sequences. The error names the
 /// processor at fault and its superstep.
 pub(crate) fn decide(
-    rows: &[SyncRow],
+    words: &[u64],
     me: usize,
     my_signatures: &[String],
 ) -> Result<SyncDecision, Error> {
-    let returned = rows.iter().position(|r| r.status == Status::Returned);
-    let syncing = rows.iter().position(|r| r.status == Status::Syncing);
-    if let (Some(r), Some(s)) = (returned, syncing) {
-        let (rs, ss) = (rows[r].superstep, rows[s].superstep);
+    let row = |q: usize| SyncRow::from_words(&words[q * SyncRow::WORDS..(q + 1) * SyncRow::WORDS]);
+    let first = row(0);
+    let mut decision = SyncDecision {
+        anything: false,
+        any_gets: false,
+        any_lends: false,
+    };
+    let (mut returned, mut syncing, mut mismatch) = (None, None, None);
+    // One pass: this runs in every sync, over p rows.
+    for q in 0..words.len() / SyncRow::WORDS {
+        let r = row(q);
+        match r.status {
+            Status::Returned => returned = returned.or(Some((q, r.superstep))),
+            Status::Syncing => syncing = syncing.or(Some((q, r.superstep))),
+        }
+        if r.registrations != first.registrations || r.fingerprint != first.fingerprint {
+            mismatch = mismatch.or(Some((q, r)));
+        }
+        decision.anything |= r.bytes != 0;
+        decision.any_gets |= r.has_gets;
+        decision.any_lends |= r.lends;
+    }
+    if let (Some((r, rs)), Some((s, ss))) = (returned, syncing) {
         let msg = format!(
             "processor {r} returned from its closure after {rs} syncs, while processor {s} called sync \
              for the {} time (superstep {ss}); every processor must call sync equally often",
@@ -199,12 +218,8 @@ pub(crate) fn decide(
         );
         return Err(Error::at(ErrorKind::SyncMismatch, r, rs as usize, msg));
     }
-    let first = &rows[0];
-    if let Some(q) = rows
-        .iter()
-        .position(|r| r.registrations != first.registrations || r.fingerprint != first.fingerprint)
-    {
-        let (cq, c0) = (rows[q].registrations, first.registrations);
+    if let Some((q, r)) = mismatch {
+        let (cq, c0) = (r.registrations, first.registrations);
         let detail = if cq != c0 {
             format!("processor {q} has registered {cq} coarrays and queues, processor 0 has registered {c0}")
         } else {
@@ -221,15 +236,11 @@ pub(crate) fn decide(
         return Err(Error::at(
             ErrorKind::RegistrationMismatch,
             q,
-            rows[q].superstep as usize,
+            r.superstep as usize,
             msg,
         ));
     }
-    Ok(SyncDecision {
-        anything: rows.iter().any(|r| r.bytes != 0),
-        any_gets: rows.iter().any(|r| r.has_gets),
-        any_lends: rows.iter().any(|r| r.lends),
-    })
+    Ok(decision)
 }
 
 #[cfg(test)]
@@ -257,6 +268,10 @@ mod tests {
         }
     }
 
+    fn words(rows: &[SyncRow]) -> Vec<u64> {
+        rows.iter().flat_map(|r| r.to_words()).collect()
+    }
+
     #[test]
     fn rows_round_trip_through_words() {
         let mut r = row(Status::Returned, 7);
@@ -272,7 +287,7 @@ mod tests {
     fn agreeing_rows_give_a_decision() {
         let mut rows = vec![row(Status::Syncing, 3); 3];
         assert_eq!(
-            decide(&rows, 0, &[]).unwrap(),
+            decide(&words(&rows), 0, &[]).unwrap(),
             SyncDecision {
                 anything: false,
                 any_gets: false,
@@ -281,14 +296,14 @@ mod tests {
         );
         rows[1].bytes = 10;
         rows[2].lends = true;
-        let d = decide(&rows, 0, &[]).unwrap();
+        let d = decide(&words(&rows), 0, &[]).unwrap();
         assert!(d.anything && d.any_lends && !d.any_gets);
     }
 
     #[test]
     fn a_processor_that_returned_early_is_named() {
         let rows = [row(Status::Syncing, 4), row(Status::Returned, 4)];
-        let e = decide(&rows, 0, &[]).unwrap_err();
+        let e = decide(&words(&rows), 0, &[]).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::SyncMismatch);
         assert_eq!((e.pid(), e.superstep()), (Some(1), Some(4)));
         assert!(e.message().contains("5th time"), "{e}");
@@ -298,13 +313,13 @@ mod tests {
     fn registration_mismatches_are_named() {
         let mut rows = [row(Status::Syncing, 2), row(Status::Syncing, 2)];
         rows[1].registrations = 3;
-        let e = decide(&rows, 1, &["coarray<u8>".into()]).unwrap_err();
+        let e = decide(&words(&rows), 1, &["coarray<u8>".into()]).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::RegistrationMismatch);
         assert_eq!(e.pid(), Some(1));
         assert!(e.message().contains("Processor 1's registrations"), "{e}");
         rows[1].registrations = 2;
         rows[1].fingerprint = 1;
-        let e = decide(&rows, 0, &[]).unwrap_err();
+        let e = decide(&words(&rows), 0, &[]).unwrap_err();
         assert!(e.message().contains("different kinds"), "{e}");
     }
 }
