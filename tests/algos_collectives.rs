@@ -1,6 +1,6 @@
 //! Property tests of the collectives of `bsp-algos` against sequential
 //! oracles. Every body takes the runtime, so the same checks run on each
-//! router here and under MPI later.
+//! router on threads and, as ranks of an `mpirun` job, on MPI.
 
 mod support;
 
