@@ -1,14 +1,13 @@
 //! Property tests of the collectives of `bsp-algos` against sequential
 //! oracles. Every body takes the runtime, so the same checks run on each
-//! router here and under MPI later.
+//! router on threads and, as ranks of an `mpirun` job, on MPI.
 
-mod algos_common;
 mod support;
 
-use algos_common::{affine, affine_input, on_runtimes, with_watchdog, Rng};
 use bsp::algos::{self, Max, Min, Sum};
 use bsp::Runtime;
 use proptest::prelude::*;
+use support::{affine, affine_input, on_runtimes, Rng};
 
 fn oracle_fold(inputs: &[Vec<[u32; 2]>], range: std::ops::Range<usize>) -> Option<Vec<[u32; 2]>> {
     let mut it = inputs[range].iter();
@@ -97,13 +96,13 @@ fn check_broadcast(rt: &Runtime, m: usize, seed: u64, root: usize) {
 }
 
 /// Processor `q`'s part for processor `j` in the variable-size tests.
-fn part(seed: u64, q: usize, j: usize, max: u64) -> Vec<u32> {
+fn part(seed: u64, q: usize, j: usize, max: usize) -> Vec<u32> {
     let mut rng = Rng(seed ^ ((q * 1000 + j) as u64));
-    let len = rng.below(max + 1) as usize;
-    (0..len).map(|_| rng.next() as u32).collect()
+    let len = rng.below(max + 1);
+    (0..len).map(|_| rng.next_u64() as u32).collect()
 }
 
-fn check_gather_family(rt: &Runtime, max: u64, seed: u64, root: usize) {
+fn check_gather_family(rt: &Runtime, max: usize, seed: u64, root: usize) {
     let p = rt.nprocs();
     let root = root % p;
     let out = support::run_local(rt, |ctx| {
@@ -135,11 +134,11 @@ fn check_gather_family(rt: &Runtime, max: u64, seed: u64, root: usize) {
     }
 }
 
-fn check_segmented(rt: &Runtime, max: u64, seed: u64, density: u64) {
+fn check_segmented(rt: &Runtime, max: usize, seed: u64, density: usize) {
     let p = rt.nprocs();
     let input = |q: usize| {
         let mut rng = Rng(seed.wrapping_add(q as u64));
-        let len = rng.below(max + 1) as usize;
+        let len = rng.below(max + 1);
         let flags: Vec<bool> = (0..len).map(|_| rng.below(100) < density).collect();
         (affine_input(seed, q, len), flags)
     };
@@ -182,50 +181,32 @@ proptest! {
 
     #[test]
     fn reduce_and_scan_match_oracle(p in 1usize..=16, m in 0usize..700, seed: u64, root: usize) {
-        with_watchdog(60, "reduce_and_scan", || {
-            on_runtimes(&[p], |rt| {
-                check_reduce_and_scan(rt, m, seed, root);
-            });
-        });
+        on_runtimes(60, &[p], move |rt| check_reduce_and_scan(rt, m, seed, root));
     }
 
     #[test]
     fn broadcasts_match_oracle(p in 1usize..=16, m in 0usize..3000, seed: u64, root: usize) {
-        with_watchdog(60, "broadcast", || {
-            on_runtimes(&[p], |rt| {
-                check_broadcast(rt, m, seed, root);
-            });
-        });
+        on_runtimes(60, &[p], move |rt| check_broadcast(rt, m, seed, root));
     }
 
     #[test]
-    fn gather_family_matches_oracle(p in 1usize..=16, max in 0u64..40, seed: u64, root: usize) {
-        with_watchdog(60, "gather", || {
-            on_runtimes(&[p], |rt| {
-                check_gather_family(rt, max, seed, root);
-            });
-        });
+    fn gather_family_matches_oracle(p in 1usize..=16, max in 0usize..40, seed: u64, root: usize) {
+        on_runtimes(60, &[p], move |rt| check_gather_family(rt, max, seed, root));
     }
 
     #[test]
-    fn segmented_scan_matches_oracle(p in 1usize..=16, max in 0u64..12, seed: u64, density in 0u64..100) {
-        with_watchdog(60, "segmented_scan", || {
-            on_runtimes(&[p], |rt| {
-                check_segmented(rt, max, seed, density);
-            });
-        });
+    fn segmented_scan_matches_oracle(p in 1usize..=16, max in 0usize..12, seed: u64, density in 0usize..100) {
+        on_runtimes(60, &[p], move |rt| check_segmented(rt, max, seed, density));
     }
 }
 
 #[test]
 fn collectives_at_64_processors() {
-    with_watchdog(120, "p = 64", || {
-        on_runtimes(&[64], |rt| {
-            check_reduce_and_scan(rt, 3, 1, 5);
-            check_reduce_and_scan(rt, 200, 2, 63);
-            check_broadcast(rt, 1500, 3, 17);
-            check_gather_family(rt, 3, 4, 40);
-            check_segmented(rt, 2, 5, 30);
-        });
+    on_runtimes(120, &[64], |rt| {
+        check_reduce_and_scan(rt, 3, 1, 5);
+        check_reduce_and_scan(rt, 200, 2, 63);
+        check_broadcast(rt, 1500, 3, 17);
+        check_gather_family(rt, 3, 4, 40);
+        check_segmented(rt, 2, 5, 30);
     });
 }

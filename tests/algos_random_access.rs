@@ -1,13 +1,12 @@
 //! Property tests of the random access primitives of `bsp-algos` against
 //! sequential oracles, on uniform, skewed and hot-spot access patterns.
 
-mod algos_common;
 mod support;
 
-use algos_common::{affine, on_runtimes, with_watchdog, Rng};
 use bsp::algos::{self, Block, Collision, Combine, Conflict, First, Last, Unique};
 use bsp::Runtime;
 use proptest::prelude::*;
+use support::{affine, describe, on_runtimes, run_local, Rng};
 
 /// How destinations are drawn.
 #[derive(Clone, Copy, Debug)]
@@ -31,15 +30,13 @@ fn pattern() -> impl Strategy<Value = Pattern> {
 }
 
 fn draw(rng: &mut Rng, pattern: Pattern, len: usize) -> usize {
-    let len = len as u64;
-    let i = match pattern {
+    match pattern {
         Pattern::Uniform => rng.below(len),
         Pattern::Hot if rng.below(2) == 0 => len / 3,
         Pattern::Hot => rng.below(len),
         Pattern::Single => len - 1,
         Pattern::Skewed => (rng.below(len) >> rng.below(12)).min(len - 1),
-    };
-    i as usize
+    }
 }
 
 /// Processor `q`'s accesses: destinations and values (values drawn from a
@@ -47,7 +44,7 @@ fn draw(rng: &mut Rng, pattern: Pattern, len: usize) -> usize {
 fn accesses(
     seed: u64,
     q: usize,
-    max: u64,
+    max: usize,
     len: usize,
     pattern: Pattern,
 ) -> (Vec<usize>, Vec<[u32; 2]>) {
@@ -55,7 +52,7 @@ fn accesses(
         return (Vec::new(), Vec::new());
     }
     let mut rng = Rng(seed ^ (q as u64).wrapping_mul(0x9e37));
-    let n = rng.below(max + 1) as usize;
+    let n = rng.below(max + 1);
     let index = (0..n).map(|_| draw(&mut rng, pattern, len)).collect();
     let value = (0..n)
         .map(|_| [rng.below(3) as u32 * 2 + 1, rng.below(4) as u32])
@@ -98,7 +95,7 @@ fn oracle_raw<C: Collision<[u32; 2]>>(
 fn check_raw<C: Collision<[u32; 2]>>(
     rt: &Runtime,
     len: usize,
-    max: u64,
+    max: usize,
     seed: u64,
     pattern: Pattern,
     policy: &C,
@@ -109,7 +106,7 @@ fn check_raw<C: Collision<[u32; 2]>>(
         .collect();
     let want = oracle_raw(&all, len, policy);
     for direct in [false, true] {
-        let out = support::run_local(rt, |ctx| {
+        let out = run_local(rt, |ctx| {
             let dist = Block::new(len, ctx.nprocs());
             let mut a = initial(len)[dist.range(ctx.pid())].to_vec();
             let (index, value) = accesses(seed, ctx.pid(), max, len, pattern);
@@ -140,11 +137,10 @@ fn check_raw<C: Collision<[u32; 2]>>(
     }
 }
 
-fn check_rar(rt: &Runtime, len: usize, max: u64, seed: u64, pattern: Pattern) {
-    let p = rt.nprocs();
+fn check_rar(rt: &Runtime, len: usize, max: usize, seed: u64, pattern: Pattern) {
     let data = initial(len);
     for direct in [false, true] {
-        let out = support::run_local(rt, |ctx| {
+        let out = run_local(rt, |ctx| {
             let dist = Block::new(len, ctx.nprocs());
             let d = data[dist.range(ctx.pid())].to_vec();
             let (index, _) = accesses(seed, ctx.pid(), max, len, pattern);
@@ -160,44 +156,33 @@ fn check_rar(rt: &Runtime, len: usize, max: u64, seed: u64, pattern: Pattern) {
             assert_eq!(got, want, "rar (direct: {direct}) on {q}, {pattern:?}");
         }
     }
-    let _ = p;
 }
 
 proptest! {
     #![proptest_config(support::proptest_config(32))]
 
     #[test]
-    fn raw_matches_oracle(p in 1usize..=16, len in 0usize..400, max in 0u64..300, seed: u64, pattern in pattern(), policy in 0u8..4) {
-        with_watchdog(60, "raw", || {
-            on_runtimes(&[p], |rt| {
-                match policy {
-                    0 => check_raw(rt, len, max, seed, pattern, &Combine(affine)),
-                    1 => check_raw(rt, len, max, seed, pattern, &First),
-                    2 => check_raw(rt, len, max, seed, pattern, &Last),
-                    _ => check_raw(rt, len, max, seed, pattern, &Unique),
-                }
-            });
+    fn raw_matches_oracle(p in 1usize..=16, len in 0usize..400, max in 0usize..300, seed: u64, pattern in pattern(), policy in 0u8..4) {
+        on_runtimes(60, &[p], move |rt| match policy {
+            0 => check_raw(rt, len, max, seed, pattern, &Combine(affine)),
+            1 => check_raw(rt, len, max, seed, pattern, &First),
+            2 => check_raw(rt, len, max, seed, pattern, &Last),
+            _ => check_raw(rt, len, max, seed, pattern, &Unique),
         });
     }
 
     #[test]
-    fn rar_matches_oracle(p in 1usize..=16, len in 0usize..400, max in 0u64..300, seed: u64, pattern in pattern()) {
-        with_watchdog(60, "rar", || {
-            on_runtimes(&[p], |rt| {
-                check_rar(rt, len, max, seed, pattern);
-            });
-        });
+    fn rar_matches_oracle(p in 1usize..=16, len in 0usize..400, max in 0usize..300, seed: u64, pattern in pattern()) {
+        on_runtimes(60, &[p], move |rt| check_rar(rt, len, max, seed, pattern));
     }
 }
 
 #[test]
 fn random_access_at_64_processors() {
-    with_watchdog(120, "p = 64", || {
-        on_runtimes(&[64], |rt| {
-            check_raw(rt, 1000, 200, 1, Pattern::Single, &Combine(affine));
-            check_raw(rt, 5000, 100, 2, Pattern::Skewed, &Combine(affine));
-            check_rar(rt, 1000, 200, 3, Pattern::Hot);
-        });
+    on_runtimes(120, &[64], |rt| {
+        check_raw(rt, 1000, 200, 1, Pattern::Single, &Combine(affine));
+        check_raw(rt, 5000, 100, 2, Pattern::Skewed, &Combine(affine));
+        check_rar(rt, 1000, 200, 3, Pattern::Hot);
     });
 }
 
@@ -205,41 +190,39 @@ fn random_access_at_64_processors() {
 /// processor receives much more than its share in any superstep.
 #[test]
 fn hot_spot_is_stretched() {
-    with_watchdog(60, "stretch", || {
-        on_runtimes(&[8], |rt| {
-            let (p, per) = (rt.nprocs(), 4000usize);
-            let len = p * 1000;
-            for single in [true, false] {
-                let (_, stats) = support::run_local(rt, |ctx| {
-                    let index = vec![if single { 17 } else { ctx.pid() * 1000 + 3 }; per];
-                    let value = vec![1u64; per];
-                    let dist = Block::new(len, ctx.nprocs());
-                    let mut a = vec![0u64; dist.local_len(ctx.pid())];
-                    algos::raw(ctx, &mut a, len, &index, &value, &Combine(algos::Sum)).unwrap();
-                    ctx.sync();
-                    let expect = if single { (p * per) as u64 } else { per as u64 };
-                    assert_eq!(
-                        a.iter().sum::<u64>(),
-                        if single && ctx.pid() != 0 { 0 } else { expect }
-                    );
-                    ctx.stats()
-                })
-                .remove(0);
-                // Every processor's statistics hold every processor's figures.
-                let worst = stats
-                    .supersteps
-                    .iter()
-                    .map(|s| s.recv_bytes.iter().copied().max().unwrap_or(0))
-                    .max()
-                    .unwrap();
-                // 16 bytes per write; the mean share is `per` writes.
-                let share = (per * 16) as u64;
-                assert!(
-                    worst < share * 3 / 2,
-                    "{}: a processor received {worst} bytes, share {share}",
-                    support::describe(rt)
+    on_runtimes(60, &[8], |rt| {
+        let (p, per) = (rt.nprocs(), 4000usize);
+        let len = p * 1000;
+        for single in [true, false] {
+            let (_, stats) = run_local(rt, |ctx| {
+                let index = vec![if single { 17 } else { ctx.pid() * 1000 + 3 }; per];
+                let value = vec![1u64; per];
+                let dist = Block::new(len, ctx.nprocs());
+                let mut a = vec![0u64; dist.local_len(ctx.pid())];
+                algos::raw(ctx, &mut a, len, &index, &value, &Combine(algos::Sum)).unwrap();
+                ctx.sync();
+                let expect = if single { (p * per) as u64 } else { per as u64 };
+                assert_eq!(
+                    a.iter().sum::<u64>(),
+                    if single && ctx.pid() != 0 { 0 } else { expect }
                 );
-            }
-        });
+                ctx.stats()
+            })
+            .remove(0);
+            // Every processor's statistics hold every processor's figures.
+            let worst = stats
+                .supersteps
+                .iter()
+                .map(|s| s.recv_bytes.iter().copied().max().unwrap_or(0))
+                .max()
+                .unwrap();
+            // 16 bytes per write; the mean share is `per` writes.
+            let share = (per * 16) as u64;
+            assert!(
+                worst < share * 3 / 2,
+                "{}: a processor received {worst} bytes, share {share}",
+                describe(rt)
+            );
+        }
     });
 }

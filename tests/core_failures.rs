@@ -6,214 +6,204 @@
 
 mod support;
 
-use bsp::{ErrorKind, Router, Runtime};
+use bsp::{Ctx, ErrorKind, Router, Runtime};
 use support::watchdog;
 
-fn on_both_routers(p: usize, check: impl Fn(&Runtime) + Send + Sync + 'static) {
+/// What a failed run must report: its kind, the processor and superstep
+/// it names (where set), and text its message contains.
+#[derive(Clone, Copy)]
+struct Failure {
+    kind: ErrorKind,
+    pid: Option<usize>,
+    superstep: Option<usize>,
+    says: &'static [&'static str],
+}
+
+impl Failure {
+    /// An error of `kind`; nothing else checked.
+    fn of(kind: ErrorKind) -> Self {
+        Failure {
+            kind,
+            pid: None,
+            superstep: None,
+            says: &[],
+        }
+    }
+
+    /// An error of `kind` naming processor `pid` and superstep `superstep`.
+    fn at(kind: ErrorKind, pid: usize, superstep: usize) -> Self {
+        Failure {
+            pid: Some(pid),
+            superstep: Some(superstep),
+            ..Failure::of(kind)
+        }
+    }
+
+    /// Naming processor `pid`.
+    fn pid(self, pid: usize) -> Self {
+        Failure {
+            pid: Some(pid),
+            ..self
+        }
+    }
+
+    /// With every string of `says` in the message.
+    fn says(self, says: &'static [&'static str]) -> Self {
+        Failure { says, ..self }
+    }
+}
+
+/// Runs `program` on `p` threads with each router, under a watchdog, and
+/// checks that the run fails as `want` says.
+fn fails(p: usize, want: Failure, program: impl Fn(&mut Ctx) + Send + Sync + 'static) {
     watchdog(60, move || {
         for router in [Router::TwoPhase, Router::Direct] {
-            check(&Runtime::threads(p).with_router(router));
+            let err = Runtime::threads(p)
+                .with_router(router)
+                .run(&program)
+                .expect_err("the run must fail");
+            let text = format!("router {router}: {err}");
+            assert_eq!(err.kind(), want.kind, "{text}");
+            if want.pid.is_some() {
+                assert_eq!(err.pid(), want.pid, "{text}");
+            }
+            if want.superstep.is_some() {
+                assert_eq!(err.superstep(), want.superstep, "{text}");
+            }
+            for needle in want.says {
+                assert!(err.to_string().contains(needle), "{text}");
+            }
         }
     });
 }
 
 #[test]
 fn a_panic_releases_everyone_and_names_pid_superstep_and_message() {
-    on_both_routers(4, |rt| {
-        let err = rt
-            .run(|ctx| {
-                ctx.sync();
-                ctx.sync();
-                if ctx.pid() == 2 {
-                    panic!("processor two gives up");
-                }
-                // The others wait in sync forever unless released.
-                for _ in 0..10 {
-                    ctx.sync();
-                }
-            })
-            .unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::Panic);
-        assert_eq!((err.pid(), err.superstep()), (Some(2), Some(2)));
-        assert!(err.to_string().contains("processor two gives up"), "{err}");
-        assert!(
-            err.to_string().contains("processor 2, superstep 2"),
-            "{err}"
-        );
-    });
-}
-
-#[test]
-fn a_panic_while_others_are_still_computing() {
-    on_both_routers(3, |rt| {
-        let err = rt
-            .run(|ctx| {
-                if ctx.pid() == 0 {
-                    panic!("early");
-                }
-                std::thread::sleep(std::time::Duration::from_millis(50));
-                ctx.sync();
-            })
-            .unwrap_err();
-        assert_eq!((err.kind(), err.pid()), (ErrorKind::Panic, Some(0)));
-    });
-}
-
-#[test]
-fn returning_while_others_sync_names_both_superstep_counts() {
-    on_both_routers(3, |rt| {
-        let err = rt
-            .run(|ctx| {
-                ctx.sync();
-                if ctx.pid() != 1 {
-                    ctx.sync();
-                }
-            })
-            .unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::SyncMismatch);
-        assert_eq!((err.pid(), err.superstep()), (Some(1), Some(1)));
-        let text = err.to_string();
-        assert!(
-            text.contains("processor 1 returned from its closure after 1 syncs"),
-            "{text}"
-        );
-        assert!(
-            text.contains("processor 0 called sync for the 2nd time"),
-            "{text}"
-        );
-    });
-}
-
-#[test]
-fn registration_count_mismatch() {
-    on_both_routers(2, |rt| {
-        let err = rt
-            .run(|ctx| {
-                let _a = ctx.coarray::<u32>(4);
-                if ctx.pid() == 1 {
-                    let _b = ctx.coarray::<u32>(4);
-                }
-                ctx.sync();
-            })
-            .unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::RegistrationMismatch);
-        assert_eq!((err.pid(), err.superstep()), (Some(1), Some(0)));
-        assert!(
-            err.to_string().contains("processor 1 has registered 2"),
-            "{err}"
-        );
-    });
-}
-
-#[test]
-fn registration_type_mismatch() {
-    on_both_routers(3, |rt| {
-        let err = rt
-            .run(|ctx| {
-                if ctx.pid() == 2 {
-                    let _a = ctx.coarray::<u64>(4);
-                } else {
-                    let _a = ctx.coarray::<u32>(4);
-                }
-                ctx.sync();
-            })
-            .unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::RegistrationMismatch);
-        assert_eq!(err.pid(), Some(2));
-        assert!(
-            err.to_string().contains("different kinds or element types"),
-            "{err}"
-        );
-    });
-}
-
-#[test]
-fn a_bad_pid_is_caught_at_the_call() {
-    on_both_routers(2, |rt| {
-        for op in 0..3 {
-            let err = rt
-                .run(|ctx| {
-                    let a = ctx.coarray::<u8>(1);
-                    let q = ctx.queue::<u8>();
-                    ctx.sync();
-                    if ctx.pid() == 1 {
-                        match op {
-                            0 => ctx.put(2, &a, 0, &[1]),
-                            1 => drop(ctx.get(5, &a, 0, 1)),
-                            _ => ctx.send(9, &q, &1),
-                        }
-                    }
-                    ctx.sync();
-                })
-                .unwrap_err();
-            assert_eq!(err.kind(), ErrorKind::BadPid);
-            assert_eq!((err.pid(), err.superstep()), (Some(1), Some(1)));
-            assert!(err.to_string().contains("only 2 processors"), "{err}");
+    let want = Failure::at(ErrorKind::Panic, 2, 2)
+        .says(&["processor two gives up", "processor 2, superstep 2"]);
+    fails(4, want, |ctx| {
+        ctx.sync();
+        ctx.sync();
+        if ctx.pid() == 2 {
+            panic!("processor two gives up");
+        }
+        // The others wait in sync forever unless released.
+        for _ in 0..10 {
+            ctx.sync();
         }
     });
 }
 
 #[test]
-fn out_of_bounds_put_names_source_destination_and_superstep() {
-    on_both_routers(3, |rt| {
-        let err = rt
-            .run(|ctx| {
-                // Local lengths differ: 0 → 1, 1 → 2, 2 → 3.
-                let a = ctx.coarray::<u32>(ctx.pid() + 1);
-                ctx.sync();
-                if ctx.pid() == 2 {
-                    ctx.put(0, &a, 1, &[5]); // processor 0 has one element
+fn a_panic_while_others_are_still_computing() {
+    let want = Failure::of(ErrorKind::Panic).pid(0);
+    fails(3, want, |ctx| {
+        if ctx.pid() == 0 {
+            panic!("early");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        ctx.sync();
+    });
+}
+
+#[test]
+fn returning_while_others_sync_names_both_superstep_counts() {
+    let want = Failure::at(ErrorKind::SyncMismatch, 1, 1).says(&[
+        "processor 1 returned from its closure after 1 syncs",
+        "processor 0 called sync for the 2nd time",
+    ]);
+    fails(3, want, |ctx| {
+        ctx.sync();
+        if ctx.pid() != 1 {
+            ctx.sync();
+        }
+    });
+}
+
+#[test]
+fn registration_count_mismatch() {
+    let want =
+        Failure::at(ErrorKind::RegistrationMismatch, 1, 0).says(&["processor 1 has registered 2"]);
+    fails(2, want, |ctx| {
+        let _a = ctx.coarray::<u32>(4);
+        if ctx.pid() == 1 {
+            let _b = ctx.coarray::<u32>(4);
+        }
+        ctx.sync();
+    });
+}
+
+#[test]
+fn registration_type_mismatch() {
+    let want = Failure::of(ErrorKind::RegistrationMismatch)
+        .pid(2)
+        .says(&["different kinds or element types"]);
+    fails(3, want, |ctx| {
+        if ctx.pid() == 2 {
+            let _a = ctx.coarray::<u64>(4);
+        } else {
+            let _a = ctx.coarray::<u32>(4);
+        }
+        ctx.sync();
+    });
+}
+
+#[test]
+fn a_bad_pid_is_caught_at_the_call() {
+    let want = Failure::at(ErrorKind::BadPid, 1, 1).says(&["only 2 processors"]);
+    for op in 0..3 {
+        fails(2, want, move |ctx| {
+            let a = ctx.coarray::<u8>(1);
+            let q = ctx.queue::<u8>();
+            ctx.sync();
+            if ctx.pid() == 1 {
+                match op {
+                    0 => ctx.put(2, &a, 0, &[1]),
+                    1 => drop(ctx.get(5, &a, 0, 1)),
+                    _ => ctx.send(9, &q, &1),
                 }
-                ctx.sync();
-            })
-            .unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::OutOfBounds);
-        assert_eq!((err.pid(), err.superstep()), (Some(2), Some(1)));
-        let text = err.to_string();
-        assert!(
-            text.contains("put from processor 2 to processor 0 of elements 1..2"),
-            "{text}"
-        );
-        assert!(text.contains("local length 1 on processor 0"), "{text}");
+            }
+            ctx.sync();
+        });
+    }
+}
+
+#[test]
+fn out_of_bounds_put_names_source_destination_and_superstep() {
+    let want = Failure::at(ErrorKind::OutOfBounds, 2, 1).says(&[
+        "put from processor 2 to processor 0 of elements 1..2",
+        "local length 1 on processor 0",
+    ]);
+    fails(3, want, |ctx| {
+        // Local lengths differ: 0 → 1, 1 → 2, 2 → 3.
+        let a = ctx.coarray::<u32>(ctx.pid() + 1);
+        ctx.sync();
+        if ctx.pid() == 2 {
+            ctx.put(0, &a, 1, &[5]); // processor 0 has one element
+        }
+        ctx.sync();
     });
 }
 
 #[test]
 fn out_of_bounds_get_names_requester_and_source() {
-    on_both_routers(2, |rt| {
-        let err = rt
-            .run(|ctx| {
-                let a = ctx.coarray::<u16>(4);
-                if ctx.pid() == 0 {
-                    drop(ctx.get(1, &a, 3, 2));
-                }
-                ctx.sync();
-            })
-            .unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::OutOfBounds);
-        assert_eq!((err.pid(), err.superstep()), (Some(0), Some(0)));
-        assert!(
-            err.to_string()
-                .contains("get by processor 0 from processor 1 of elements 3..5"),
-            "{err}"
-        );
+    let want = Failure::at(ErrorKind::OutOfBounds, 0, 0)
+        .says(&["get by processor 0 from processor 1 of elements 3..5"]);
+    fails(2, want, |ctx| {
+        let a = ctx.coarray::<u16>(4);
+        if ctx.pid() == 0 {
+            drop(ctx.get(1, &a, 3, 2));
+        }
+        ctx.sync();
     });
 }
 
 #[test]
 fn returning_with_undelivered_communication_is_an_error() {
-    on_both_routers(2, |rt| {
-        let err = rt
-            .run(|ctx| {
-                let q = ctx.queue::<u8>();
-                ctx.send(0, &q, &1);
-            })
-            .unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::PendingCommunication);
-        assert!(
-            err.to_string().contains("call sync before returning"),
-            "{err}"
-        );
+    let want = Failure::of(ErrorKind::PendingCommunication).says(&["call sync before returning"]);
+    fails(2, want, |ctx| {
+        let q = ctx.queue::<u8>();
+        ctx.send(0, &q, &1);
     });
 }
 
@@ -246,60 +236,41 @@ fn a_failure_among_many_oversubscribed_processors_does_not_hang() {
 
 #[test]
 fn a_put_to_a_coarray_released_in_the_same_superstep() {
-    on_both_routers(2, |rt| {
-        let err = rt
-            .run(|ctx| {
-                let a = ctx.coarray::<u32>(4);
-                ctx.sync();
-                if ctx.pid() == 0 {
-                    ctx.put(1, &a, 0, &[1]);
-                }
-                drop(ctx.release(a));
-                ctx.sync();
-            })
-            .unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::Released);
-        assert_eq!((err.pid(), err.superstep()), (Some(0), Some(1)));
-        assert!(
-            err.to_string()
-                .contains("put from processor 0 to processor 1"),
-            "{err}"
-        );
+    let want =
+        Failure::at(ErrorKind::Released, 0, 1).says(&["put from processor 0 to processor 1"]);
+    fails(2, want, |ctx| {
+        let a = ctx.coarray::<u32>(4);
+        ctx.sync();
+        if ctx.pid() == 0 {
+            ctx.put(1, &a, 0, &[1]);
+        }
+        drop(ctx.release(a));
+        ctx.sync();
     });
 }
 
 #[test]
 fn releases_are_collective() {
-    on_both_routers(3, |rt| {
-        let err = rt
-            .run(|ctx| {
-                let a = ctx.coarray::<u32>(4);
-                if ctx.pid() != 1 {
-                    drop(ctx.release(a));
-                }
-                ctx.sync();
-            })
-            .unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::RegistrationMismatch);
-        assert_eq!(err.pid(), Some(1));
+    let want = Failure::of(ErrorKind::RegistrationMismatch).pid(1);
+    fails(3, want, |ctx| {
+        let a = ctx.coarray::<u32>(4);
+        if ctx.pid() != 1 {
+            drop(ctx.release(a));
+        }
+        ctx.sync();
     });
 }
 
 #[test]
 fn messages_to_a_queue_released_in_the_same_superstep() {
-    on_both_routers(2, |rt| {
-        let err = rt
-            .run(|ctx| {
-                let q = ctx.queue::<u8>();
-                ctx.sync();
-                if ctx.pid() == 1 {
-                    ctx.send(0, &q, &7);
-                }
-                ctx.release_queue(q);
-                ctx.sync();
-            })
-            .unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::Released);
-        assert_eq!((err.pid(), err.superstep()), (Some(1), Some(1)));
+    let want = Failure::at(ErrorKind::Released, 1, 1);
+    fails(2, want, |ctx| {
+        let q = ctx.queue::<u8>();
+        ctx.sync();
+        if ctx.pid() == 1 {
+            ctx.send(0, &q, &7);
+        }
+        ctx.release_queue(q);
+        ctx.sync();
     });
 }

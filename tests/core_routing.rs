@@ -8,7 +8,7 @@ mod support;
 
 use bsp::{Ctx, Router, Runtime, Stats};
 use proptest::prelude::*;
-use support::{all_ok, describe, proptest_config, run_local, runtimes, watchdog, Rng};
+use support::{agree, describe, proptest_config, run_local, runtimes, watchdog, Rng};
 
 /// How destinations and sizes are drawn.
 #[derive(Clone, Copy, Debug)]
@@ -192,16 +192,16 @@ fn check_bounds(stats: &Stats) {
 fn check(rt: &Runtime, plan: &[Vec<Op>]) -> Stats {
     let expected = oracle(plan);
     let results = run_local(rt, |ctx| execute(ctx, plan));
-    let mut failure = None;
-    for (pid, (got, _)) in &results {
-        if *got != expected[*pid] && failure.is_none() {
-            failure = Some(format!(
+    agree(rt, || {
+        for (pid, (got, _)) in &results {
+            assert!(
+                *got == expected[*pid],
                 "{}: processor {pid} got {got:?}, expected {:?}",
                 describe(rt),
                 expected[*pid]
-            ));
+            );
         }
-    }
+    });
     // Every processor holds the same statistics.
     let stats: Vec<&Stats> = results.iter().map(|r| &r.1 .1).collect();
     for s in &stats[1..] {
@@ -213,15 +213,6 @@ fn check(rt: &Runtime, plan: &[Vec<Op>]) -> Stats {
             );
         }
     }
-    let everyone = all_ok(rt, failure.is_none());
-    if let Some(msg) = failure {
-        panic!("{msg}");
-    }
-    assert!(
-        everyone,
-        "{}: another rank saw a wrong delivery",
-        describe(rt)
-    );
     if rt.router() == Router::TwoPhase {
         check_bounds(stats[0]);
     }

@@ -5,42 +5,22 @@
 mod support;
 
 use bsp::Runtime;
-use support::{all_ok, describe, run_local, runtimes, watchdog};
+use support::{describe, on_runtimes, run_local, watchdog};
 
-/// Runs `body` on every runtime of the harness for each p, under a watchdog.
-fn each_runtime(ps: &'static [usize], body: impl Fn(&Runtime) + Send + Sync + Copy + 'static) {
-    watchdog(120, move || {
-        for rt in runtimes(ps) {
-            body(&rt);
-        }
-    });
-}
-
-/// Checks `ok(pid, result)` for every visible processor; all ranks agree.
+/// Checks `ok(pid, result)` for every visible processor (each test body
+/// runs under [`on_runtimes`], whose ranks agree on the verdict).
 fn verify<R>(rt: &Runtime, results: Vec<(usize, R)>, ok: impl Fn(usize, &R) -> bool)
 where
     R: std::fmt::Debug,
 {
-    let mut failure = None;
     for (pid, r) in &results {
-        if !ok(*pid, r) && failure.is_none() {
-            failure = Some(format!("{}: processor {pid} holds {r:?}", describe(rt)));
-        }
+        assert!(ok(*pid, r), "{}: processor {pid} holds {r:?}", describe(rt));
     }
-    let everyone = all_ok(rt, failure.is_none());
-    if let Some(msg) = failure {
-        panic!("{msg}");
-    }
-    assert!(
-        everyone,
-        "{}: another rank saw a wrong result",
-        describe(rt)
-    );
 }
 
 #[test]
 fn get_sees_the_data_before_the_supersteps_puts() {
-    each_runtime(&[1, 2, 5], |rt| {
+    on_runtimes(120, &[1, 2, 5], |rt| {
         let out = run_local(rt, |ctx| {
             let p = ctx.nprocs();
             let a = ctx.coarray_from(vec![ctx.pid() as u32 + 100; 4]);
@@ -63,7 +43,7 @@ fn get_sees_the_data_before_the_supersteps_puts() {
 
 #[test]
 fn last_put_by_source_then_call_order_wins() {
-    each_runtime(&[1, 3, 4], |rt| {
+    on_runtimes(120, &[1, 3, 4], |rt| {
         let out = run_local(rt, |ctx| {
             let a = ctx.coarray::<u64>(3);
             let me = ctx.pid() as u64;
@@ -84,7 +64,7 @@ fn last_put_by_source_then_call_order_wins() {
 
 #[test]
 fn messages_arrive_by_source_then_send_order_and_accumulate_until_taken() {
-    each_runtime(&[1, 2, 7], |rt| {
+    on_runtimes(120, &[1, 2, 7], |rt| {
         let out = run_local(rt, |ctx| {
             let q = ctx.queue::<[u32; 2]>();
             let p = ctx.nprocs();
@@ -117,7 +97,7 @@ fn messages_arrive_by_source_then_send_order_and_accumulate_until_taken() {
 
 #[test]
 fn zero_length_transfers_and_empty_supersteps_work() {
-    each_runtime(&[1, 2, 6], |rt| {
+    on_runtimes(120, &[1, 2, 6], |rt| {
         let out = run_local(rt, |ctx| {
             let a = ctx.coarray::<u8>(0);
             let b = ctx.coarray::<u16>(2);
@@ -142,7 +122,7 @@ fn zero_length_transfers_and_empty_supersteps_work() {
 
 #[test]
 fn local_lengths_may_differ_and_put_from_reads_at_the_sync() {
-    each_runtime(&[1, 2, 4], |rt| {
+    on_runtimes(120, &[1, 2, 4], |rt| {
         let out = run_local(rt, |ctx| {
             let (me, p) = (ctx.pid(), ctx.nprocs());
             let a = ctx.coarray::<u32>(me + 1);
@@ -167,7 +147,7 @@ fn local_lengths_may_differ_and_put_from_reads_at_the_sync() {
 
 #[test]
 fn put_from_a_coarray_that_also_receives_puts() {
-    each_runtime(&[2, 3], |rt| {
+    on_runtimes(120, &[2, 3], |rt| {
         let out = run_local(rt, |ctx| {
             let (me, p) = (ctx.pid(), ctx.nprocs());
             let a = ctx.coarray_from(vec![me as u64; 2]);

@@ -12,7 +12,8 @@ use bsp::sort::nas::Class;
 use bsp::sort::{CountingSort, Delivery};
 use proptest::prelude::*;
 use support::{
-    agree, announce, describe, fit, proptest_config, run_local, runtimes, runtimes_with, watchdog,
+    agree, announce, assert_sorted_part, describe, fit, proptest_config, run_local, runtimes,
+    runtimes_with, watchdog,
 };
 
 /// Sorts `parts` (processor i's (digit, tag) pairs; one part per processor
@@ -36,20 +37,7 @@ fn check_counting(rt: &Runtime, parts: &[Vec<[u32; 2]>], radix: usize, delivery:
         .collect();
     agree(rt, || {
         for (q, (d, got_starts)) in &out {
-            let start: usize = parts[..*q].iter().map(Vec::len).sum();
-            let want = &expected[start..start + parts[*q].len()];
-            assert_eq!(
-                d.len(),
-                want.len(),
-                "{}: processor {q} changed its element count",
-                describe(rt)
-            );
-            assert_eq!(
-                d[..],
-                *want,
-                "{}: processor {q}, {delivery:?}",
-                describe(rt)
-            );
+            assert_sorted_part(rt, *q, d, parts, &expected, delivery);
             assert_eq!(
                 *got_starts,
                 starts,

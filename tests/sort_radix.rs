@@ -14,7 +14,8 @@ use bsp::sort::inputs::{block_range, Dist, ALL};
 use bsp::sort::{Delivery, RadixKey, RadixOptions, RadixSorter};
 use proptest::prelude::*;
 use support::{
-    agree, announce, describe, fit, proptest_config, run_local, runtimes, runtimes_with, watchdog,
+    agree, announce, assert_sorted_part, describe, fit, proptest_config, run_local, runtimes,
+    runtimes_with, watchdog,
 };
 
 /// A record: key bits and its global input index (to check stability).
@@ -67,20 +68,7 @@ fn check_records<K: RadixKey>(
     expected.sort_by(|a, b| cmp(&key(a), &key(b)));
     agree(rt, || {
         for (q, (sliced, owned)) in &out {
-            let start: usize = parts[..*q].iter().map(Vec::len).sum();
-            let want = &expected[start..start + parts[*q].len()];
-            assert_eq!(
-                sliced.len(),
-                want.len(),
-                "{}: processor {q} changed its element count",
-                describe(rt)
-            );
-            assert_eq!(
-                sliced[..],
-                *want,
-                "{}: processor {q}, {options:?}",
-                describe(rt)
-            );
+            assert_sorted_part(rt, *q, sliced, parts, &expected, options);
             assert_eq!(
                 owned,
                 sliced,

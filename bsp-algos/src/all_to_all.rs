@@ -3,7 +3,7 @@
 use bsp_core::Ctx;
 use bytemuck::Pod;
 
-use crate::comm::{receive_by_source, send_all};
+use crate::puts_and_sends::{receive_by_source, send_all};
 
 /// Sends `sends[j]` to processor j, for every j; returns what every
 /// processor sent to this one, indexed by source pid.

@@ -3,8 +3,8 @@
 use bsp_core::Ctx;
 use bytemuck::Pod;
 
-use crate::comm::{ceil_log2, put_to_others};
 use crate::dist::Block;
+use crate::puts_and_sends::put_to_others;
 
 /// Data of at least this many bytes (with p > 2) takes the two-phase route.
 const TWO_PHASE_BYTES: usize = 8 << 10;
@@ -167,4 +167,9 @@ pub fn broadcast_vec<T: Pod + Send>(ctx: &mut Ctx, root: usize, data: &[T]) -> V
     };
     broadcast(ctx, root, &mut buf);
     buf
+}
+
+/// `ceil(log2(p))`.
+fn ceil_log2(p: usize) -> u32 {
+    p.next_power_of_two().trailing_zeros()
 }

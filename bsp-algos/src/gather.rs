@@ -3,7 +3,7 @@
 use bsp_core::Ctx;
 use bytemuck::Pod;
 
-use crate::comm::{receive_by_source, send_all};
+use crate::puts_and_sends::{receive_by_source, send_all};
 
 /// Every processor's `data` (lengths may differ), in pid order, on the
 /// processors `to` selects; the own part is copied locally.

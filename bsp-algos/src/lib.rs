@@ -37,11 +37,11 @@
 
 mod all_to_all;
 mod broadcast;
-mod comm;
 mod dist;
 mod gather;
 mod histogram;
 mod ops;
+mod puts_and_sends;
 mod random_access;
 mod reduce;
 mod rows;

@@ -4,9 +4,8 @@
 use bsp_core::Ctx;
 use bytemuck::Pod;
 
-use crate::comm::long_vector;
 use crate::ops::Op;
-use crate::rows::{fold_rows, gather_blocks, rows_to, transpose_blocks};
+use crate::rows::{fold_rows, gather_blocks, long_vector, rows_to, transpose_blocks};
 
 /// Element-wise `data₀ ⊕ data₁ ⊕ … ⊕ data_{p−1}` (in pid order), returned
 /// on `root` (`Some`) and `None` elsewhere.

@@ -4,9 +4,8 @@
 use bsp_core::Ctx;
 use bytemuck::Pod;
 
-use crate::comm::long_vector;
 use crate::ops::{fold_into, Monoid, Op};
-use crate::rows::{fold_rows, rows_to, transpose_blocks};
+use crate::rows::{fold_rows, long_vector, rows_to, transpose_blocks};
 
 /// The element-wise fold of the vectors of the processors before this one
 /// (`None` on processor 0), and of all processors.

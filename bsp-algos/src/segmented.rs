@@ -3,8 +3,8 @@
 use bsp_core::Ctx;
 use bytemuck::Pod;
 
-use crate::comm::put_to_others;
 use crate::ops::Op;
+use crate::puts_and_sends::put_to_others;
 
 /// Inclusive segmented scan of the global sequence formed by every
 /// processor's `data` in pid order: element i becomes the fold of the

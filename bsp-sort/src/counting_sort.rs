@@ -22,8 +22,8 @@
 use bsp_core::{Coarray, Ctx};
 use bytemuck::Pod;
 
-use crate::gather::GatherArea;
-use crate::merge::merge_runs;
+use crate::gather_area::GatherArea;
+use crate::merge_runs::merge_runs;
 
 /// How step 6 of a counting-sort pass moves the keys to their ranks.
 ///

@@ -2,7 +2,7 @@
 //! for examples, tests and benchmarks.
 //!
 //! Keys are generated from their global index (block distribution), so the
-//! global input of [R], [S], [G] and [N] does not depend on the processor
+//! global input of \[R\], \[S\], \[G\] and \[N\] does not depend on the processor
 //! count.
 //!
 //! # Examples
@@ -22,15 +22,15 @@ use std::str::FromStr;
 /// An input distribution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Dist {
-    /// [R]: uniform keys with 31 bits of entropy (63 for 64-bit keys).
+    /// \[R\]: uniform keys with 31 bits of entropy (63 for 64-bit keys).
     Uniform,
-    /// [S]: the bitwise AND of five [R] keys (about 6.2 bits of entropy).
+    /// \[S\]: the bitwise AND of five \[R\] keys (about 6.2 bits of entropy).
     Sparse,
-    /// [C]: the values 0, 1, 2, … placed cyclically: value v on processor v mod p.
+    /// \[C\]: the values 0, 1, 2, … placed cyclically: value v on processor v mod p.
     Cyclic,
-    /// [N]: the NAS IS generator, keys in [0, 2^19).
+    /// \[N\]: the NAS IS generator, keys in [0, 2^19).
     Nas,
-    /// [G]: Gaussian-like, the mean of four [R] keys.
+    /// \[G\]: Gaussian-like, the mean of four \[R\] keys.
     Gaussian,
 }
 

@@ -29,10 +29,10 @@
 #![forbid(unsafe_code)]
 
 mod counting_sort;
-mod gather;
+mod gather_area;
 pub mod inputs;
 mod key;
-mod merge;
+mod merge_runs;
 pub mod nas;
 mod radix_sort;
 

@@ -117,43 +117,33 @@ pub struct Class {
 }
 
 /// The classes S, W, A, B and C.
+// One row per class, as in NPB's `is.c`: the letter, log₂ of the number
+// of keys and of the key bound, the test keys' indices and their ranks.
+#[rustfmt::skip]
 pub const CLASSES: [Class; 5] = [
-    Class {
-        name: 'S',
-        total_keys: 1 << 16,
-        max_key: 1 << 11,
-        test_index: [48427, 17148, 23627, 62548, 4431],
-        test_rank: [0, 18, 346, 64917, 65463],
-    },
-    Class {
-        name: 'W',
-        total_keys: 1 << 20,
-        max_key: 1 << 16,
-        test_index: [357773, 934767, 875723, 898999, 404505],
-        test_rank: [1249, 11698, 1039987, 1043896, 1048018],
-    },
-    Class {
-        name: 'A',
-        total_keys: 1 << 23,
-        max_key: 1 << 19,
-        test_index: [2112377, 662041, 5336171, 3642833, 4250760],
-        test_rank: [104, 17523, 123928, 8288932, 8388264],
-    },
-    Class {
-        name: 'B',
-        total_keys: 1 << 25,
-        max_key: 1 << 21,
-        test_index: [41869, 812306, 5102857, 18232239, 26860214],
-        test_rank: [33422937, 10244, 59149, 33135281, 99],
-    },
-    Class {
-        name: 'C',
-        total_keys: 1 << 27,
-        max_key: 1 << 23,
-        test_index: [44172927, 72999161, 74326391, 129606274, 21736814],
-        test_rank: [61147, 882988, 266290, 133997595, 133525895],
-    },
+    class('S', 16, 11, [   48427,    17148,    23627,     62548,     4431], [       0,     18,     346,     64917,     65463]),
+    class('W', 20, 16, [  357773,   934767,   875723,    898999,   404505], [    1249,  11698, 1039987,   1043896,   1048018]),
+    class('A', 23, 19, [ 2112377,   662041,  5336171,   3642833,  4250760], [     104,  17523,  123928,   8288932,   8388264]),
+    class('B', 25, 21, [   41869,   812306,  5102857,  18232239, 26860214], [33422937,  10244,   59149,  33135281,        99]),
+    class('C', 27, 23, [44172927, 72999161, 74326391, 129606274, 21736814], [   61147, 882988,  266290, 133997595, 133525895]),
 ];
+
+/// A row of [`CLASSES`].
+const fn class(
+    name: char,
+    log_keys: u32,
+    log_max_key: u32,
+    test_index: [usize; 5],
+    test_rank: [u64; 5],
+) -> Class {
+    Class {
+        name,
+        total_keys: 1 << log_keys,
+        max_key: 1 << log_max_key,
+        test_index,
+        test_rank,
+    }
+}
 
 impl Class {
     /// The class named `name` (`S`, `W`, `A`, `B` or `C`, any case).

@@ -8,12 +8,18 @@
 //! `--features mpi`; p is then fixed by `-np`). Under MPI, a process sees
 //! only its own rank's result, so bodies check results per pid
 //! ([`run_local`], [`check`]), and the ranks agree on every verdict
-//! ([`all_ok`]) so that a failure on one rank fails the test on all of them
-//! instead of leaving the others waiting in the next run.
+//! ([`all_ok`], [`agree`]) so that a failure on one rank fails the test on
+//! all of them instead of leaving the others waiting in the next run.
+//! [`on_runtimes`] puts these together: one body on every runtime, under a
+//! [`watchdog`], each verdict agreed.
 //!
 //! Under `mpirun`, run test binaries with `--test-threads=1` (every rank must
 //! run the same tests in the same order) and use [`proptest_config`]
 //! (identical cases on every rank).
+//!
+//! Inputs: [`Rng`] (deterministic, the same on every rank), [`fit`],
+//! [`affine`] (a non-commutative operator) and [`affine_input`]; for sorts,
+//! [`assert_sorted_part`].
 //!
 //! [`mpirun`] spawns a program under `mpirun` with a time limit, for tests
 //! of whole-job behaviour (failures, cross-transport determinism).
@@ -21,6 +27,7 @@
 #![allow(dead_code)]
 
 use std::fmt::Debug;
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -137,21 +144,29 @@ where
     O: Fn(usize, usize) -> R,
 {
     let p = rt.nprocs();
-    let mut failure = None;
-    for (pid, got) in run_local(rt, f) {
-        let want = oracle(p, pid);
-        if got != want && failure.is_none() {
-            failure = Some(format!(
+    let results = run_local(rt, f);
+    agree(rt, || {
+        for (pid, got) in results {
+            let want = oracle(p, pid);
+            assert!(
+                got == want,
                 "{}: processor {pid} returned {got:?}, expected {want:?}",
                 describe(rt)
-            ));
+            );
         }
-    }
-    let ok = all_ok(rt, failure.is_none());
-    if let Some(msg) = failure {
-        panic!("{msg}");
-    }
-    assert!(ok, "{}: another MPI rank saw a wrong result", describe(rt));
+    });
+}
+
+/// Runs `body` on every runtime of [`runtimes`]`(ps)`, under a
+/// [`watchdog`] of `secs` seconds, with every MPI rank agreeing on each
+/// runtime's verdict ([`agree`]).
+pub fn on_runtimes(secs: u64, ps: &[usize], body: impl Fn(&Runtime) + Send + 'static) {
+    let ps = ps.to_vec();
+    watchdog(secs, move || {
+        for rt in runtimes(&ps) {
+            agree(&rt, || body(&rt));
+        }
+    });
 }
 
 /// A proptest configuration that generates the same cases on every MPI
@@ -277,20 +292,42 @@ fn is_root() -> bool {
 }
 
 /// Runs `f` on its own thread and fails the test if it takes longer than
-/// `secs` seconds, so a regression that hangs fails instead of stalling CI.
+/// `secs` seconds, so that a regression that hangs fails instead of
+/// stalling CI. On threads the test panics with a message naming it (the
+/// hung thread is left behind). As a rank of an MPI job the process prints
+/// the message and aborts, which ends the job: a rank stuck in a
+/// collective cannot be recovered, and the others would wait for it.
 pub fn watchdog<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    // The test harness names each test's thread after the test.
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("the test body")
+        .to_string();
     let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
-    });
+    std::thread::Builder::new()
+        .name(test.clone())
+        .spawn(move || {
+            let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+        })
+        .expect("spawn the test body's thread");
     match rx.recv_timeout(Duration::from_secs(secs)) {
         Ok(Ok(value)) => value,
         Ok(Err(panic)) => std::panic::resume_unwind(panic),
-        Err(_) => panic!("watchdog: the test body did not finish within {secs} s (a hang?)"),
+        Err(_) => {
+            let msg = format!("watchdog: {test} did not finish within {secs} s (a hang?)");
+            if under_mpi() {
+                // Straight to the stream: the test harness captures
+                // `eprintln!`, and would not print it after an abort.
+                let _ = writeln!(std::io::stderr().lock(), "{msg}; aborting the MPI job");
+                std::process::abort();
+            }
+            panic!("{msg}")
+        }
     }
 }
 
-/// SplitMix64: a tiny deterministic generator for test plans.
+/// SplitMix64: a tiny deterministic generator for test plans and inputs,
+/// the same on every MPI rank.
 #[derive(Clone)]
 pub struct Rng(pub u64);
 
@@ -303,10 +340,51 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    /// Uniform in `0..n` (`n > 0`).
+    /// Uniform in `0..n` (`n` below 2³²); 0 when `n` is 0.
     pub fn below(&mut self, n: usize) -> usize {
         (((self.next_u64() >> 32) * n as u64) >> 32) as usize
     }
+}
+
+/// Composition of affine maps x ↦ a·x + b over wrapping u32: `f` then `g`.
+/// Associative, not commutative: results depend on the pid order.
+pub fn affine(f: [u32; 2], g: [u32; 2]) -> [u32; 2] {
+    [
+        f[0].wrapping_mul(g[0]),
+        g[0].wrapping_mul(f[1]).wrapping_add(g[1]),
+    ]
+}
+
+/// Processor `q`'s input vector of `m` affine maps for seed `seed`.
+pub fn affine_input(seed: u64, q: usize, m: usize) -> Vec<[u32; 2]> {
+    let mut rng = Rng(seed ^ (q as u64).wrapping_mul(0x1234_5678_9abc));
+    (0..m)
+        .map(|_| [rng.next_u64() as u32 | 1, rng.next_u64() as u32])
+        .collect()
+}
+
+/// Checks processor `q`'s output `got` of a sort that keeps every
+/// processor's element count (congruence) against `sorted`, the
+/// sequential stable sort of `parts.concat()`: it must be the slice of
+/// `sorted` at the offset and of the length of `q`'s input `parts[q]`.
+/// `what` (the sort's options) goes into the message.
+pub fn assert_sorted_part<T: PartialEq + Debug>(
+    rt: &Runtime,
+    q: usize,
+    got: &[T],
+    parts: &[Vec<T>],
+    sorted: &[T],
+    what: impl Debug,
+) {
+    let start: usize = parts[..q].iter().map(Vec::len).sum();
+    let want = &sorted[start..start + parts[q].len()];
+    assert_eq!(
+        got.len(),
+        want.len(),
+        "{}: processor {q} changed its element count",
+        describe(rt)
+    );
+    assert_eq!(got, want, "{}: processor {q}, {what:?}", describe(rt));
 }
 
 /// The runtimes of [`runtimes`] that use `router` only (threads with each
@@ -333,7 +411,6 @@ pub fn fit<T: Clone>(v: &[T], p: usize) -> Vec<T> {
 /// really ran on.
 pub fn announce(test: &str, rt: &Runtime) {
     use std::collections::HashSet;
-    use std::io::Write;
     use std::sync::Mutex;
     static SEEN: Mutex<Option<HashSet<String>>> = Mutex::new(None);
     if std::env::var_os("BSP_TEST_VERBOSE").is_none() {

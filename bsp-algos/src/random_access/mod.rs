@@ -2,14 +2,15 @@
 //! random access write (RAW) and read (RAR) with hot spots, their
 //! monotonic special cases, generalize, concentrate and distribute.
 
+mod checks;
 mod collision;
-mod merge;
 mod monotonic;
 mod pack;
 mod pairs;
 mod plan;
 mod rar;
 mod raw;
+mod window;
 
 pub use collision::{Collision, Combine, Conflict, First, Last, Unique};
 pub use monotonic::{generalize, monotonic_raw};

@@ -4,23 +4,12 @@
 use bsp_core::Ctx;
 use bytemuck::Pod;
 
+use super::checks::{check_sorted, check_writes};
 use super::collision::{Collision, Conflict, Resolver};
 use super::pairs::{outgoing, Pairs};
-use super::raw::check_block;
-use crate::comm::put_to_others;
 use crate::ops::Max;
+use crate::puts_and_sends::put_to_others;
 use crate::scan::exclusive_scan;
-
-fn check_sorted(index: &[usize], what: &str) {
-    if let Some(w) = index.windows(2).position(|w| w[0] > w[1]) {
-        panic!(
-            "bsp-algos: {what} needs nondecreasing destinations, but index[{w}] = {} > index[{}] = {}",
-            index[w],
-            w + 1,
-            index[w + 1]
-        );
-    }
-}
 
 /// [`raw`](crate::raw) for destinations sorted in writer order: `index`
 /// is nondecreasing on each processor and across processors (in pid
@@ -71,20 +60,9 @@ pub fn monotonic_raw<T: Pod + Send, C: Collision<T>>(
     values: &[T],
     policy: &C,
 ) -> Result<(), Conflict> {
-    assert_eq!(
-        index.len(),
-        values.len(),
-        "bsp-algos: monotonic_raw needs one value per index"
-    );
+    let dist = check_writes(ctx, "monotonic_raw", target, len, index, values);
+    check_sorted(index, len, "monotonic_raw");
     let (p, me) = (ctx.nprocs(), ctx.pid());
-    let dist = check_block(ctx, target.len(), len, "monotonic_raw");
-    check_sorted(index, "monotonic_raw");
-    if let Some(&g) = index.last() {
-        assert!(
-            g < len,
-            "bsp-algos: random access to index {g} of a global array of length {len}"
-        );
-    }
     let mut res = Resolver::new(policy);
     // Local segmented combine: one write per distinct destination.
     let (mut gs, mut vs): (Vec<usize>, Vec<T>) = (Vec::new(), Vec::new());
@@ -196,20 +174,9 @@ pub fn generalize<T: Pod + Send>(
     ends: &[usize],
     values: &[T],
 ) {
-    assert_eq!(
-        ends.len(),
-        values.len(),
-        "bsp-algos: generalize needs one value per end"
-    );
+    let dist = check_writes(ctx, "generalize", target, len, ends, values);
+    check_sorted(ends, len, "generalize");
     let (p, me) = (ctx.nprocs(), ctx.pid());
-    let dist = check_block(ctx, target.len(), len, "generalize");
-    check_sorted(ends, "generalize");
-    if let Some(&g) = ends.last() {
-        assert!(
-            g < len,
-            "bsp-algos: generalize end {g} of a global array of length {len}"
-        );
-    }
     // The first element not yet covered by earlier processors.
     let reach = ends.last().map_or(0, |&g| g as u64 + 1);
     let (before, _) = exclusive_scan(ctx, &[reach], &Max);

@@ -4,7 +4,7 @@
 use bsp_core::Ctx;
 use bytemuck::Pod;
 
-use super::raw::check_block;
+use super::checks::check_block;
 use crate::dist::Block;
 use crate::ops::Sum;
 use crate::scan::exclusive_scan;

@@ -4,7 +4,7 @@
 use bsp_core::{Ctx, Queue, Raw};
 use bytemuck::Pod;
 
-use crate::comm::send_all;
+use crate::puts_and_sends::send_all;
 
 pub(crate) struct Pairs<T> {
     index: Queue<u64, Raw>,

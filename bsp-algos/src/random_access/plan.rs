@@ -88,19 +88,27 @@ impl Buckets {
         }
     }
 
+    /// The buckets of `route` over a global array of `len` elements.
+    fn of(route: Route, len: usize, p: usize) -> Self {
+        match route {
+            Route::Stretched => Self::balanced(len, p),
+            Route::Direct => Self::one_per_processor(len, p),
+        }
+    }
+
     /// k ≈ √len / p buckets per processor (so kp ≈ √len: the global vector
     /// of kp counts and a bucket's width len/kp are both about √len), but
     /// at most about 256 buckets in all (and at least one per processor),
     /// so that the local counting sort scatters into few enough streams to
     /// stay in cache; 256 measured a little faster than 1024 and 4096 in
     /// `examples/bench_access.rs`.
-    pub(crate) fn balanced(len: usize, p: usize) -> Self {
+    fn balanced(len: usize, p: usize) -> Self {
         const MAX_BUCKETS: usize = 256;
         Self::new(len, p, (len.isqrt() / p).min(MAX_BUCKETS / p))
     }
 
     /// One bucket per processor: every access goes straight to its owner.
-    pub(crate) fn one_per_processor(len: usize, p: usize) -> Self {
+    fn one_per_processor(len: usize, p: usize) -> Self {
         Self::new(len, p, 1)
     }
 
@@ -189,6 +197,16 @@ pub(crate) fn starts(counts: &[u64]) -> Vec<usize> {
         .collect()
 }
 
+/// How a random access primitive delivers: with about √len buckets, the
+/// dense ones (hot spots) stretched over intermediate processors (seed
+/// 002, Sect. 4 and 5), or directly, one bucket per processor and every
+/// access straight to its owner (Sect. 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Route {
+    Stretched,
+    Direct,
+}
+
 /// The global picture: hits per bucket, which buckets are dense, and the
 /// layout of the sparse (at the owner) and stretched dense (at the
 /// intermediates) receive buffers.
@@ -213,12 +231,15 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    /// Computes the plan from this processor's per-bucket counts: one
-    /// exclusive scan (global combine and prefix scan of the kp counts in
-    /// one collective), then local work. `stretch = false` makes every
-    /// bucket sparse (direct delivery).
-    pub(crate) fn build(ctx: &mut Ctx, buckets: Buckets, mine: Vec<u64>, stretch: bool) -> Plan {
+    /// Computes the plan of `route` for this processor's accesses `index`
+    /// into a global array of `len` elements: its counts per bucket
+    /// (checking every index), one exclusive scan (global combine and
+    /// prefix scan of the kp counts in one collective), then local work.
+    /// [`Route::Direct`] makes every bucket sparse.
+    pub(crate) fn build(ctx: &mut Ctx, route: Route, len: usize, index: &[usize]) -> Plan {
         let p = ctx.nprocs();
+        let buckets = Buckets::of(route, len, p);
+        let mine = buckets.hits(index);
         let (before, hits) = exclusive_scan(ctx, &mine, &Sum);
         let kp = buckets.count();
         let total: u64 = hits.iter().sum();
@@ -228,7 +249,7 @@ impl Plan {
                 // its width (so a dense bucket always shrinks when combined).
                 let width = buckets.range(b).len() as u64;
                 let cap = 2 * total.div_ceil(kp as u64).max(width);
-                stretch && hits[b] > cap
+                route == Route::Stretched && hits[b] > cap
             })
             .collect();
         let mut slot = vec![0u64; kp];

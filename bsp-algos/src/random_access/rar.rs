@@ -6,8 +6,8 @@ use std::ops::Range;
 use bsp_core::{Ctx, GetHandle};
 use bytemuck::Pod;
 
-use super::plan::{Buckets, Plan, Run};
-use super::raw::check_block;
+use super::checks::check_block;
+use super::plan::{Plan, Route, Run};
 use crate::dist::Block;
 
 /// Reads element `index[i]` of a block-distributed global array of `len`
@@ -56,8 +56,7 @@ use crate::dist::Block;
 /// 2w values); when a bucket is dense, 1 superstep with the answers as
 /// gets (h ≤ about 2n/p values).
 pub fn rar<T: Pod + Send>(ctx: &mut Ctx, data: &[T], len: usize, index: &[usize]) -> Vec<T> {
-    let buckets = Buckets::balanced(len, ctx.nprocs());
-    rar_with(ctx, buckets, true, data, index)
+    rar_on(ctx, Route::Stretched, data, len, index)
 }
 
 /// The naive random access read: every request goes straight to the owner
@@ -84,26 +83,25 @@ pub fn rar<T: Pod + Send>(ctx: &mut Ctx, data: &[T], len: usize, index: &[usize]
 /// An exclusive scan of p counts (1 superstep), then 1 superstep: requests
 /// (h ≤ n at a hot spot's owner) and the answers as gets.
 pub fn rar_direct<T: Pod + Send>(ctx: &mut Ctx, data: &[T], len: usize, index: &[usize]) -> Vec<T> {
-    let buckets = Buckets::one_per_processor(len, ctx.nprocs());
-    rar_with(ctx, buckets, false, data, index)
+    rar_on(ctx, Route::Direct, data, len, index)
 }
 
 /// Gets issued for runs of bucket-sorted requests, with their start in
 /// the bucket-sorted order.
 type Pending<T> = Vec<(usize, GetHandle<T>)>;
 
-fn rar_with<T: Pod + Send>(
+/// [`rar`] and [`rar_direct`], on `route`.
+fn rar_on<T: Pod + Send>(
     ctx: &mut Ctx,
-    buckets: Buckets,
-    stretch: bool,
+    route: Route,
     data: &[T],
+    len: usize,
     index: &[usize],
 ) -> Vec<T> {
     let me = ctx.pid();
-    let dist = check_block(ctx, data.len(), buckets.dist.len(), "rar");
+    let dist = check_block(ctx, data.len(), len, "rar");
     let start = dist.start(me);
-    let hits = buckets.hits(index);
-    let plan = Plan::build(ctx, buckets, hits, stretch);
+    let plan = Plan::build(ctx, route, len, index);
     let held = (plan.inter[me + 1] - plan.inter[me]) as usize;
     let sparse_req = ctx.coarray::<u32>(plan.sparse_len[me] as usize);
     let dense_req = ctx.coarray::<u32>(held);

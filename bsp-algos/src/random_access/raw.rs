@@ -5,10 +5,11 @@ use std::ops::Range;
 use bsp_core::Ctx;
 use bytemuck::Pod;
 
+use super::checks::check_writes;
 use super::collision::{Collision, Conflict, Resolver};
-use super::merge::{absorb, Window};
 use super::pairs::{outgoing, Pairs};
-use super::plan::{starts, Buckets, Plan};
+use super::plan::{starts, Plan, Route};
+use super::window::{absorb, Window};
 use crate::dist::Block;
 
 /// Writes `values[i]` to element `index[i]` of a block-distributed global
@@ -87,8 +88,7 @@ pub fn raw<T: Pod + Send, C: Collision<T>>(
     values: &[T],
     policy: &C,
 ) -> Result<(), Conflict> {
-    let buckets = Buckets::balanced(len, ctx.nprocs());
-    raw_with(ctx, buckets, true, target, index, values, policy)
+    raw_on(ctx, Route::Stretched, target, len, index, values, policy)
 }
 
 /// The naive random access write: every write goes straight to the owner
@@ -134,40 +134,22 @@ pub fn raw_direct<T: Pod + Send, C: Collision<T>>(
     values: &[T],
     policy: &C,
 ) -> Result<(), Conflict> {
-    let buckets = Buckets::one_per_processor(len, ctx.nprocs());
-    raw_with(ctx, buckets, false, target, index, values, policy)
+    raw_on(ctx, Route::Direct, target, len, index, values, policy)
 }
 
-pub(crate) fn check_block(ctx: &Ctx, local: usize, len: usize, what: &str) -> Block {
-    let dist = Block::new(len, ctx.nprocs());
-    let want = dist.local_len(ctx.pid());
-    assert_eq!(
-        local,
-        want,
-        "bsp-algos: {what}: processor {}'s block of a global array of {len} elements has {want} elements, got {local}",
-        ctx.pid()
-    );
-    dist
-}
-
-fn raw_with<T: Pod + Send, C: Collision<T>>(
+/// [`raw`] and [`raw_direct`], on `route`.
+fn raw_on<T: Pod + Send, C: Collision<T>>(
     ctx: &mut Ctx,
-    buckets: Buckets,
-    stretch: bool,
+    route: Route,
     target: &mut [T],
+    len: usize,
     index: &[usize],
     values: &[T],
     policy: &C,
 ) -> Result<(), Conflict> {
-    assert_eq!(
-        index.len(),
-        values.len(),
-        "bsp-algos: raw needs one value per index"
-    );
     let (p, me) = (ctx.nprocs(), ctx.pid());
-    let dist = check_block(ctx, target.len(), buckets.dist.len(), "raw");
-    let hits = buckets.hits(index);
-    let plan = Plan::build(ctx, buckets, hits, stretch);
+    let dist = check_writes(ctx, "raw", target, len, index, values);
+    let plan = Plan::build(ctx, route, len, index);
     let held = (plan.inter[me + 1] - plan.inter[me]) as usize;
     let sparse_len = plan.sparse_len[me] as usize;
     // Receive buffers: each write as its offset in its bucket and value.

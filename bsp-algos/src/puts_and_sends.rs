@@ -1,4 +1,6 @@
-//! Small communication helpers shared by the collectives.
+//! Put and send helpers shared by the collectives: a put to every other
+//! processor, a whole slice sent to one, and messages received split by
+//! source.
 
 use bsp_core::{Coarray, Ctx, Queue, Raw};
 use bytemuck::Pod;
@@ -25,18 +27,4 @@ pub(crate) fn receive_by_source<T: Pod>(ctx: &mut Ctx, q: &Queue<T, Raw>) -> Vec
         out[src].push(x);
     }
     out
-}
-
-/// Whether a collective over `m` elements of `T` on `p` processors should
-/// take the two-superstep, h ≈ 2m route (a transpose then an all-gather)
-/// rather than the one-superstep, h = (p − 1)m direct route: when the
-/// direct route's extra volume outweighs one more barrier.
-pub(crate) fn long_vector<T>(m: usize, p: usize) -> bool {
-    const LONG_BYTES: usize = 32 << 10;
-    p >= 4 && m >= p && (p - 1) * m * std::mem::size_of::<T>().max(1) >= LONG_BYTES
-}
-
-/// `ceil(log2(p))`.
-pub(crate) fn ceil_log2(p: usize) -> u32 {
-    p.next_power_of_two().trailing_zeros()
 }
