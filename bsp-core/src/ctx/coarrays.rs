@@ -12,7 +12,7 @@ impl Ctx {
     /// Registration is collective: every processor registers its coarrays
     /// and queues in the same order, in the same superstep, with the same
     /// element types (local lengths may differ). A mismatch ends the run
-    /// with [`ErrorKind::RegistrationMismatch`] at the next `sync`.
+    /// with [`ErrorKind::RegistrationMismatch`](crate::ErrorKind::RegistrationMismatch) at the next `sync`.
     ///
     /// # Examples
     ///
@@ -149,7 +149,7 @@ impl Ctx {
     /// every processor releases the same coarrays in the same order and
     /// superstep (a mismatch ends the run at the next `sync`). Puts or gets
     /// that reach `a` in the superstep of its release end the run with
-    /// [`ErrorKind::Released`].
+    /// [`ErrorKind::Released`](crate::ErrorKind::Released).
     ///
     /// Release what a library call registered for its own use, so that
     /// repeated calls do not hold on to memory until the run ends.

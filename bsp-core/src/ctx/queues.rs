@@ -65,7 +65,7 @@ impl Ctx {
     /// [`release`](Ctx::release): every processor releases the same queues
     /// and coarrays in the same order and superstep. A message that reaches
     /// `q` in the superstep of its release ends the run with
-    /// [`ErrorKind::Released`].
+    /// [`ErrorKind::Released`](crate::ErrorKind::Released).
     ///
     /// # Examples
     ///
@@ -98,7 +98,7 @@ impl Ctx {
     ///
     /// # Panics
     ///
-    /// Ends the run with [`ErrorKind::BadPid`] if `dst >= nprocs()`.
+    /// Ends the run with [`ErrorKind::BadPid`](crate::ErrorKind::BadPid) if `dst >= nprocs()`.
     ///
     /// # Cost
     ///

@@ -32,8 +32,8 @@ impl Ctx {
     ///
     /// # Panics
     ///
-    /// Ends the run with [`ErrorKind::BadPid`] if `dst >= nprocs()`, and at
-    /// the `sync` with [`ErrorKind::OutOfBounds`] if `offset + src.len()`
+    /// Ends the run with [`ErrorKind::BadPid`](crate::ErrorKind::BadPid) if `dst >= nprocs()`, and at
+    /// the `sync` with [`ErrorKind::OutOfBounds`](crate::ErrorKind::OutOfBounds) if `offset + src.len()`
     /// exceeds the local length of `a` on `dst`.
     ///
     /// # Cost
@@ -181,8 +181,8 @@ impl Ctx {
     ///
     /// # Panics
     ///
-    /// Ends the run with [`ErrorKind::BadPid`] if `src >= nprocs()`, and at
-    /// the `sync` with [`ErrorKind::OutOfBounds`] if the range exceeds the
+    /// Ends the run with [`ErrorKind::BadPid`](crate::ErrorKind::BadPid) if `src >= nprocs()`, and at
+    /// the `sync` with [`ErrorKind::OutOfBounds`](crate::ErrorKind::OutOfBounds) if the range exceeds the
     /// local length of `a` on `src`.
     ///
     /// # Cost
