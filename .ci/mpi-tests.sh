@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# MPI part of CI (issue 3), called by .ci/run: installs OpenMPI when
+# MPI part of CI, called by .ci/run: installs OpenMPI when
 # missing, builds with --features mpi, runs the MPI tests (the failure and
 # determinism tests spawn mpirun themselves; the shared-harness tests run
 # as ranks under mpirun) and every example under mpirun -np 2 and -np 3.

@@ -1,4 +1,4 @@
-//! Personalized all-to-all exchange with variable sizes (seed 004, 13.6).
+//! Personalized all-to-all exchange with variable sizes (*Collective Communication and Computation*, 13.6).
 
 use bsp_core::Ctx;
 use bytemuck::Pod;
@@ -9,8 +9,8 @@ use crate::puts_and_sends::{receive_by_source, send_all};
 /// processor sent to this one, indexed by source pid.
 ///
 /// The exchange is one h-relation, delivered by the run's router (the
-/// two-phase router of seed 003 by default, which is the two-phase
-/// non-uniform all-to-all of seed 004, 13.6.3).
+/// two-phase router of Bader, Helman and JáJá by default, which is the two-phase
+/// non-uniform all-to-all of *Collective Communication and Computation*, 13.6.3).
 ///
 /// # Examples
 ///

@@ -1,4 +1,4 @@
-//! Broadcast: one root's buffer copied to every processor (seed 004, 13.1).
+//! Broadcast: one root's buffer copied to every processor (*Collective Communication and Computation*, 13.1).
 
 use bsp_core::Ctx;
 use bytemuck::Pod;

@@ -1,4 +1,4 @@
-//! Gather, all-gather and scatter with variable sizes (seed 004, 13.5).
+//! Gather, all-gather and scatter with variable sizes (*Collective Communication and Computation*, 13.5).
 
 use bsp_core::Ctx;
 use bytemuck::Pod;

@@ -9,13 +9,13 @@
 //! ([`Ctx::release`](bsp_core::Ctx::release)) before it returns, so
 //! repeated calls do not hold on to them.
 //!
-//! * Collectives (seed 004): [`broadcast`] (binomial tree or two-phase),
+//! * Collectives (*Collective Communication and Computation*): [`broadcast`] (binomial tree or two-phase),
 //!   [`reduce`], [`all_reduce`], [`exclusive_scan`], [`inclusive_scan`],
 //!   [`segmented_scan`], [`gather`], [`scatter`], [`all_gather`],
 //!   [`all_to_all`], with the operators [`Sum`], [`Prod`], [`Min`],
 //!   [`Max`], any closure ([`Op`]) or [`monoid`].
 //! * Random access over a block-distributed global array ([`Block`]),
-//!   seed 002: [`raw`] (write, with a [`Collision`] policy) and [`rar`]
+//!   Shankar and Ranka: [`raw`] (write, with a [`Collision`] policy) and [`rar`]
 //!   (read), both with hot spots handled by bucket stretching, so their
 //!   time does not depend on how hot the hot spots are; the naive
 //!   [`raw_direct`] and [`rar_direct`]; [`monotonic_raw`], [`generalize`],

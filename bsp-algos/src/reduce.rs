@@ -1,4 +1,4 @@
-//! Reduction to a root and all-reduce (seed 004, 13.2), element-wise over
+//! Reduction to a root and all-reduce (*Collective Communication and Computation*, 13.2), element-wise over
 //! vectors, with any associative operator applied in pid order.
 
 use bsp_core::Ctx;

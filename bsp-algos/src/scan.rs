@@ -1,4 +1,4 @@
-//! Prefix sums over processors (seed 004, 13.3): element-wise, any
+//! Prefix sums over processors (*Collective Communication and Computation*, 13.3): element-wise, any
 //! associative operator, returning the total as well.
 
 use bsp_core::Ctx;

@@ -1,5 +1,5 @@
 //! What a random access write does when several writes hit one element
-//! (seed 002, Sect. 1).
+//! (Shankar and Ranka, Sect. 1).
 
 use bytemuck::Pod;
 

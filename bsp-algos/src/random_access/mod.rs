@@ -1,4 +1,4 @@
-//! Random data accesses over a block-distributed global array (seed 002):
+//! Random data accesses over a block-distributed global array (Shankar and Ranka):
 //! random access write (RAW) and read (RAR) with hot spots, their
 //! monotonic special cases, generalize, concentrate and distribute.
 

@@ -1,4 +1,4 @@
-//! Random access writes with sorted destinations (seed 002, Sect. 6):
+//! Random access writes with sorted destinations (Shankar and Ranka, Sect. 6):
 //! monotonic RAW (Fig. 11) and generalize (Fig. 12).
 
 use bsp_core::Ctx;
@@ -137,7 +137,7 @@ pub fn monotonic_raw<T: Pod + Send, C: Collision<T>>(
     res.finish::<T>(ctx)
 }
 
-/// Generalize (seed 002, Fig. 12): global writer i (in pid order, then
+/// Generalize (Shankar and Ranka, Fig. 12): global writer i (in pid order, then
 /// input order) writes `values[i]` to every element `ends[i − 1] + 1 ..=
 /// ends[i]` of the block-distributed global array (with `ends[−1] = −1`),
 /// so that each element receives a copy of one value. `ends` must be
@@ -147,7 +147,7 @@ pub fn monotonic_raw<T: Pod + Send, C: Collision<T>>(
 /// # Examples
 ///
 /// ```
-/// // Figure 12 of seed 002: P = 1 4 5 7, D(i) = 10 + i.
+/// // Figure 12 of Shankar and Ranka: P = 1 4 5 7, D(i) = 10 + i.
 /// let out = bsp_core::run(2, |ctx| {
 ///     let (ends, values) = if ctx.pid() == 0 { (vec![1, 4], vec![10u8, 11]) } else { (vec![5, 7], vec![12, 13]) };
 ///     let mut a = vec![0u8; 4];

@@ -1,4 +1,4 @@
-//! Concentrate and distribute (seed 002, Sect. 6): one-to-one moves with
+//! Concentrate and distribute (Shankar and Ranka, Sect. 6): one-to-one moves with
 //! sorted destinations between a sparse layout and a packed one.
 
 use bsp_core::Ctx;

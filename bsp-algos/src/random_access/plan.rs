@@ -1,4 +1,4 @@
-//! Buckets and their stretching (seed 002, Sect. 4.1 and 5): which
+//! Buckets and their stretching (Shankar and Ranka, Sect. 4.1 and 5): which
 //! accesses go straight to the owner (sparse buckets) and which are spread
 //! over intermediate processors (dense buckets), and where each lands.
 //!
@@ -367,7 +367,7 @@ pub(crate) struct Run {
 }
 
 /// Capacities for `stretched` dense positions over processors already
-/// receiving `sparse[q]` elements, filling the least loaded first (seed 002,
+/// receiving `sparse[q]` elements, filling the least loaded first (Shankar and Ranka,
 /// Sect. 5: the sparse traffic lowers a processor's share of the stretched
 /// buckets, so that no one receives much more than the mean). Returns the
 /// p + 1 starts of the processors' ranges.

@@ -1,4 +1,4 @@
-//! Random access read with hot spots (seed 002, Sect. 7): the write's
+//! Random access read with hot spots (Shankar and Ranka, Sect. 7): the write's
 //! machinery run with requests, then in reverse with the data.
 
 use std::ops::Range;
@@ -21,7 +21,7 @@ use crate::dist::Block;
 /// them in place. Requests to dense buckets (hot spots: many readers of
 /// few elements) are stretched over intermediate processors, and the owner
 /// sends each dense bucket's data (one bucket width) to them instead of
-/// answering requests (seed 002, Sect. 7); a bucket stretched over several
+/// answering requests (Shankar and Ranka, Sect. 7); a bucket stretched over several
 /// intermediates is sent in slices, one per intermediate, which they then
 /// all-gather. Readers fetch their answers with gets. No processor sends
 /// or receives much more than its share, however hot the hot spots.
@@ -29,7 +29,7 @@ use crate::dist::Block;
 /// # Examples
 ///
 /// ```
-/// // Figure 1 of seed 002 with D(i) = 10·i, 8 elements on 2 processors.
+/// // Figure 1 of Shankar and Ranka with D(i) = 10·i, 8 elements on 2 processors.
 /// let out = bsp_core::run(2, |ctx| {
 ///     let d: Vec<u32> = (0..4).map(|i| 10 * (4 * ctx.pid() as u32 + i)).collect();
 ///     let reads = if ctx.pid() == 0 { vec![7, 0, 7] } else { vec![1, 6, 3, 0] };
@@ -60,7 +60,7 @@ pub fn rar<T: Pod + Send>(ctx: &mut Ctx, data: &[T], len: usize, index: &[usize]
 }
 
 /// The naive random access read: every request goes straight to the owner
-/// of its element, which answers it (seed 002, Sect. 3). Same arguments and
+/// of its element, which answers it (Shankar and Ranka, Sect. 3). Same arguments and
 /// results as [`rar`]; the owner of a hot spot answers all its readers.
 ///
 /// # Examples
@@ -129,7 +129,7 @@ fn rar_on<T: Pod + Send>(
     // Stage 2: owners answer sparse requests in place, bucket by bucket;
     // readers fetch them. Owners send the data of each dense bucket to the
     // intermediates holding its pieces, split in slices over them when
-    // there are several (seed 002, Sect. 7: one-way data instead of
+    // there are several (Shankar and Ranka, Sect. 7: one-way data instead of
     // requests and answers).
     // Nothing reaches the request buffers after this sync: release them.
     let asked = ctx.release(sparse_req);

@@ -1,4 +1,4 @@
-//! Random access write with arbitrary hot spots (seed 002, Sect. 3–5).
+//! Random access write with arbitrary hot spots (Shankar and Ranka, Sect. 3–5).
 
 use std::ops::Range;
 
@@ -19,7 +19,7 @@ use crate::dist::Block;
 /// element written once takes the written value. (For `A[P[i]] += D[i]`,
 /// include the old values as writes or start from zeros.)
 ///
-/// This is the hybrid algorithm of seed 002 (Sect. 4 and 5). The global
+/// This is the hybrid algorithm of Shankar and Ranka (Sect. 4 and 5). The global
 /// array is cut into k buckets per processor (kp ≈ min(√len, 256), at
 /// least p). One pass counts the writes per bucket, and one exclusive scan
 /// of the counts gives every processor the global hits per bucket and its
@@ -43,7 +43,7 @@ use crate::dist::Block;
 /// ```
 /// use bsp_algos::{Combine, Sum};
 ///
-/// // Figure 2 of seed 002: 8 elements on 2 processors, sum on collision.
+/// // Figure 2 of Shankar and Ranka: 8 elements on 2 processors, sum on collision.
 /// let out = bsp_core::run(2, |ctx| {
 ///     let p_of = [7usize, 0, 7, 1, 6, 3, 0];
 ///     let d = [1u32, 2, 3, 4, 5, 6, 7]; // element i of the figure holds d = i
@@ -92,7 +92,7 @@ pub fn raw<T: Pod + Send, C: Collision<T>>(
 }
 
 /// The naive random access write: every write goes straight to the owner
-/// of its element (seed 002, Sect. 3, the limited-hot-spot case). Same
+/// of its element (Shankar and Ranka, Sect. 3, the limited-hot-spot case). Same
 /// arguments and results as [`raw`].
 ///
 /// Fast when writes are spread evenly; a processor owning a hot spot

@@ -1,5 +1,5 @@
 //! Resolving the writes to a window of consecutive elements in a dense
-//! array (seed 002's dense representation of a bucket): linear in the
+//! array (Shankar and Ranka's dense representation of a bucket): linear in the
 //! writes and the window, whatever the distribution of the writes.
 
 use bytemuck::Pod;
