@@ -52,7 +52,9 @@ impl PendingGets {
 }
 
 /// A put that arrived for a coarray lent out for this sync; applied once
-/// the coarray is back.
+/// the coarray is back. Its payload is copied out of the received
+/// segments: they may be slices of the sender's own lent coarray, which
+/// the sender takes back at the barrier before the deferred puts apply.
 pub(crate) struct DeferredPut {
     src: usize,
     array: u32,
@@ -122,7 +124,7 @@ impl Inbound<'_> {
                         "get by processor {src} from processor {me} of elements {offset}..{} of {} \
                          (local length {have} on processor {me})",
                         u128::from(offset) + u128::from(count),
-                        self.registry.signature_of(array),
+                        self.registry.name_of(array),
                         me = self.me,
                     );
                     return Err(self.error(ErrorKind::OutOfBounds, src, msg));
@@ -249,7 +251,7 @@ impl Inbound<'_> {
             "put from processor {src} to processor {me} of elements {offset}..{} of {} \
              (local length {have} on processor {me})",
             u128::from(offset) + (len / size) as u128,
-            self.registry.signature_of(array),
+            self.registry.name_of(array),
         );
         Err(self.error(ErrorKind::OutOfBounds, src, msg))
     }

@@ -123,14 +123,9 @@ impl Outbox {
     /// Appends `record`, whose payload (none for a get request) is copied
     /// from `payload`.
     pub(crate) fn push(&mut self, dst: usize, record: Record, payload: &[u8]) {
-        debug_assert_eq!(
-            record.wire_len(),
-            HEADER_BYTES
-                + if matches!(record, Record::Get { .. }) {
-                    8
-                } else {
-                    payload.len()
-                }
+        debug_assert!(
+            matches!(record, Record::Get { .. }) || record.payload_len() == payload.len(),
+            "a record's payload is the bytes that follow it"
         );
         let s = &mut self.streams[dst];
         s.open_messages = None;

@@ -174,8 +174,9 @@ fn ordinal(n: u64) -> String {
 }
 
 /// Checks that every processor is at the same point of the protocol and
-/// decides what the sync must do. `me` and `my_signatures` (this
-/// processor's registrations) only shape the error message.
+/// decides what the sync must do. `me` and `my_history` (this
+/// processor's registrations and releases, built only for an error) shape
+/// the error message.
 ///
 /// # Errors
 ///
@@ -186,7 +187,7 @@ fn ordinal(n: u64) -> String {
 pub(crate) fn decide(
     words: &[u64],
     me: usize,
-    my_signatures: &[String],
+    my_history: impl FnOnce() -> String,
 ) -> Result<SyncDecision, Error> {
     let row = |q: usize| SyncRow::from_words(&words[q * SyncRow::WORDS..(q + 1) * SyncRow::WORDS]);
     let first = row(0);
@@ -231,7 +232,7 @@ pub(crate) fn decide(
         let msg = format!(
             "{detail}; registration is collective (same order, same superstep, same types). \
              Processor {me}'s registrations and releases: [{}]",
-            my_signatures.join(", ")
+            my_history()
         );
         return Err(Error::at(
             ErrorKind::RegistrationMismatch,
@@ -287,7 +288,7 @@ mod tests {
     fn agreeing_rows_give_a_decision() {
         let mut rows = vec![row(Status::Syncing, 3); 3];
         assert_eq!(
-            decide(&words(&rows), 0, &[]).unwrap(),
+            decide(&words(&rows), 0, String::new).unwrap(),
             SyncDecision {
                 anything: false,
                 any_gets: false,
@@ -296,14 +297,14 @@ mod tests {
         );
         rows[1].bytes = 10;
         rows[2].lends = true;
-        let d = decide(&words(&rows), 0, &[]).unwrap();
+        let d = decide(&words(&rows), 0, String::new).unwrap();
         assert!(d.anything && d.any_lends && !d.any_gets);
     }
 
     #[test]
     fn a_processor_that_returned_early_is_named() {
         let rows = [row(Status::Syncing, 4), row(Status::Returned, 4)];
-        let e = decide(&words(&rows), 0, &[]).unwrap_err();
+        let e = decide(&words(&rows), 0, String::new).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::SyncMismatch);
         assert_eq!((e.pid(), e.superstep()), (Some(1), Some(4)));
         assert!(e.message().contains("5th time"), "{e}");
@@ -313,13 +314,13 @@ mod tests {
     fn registration_mismatches_are_named() {
         let mut rows = [row(Status::Syncing, 2), row(Status::Syncing, 2)];
         rows[1].registrations = 3;
-        let e = decide(&words(&rows), 1, &["coarray<u8>".into()]).unwrap_err();
+        let e = decide(&words(&rows), 1, || "coarray<u8>".into()).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::RegistrationMismatch);
         assert_eq!(e.pid(), Some(1));
         assert!(e.message().contains("Processor 1's registrations"), "{e}");
         rows[1].registrations = 2;
         rows[1].fingerprint = 1;
-        let e = decide(&words(&rows), 0, &[]).unwrap_err();
+        let e = decide(&words(&rows), 0, String::new).unwrap_err();
         assert!(e.message().contains("different kinds"), "{e}");
     }
 }

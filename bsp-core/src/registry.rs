@@ -48,6 +48,9 @@ impl Unusable {
     }
 }
 
+/// Which id could not be used, and why.
+pub(crate) type UnusableId = (Unusable, u32);
+
 /// FNV-1a, to fingerprint registration sequences.
 fn fnv1a(hash: u64, bytes: &[u8]) -> u64 {
     bytes.iter().fold(hash, |h, &b| {
@@ -55,11 +58,20 @@ fn fnv1a(hash: u64, bytes: &[u8]) -> u64 {
     })
 }
 
+/// One step of the registration sequence.
+#[derive(Clone, Copy)]
+enum Step {
+    Registered(u32),
+    Released(u32),
+}
+
 /// A processor's registrations.
 pub(crate) struct Registry {
     entries: Vec<Entry>,
-    /// One line per registration or release, for error messages.
-    signatures: Vec<String>,
+    /// What each id was registered as (`coarray<u32>`, `queue<u8>`, ...).
+    names: Vec<String>,
+    /// Registrations and releases in order, for error messages.
+    steps: Vec<Step>,
     fingerprint: u64,
 }
 
@@ -67,7 +79,8 @@ impl Registry {
     pub(crate) fn new() -> Self {
         Registry {
             entries: Vec::new(),
-            signatures: Vec::new(),
+            names: Vec::new(),
+            steps: Vec::new(),
             fingerprint: 0xcbf2_9ce4_8422_2325,
         }
     }
@@ -82,19 +95,21 @@ impl Registry {
         self.fingerprint
     }
 
-    /// The registrations and releases so far, one line each.
-    pub(crate) fn signatures(&self) -> &[String] {
-        &self.signatures
+    /// The registrations and releases so far, comma-separated (for error
+    /// messages).
+    pub(crate) fn history(&self) -> String {
+        let step = |s: &Step| match *s {
+            Step::Registered(id) => self.names[id as usize].clone(),
+            Step::Released(id) => format!("release #{id}"),
+        };
+        self.steps.iter().map(step).collect::<Vec<_>>().join(", ")
     }
 
-    fn record(&mut self, signature: String, separator: u8) {
-        self.fingerprint = fnv1a(fnv1a(self.fingerprint, signature.as_bytes()), &[separator]);
-        self.signatures.push(signature);
-    }
-
-    fn push(&mut self, signature: String, entry: Entry) -> u32 {
+    fn push(&mut self, name: String, entry: Entry) -> u32 {
         let id = u32::try_from(self.entries.len()).expect("bsp: too many registrations");
-        self.record(signature, 0xff);
+        self.fingerprint = fnv1a(fnv1a(self.fingerprint, name.as_bytes()), &[0xff]);
+        self.steps.push(Step::Registered(id));
+        self.names.push(name);
         self.entries.push(entry);
         id
     }
@@ -110,14 +125,10 @@ impl Registry {
         self.push(kind, Entry::Queue(Inbox::default()))
     }
 
-    /// The name under which `id` was registered.
-    pub(crate) fn signature_of(&self, id: u32) -> &str {
-        // Registrations come first in `signatures` only if nothing was
-        // released before; search by the recorded registration order.
-        self.signatures
-            .iter()
-            .filter(|s| !s.starts_with("release "))
-            .nth(id as usize)
+    /// What `id` was registered as.
+    pub(crate) fn name_of(&self, id: u32) -> &str {
+        self.names
+            .get(id as usize)
             .map_or("(unknown)", String::as_str)
     }
 
@@ -163,19 +174,20 @@ impl Registry {
         part.map(|p| &mut p.0).ok_or(Unusable::Foreign)
     }
 
-    /// The local parts of two different coarrays, the second mutably.
+    /// The local parts of two different coarrays, the second mutably; on
+    /// failure, why and which of the two ids.
     pub(crate) fn array_pair_mut<T: Pod, U: Pod>(
         &mut self,
         read: u32,
         write: u32,
-    ) -> Result<(&[T], &mut [U]), Unusable> {
+    ) -> Result<(&[T], &mut [U]), UnusableId> {
         assert_ne!(
             read, write,
             "bsp: local_pair_mut needs two different coarrays"
         );
         // Check both first, so that the split below cannot fail half-way.
-        self.array::<T>(read)?;
-        self.array_mut::<U>(write)?;
+        self.array::<T>(read).map_err(|why| (why, read))?;
+        self.array_mut::<U>(write).map_err(|why| (why, write))?;
         let (r, w) = (read as usize, write as usize);
         let (low, high) = self.entries.split_at_mut(r.max(w));
         let (read_entry, write_entry) = if r < w {
@@ -223,7 +235,9 @@ impl Registry {
     }
 
     fn release(&mut self, id: u32) -> Entry {
-        self.record(format!("release #{id}"), 0xfe);
+        let step = format!("release #{id}");
+        self.fingerprint = fnv1a(fnv1a(self.fingerprint, step.as_bytes()), &[0xfe]);
+        self.steps.push(Step::Released(id));
         std::mem::replace(&mut self.entries[id as usize], Entry::Released)
     }
 
@@ -289,7 +303,8 @@ mod tests {
         a.array_mut::<u32>(x).unwrap()[0] = 7;
         assert_eq!(a.release_array::<u32>(x).unwrap(), vec![7, 2, 3]);
         assert_eq!(a.array::<u32>(x).unwrap_err(), Unusable::Released);
-        assert_eq!(a.signature_of(q), "queue<u8>");
+        assert_eq!(a.name_of(q), "queue<u8>");
+        assert_eq!(a.history(), "coarray<u32>, queue<u8>, release #0");
         assert_ne!(a.fingerprint(), b.fingerprint());
         b.release_array::<u32>(x).unwrap();
         assert_eq!(a.fingerprint(), b.fingerprint());

@@ -64,11 +64,6 @@ impl Record {
         }
     }
 
-    /// Bytes the record takes in a stream, header included.
-    pub(crate) fn wire_len(&self) -> usize {
-        HEADER_BYTES + self.payload_len()
-    }
-
     /// Bytes that follow the header.
     pub(crate) fn payload_len(&self) -> usize {
         match *self {
@@ -240,7 +235,7 @@ mod tests {
                 out.extend(std::iter::repeat_n(0xab, r.payload_len()));
             }
         }
-        let wire: usize = records.iter().map(Record::wire_len).sum();
+        let wire: usize = records.iter().map(|r| HEADER_BYTES + r.payload_len()).sum();
         assert_eq!(out.len(), wire);
         let segments = [Bytes::from(out)];
         let mut reader = RecordReader::new(SegmentReader::new(&segments));

@@ -139,7 +139,7 @@ impl Ctx {
     ) -> (&[T], &mut [U]) {
         match self.registry.array_pair_mut::<T, U>(read.id, write.id) {
             Ok(pair) => pair,
-            Err(why) => why.panic("coarray", write.id),
+            Err((why, id)) => why.panic("coarray", id),
         }
     }
 

@@ -181,7 +181,7 @@ impl Ctx {
             previous: self.last_sync,
         };
         let words = self.collective(|c| c.allgather(&row.to_words()));
-        let decision = protocol::decide(&words, self.pid, self.registry.signatures());
+        let decision = protocol::decide(&words, self.pid, || self.registry.history());
         let decision = self.or_abort(decision);
         self.stats.push(words);
         decision
