@@ -198,8 +198,8 @@ pub(crate) fn starts(counts: &[u64]) -> Vec<usize> {
 }
 
 /// How a random access primitive delivers: with about √len buckets, the
-/// dense ones (hot spots) stretched over intermediate processors (seed
-/// 002, Sect. 4 and 5), or directly, one bucket per processor and every
+/// dense ones (hot spots) stretched over intermediate processors (Shankar
+/// and Ranka, Sect. 4 and 5), or directly, one bucket per processor and every
 /// access straight to its owner (Sect. 3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Route {
