@@ -18,36 +18,70 @@ use crate::registry::{Registry, Unusable};
 use crate::segments::{SegmentReader, Segments};
 use crate::wire::{Record, RecordReader};
 
+/// A get requested and not yet taken.
+enum PendingGet {
+    /// Requested; its buffer is made when the reply arrives, at the size
+    /// the source has checked, so a request for more elements than exist
+    /// allocates nothing.
+    Requested {
+        make: fn(usize) -> Box<dyn Storage>,
+        elem_size: usize,
+    },
+    /// Delivered.
+    Arrived(Box<dyn Storage>),
+}
+
+/// A zeroed local part of `len` elements of `T`, as untyped storage.
+fn zeroed_storage<T: Pod + Send>(len: usize) -> Box<dyn Storage> {
+    Box::new(PodVec(vec![T::zeroed(); len]))
+}
+
 /// The gets this processor has requested and not yet taken, by ticket.
 #[derive(Default)]
 pub(crate) struct PendingGets {
     next_ticket: u64,
-    values: HashMap<u64, Box<dyn Storage>>,
+    values: HashMap<u64, PendingGet>,
 }
 
 impl PendingGets {
-    /// Reserves room for a get of `len` elements of `T`; returns its ticket.
-    pub(crate) fn open<T: Pod + Send>(&mut self, len: usize) -> u64 {
+    /// Records a get of elements of `T`; returns its ticket.
+    pub(crate) fn open<T: Pod + Send>(&mut self) -> u64 {
         let ticket = self.next_ticket;
         self.next_ticket += 1;
-        self.values
-            .insert(ticket, Box::new(PodVec(vec![T::zeroed(); len])));
+        let requested = PendingGet::Requested {
+            make: zeroed_storage::<T>,
+            elem_size: std::mem::size_of::<T>(),
+        };
+        self.values.insert(ticket, requested);
         ticket
     }
 
     /// The value of the get with `ticket`, removed; `None` if it was
-    /// already taken or the ticket is not this run's.
+    /// already taken, has not arrived, or the ticket is not this run's.
     pub(crate) fn take<T: Pod>(&mut self, ticket: u64) -> Option<Vec<T>> {
-        let value = self.values.remove(&ticket)?;
+        let Some(PendingGet::Arrived(_)) = self.values.get(&ticket) else {
+            return None;
+        };
+        let Some(PendingGet::Arrived(value)) = self.values.remove(&ticket) else {
+            unreachable!("checked above")
+        };
         let value = value.into_any().downcast::<PodVec<T>>().ok()?;
         Some(value.0)
     }
 
-    fn target(&mut self, ticket: u64) -> &mut [u8] {
-        self.values
+    /// The buffer for the reply to `ticket`, of `bytes` bytes.
+    fn target(&mut self, ticket: u64, bytes: usize) -> &mut [u8] {
+        let get = self
+            .values
             .get_mut(&ticket)
-            .expect("bsp: reply to an unknown get")
-            .bytes_mut()
+            .expect("bsp: reply to an unknown get");
+        if let PendingGet::Requested { make, elem_size } = *get {
+            *get = PendingGet::Arrived(make(bytes / elem_size.max(1)));
+        }
+        let PendingGet::Arrived(value) = get else {
+            unreachable!("made above")
+        };
+        value.bytes_mut()
     }
 }
 
@@ -79,10 +113,15 @@ impl Inbound<'_> {
     fn unusable(&self, why: Unusable, request: &str, src: usize, id: u32) -> Error {
         let me = self.me;
         match why {
-            Unusable::Released => self.error(
+            Unusable::Released(when) => self.error(
                 ErrorKind::Released,
                 src,
-                format!("{request} from processor {src} to processor {me} names #{id}, which is released"),
+                format!(
+                    "{request} from processor {src} to processor {me} names {} #{id}, which was \
+                     released in superstep {when}{}",
+                    self.registry.name_of(id),
+                    if when == self.superstep { " (this superstep)" } else { "" }
+                ),
             ),
             Unusable::Foreign | Unusable::Lent => self.error(
                 ErrorKind::RegistrationMismatch,
@@ -192,8 +231,8 @@ impl Inbound<'_> {
                         let end = inbox.data.len();
                         inbox.runs.push((src, count, end));
                     }
-                    Record::Reply { ticket, .. } => {
-                        let target = self.gets.target(ticket);
+                    Record::Reply { ticket, bytes } => {
+                        let target = self.gets.target(ticket, bytes as usize);
                         assert!(
                             records.payload().read_into(target),
                             "bsp: truncated get reply"

@@ -9,3 +9,10 @@ pub const ROUTER_ENV: &str = "BSP_ROUTER";
 /// Environment variable that, set to `1`, makes processor 0 print the
 /// per-superstep statistics table to standard error when a run ends.
 pub const PROFILE_ENV: &str = "BSP_PROFILE";
+/// Environment variable giving every run's sync time limit in seconds
+/// (decimals allowed, e.g. `0.5`); unset, processors wait for ever. See
+/// [`Runtime::sync_timeout`](crate::Runtime::sync_timeout).
+pub const SYNC_TIMEOUT_ENV: &str = "BSP_SYNC_TIMEOUT";
+/// Environment variable choosing what an MPI job does with a failure:
+/// `abort` (the default) or `return`. See [`OnFailure`](crate::OnFailure).
+pub const ON_FAILURE_ENV: &str = "BSP_ON_FAILURE";

@@ -1,6 +1,7 @@
 //! The error type returned by [`Runtime::run`](crate::Runtime::run).
 
 use std::fmt;
+use std::sync::Arc;
 
 /// What went wrong in a BSP run, in broad classes that callers may match on.
 ///
@@ -20,7 +21,8 @@ pub enum ErrorKind {
     BadPid,
     /// A put or get reached outside the destination's local part of a coarray.
     OutOfBounds,
-    /// A put or get reached a coarray released in the same superstep.
+    /// A put, get or send reached a coarray or queue that was released, or
+    /// a processor used the handle of one it had released.
     Released,
     /// A processor returned from its closure with communication requested
     /// but never delivered by a `sync`.
@@ -29,6 +31,74 @@ pub enum ErrorKind {
     Config,
     /// The transport failed (for example, an MPI call returned an error).
     Transport,
+    /// A processor waited at a `sync` longer than the run's time limit
+    /// ([`Runtime::sync_timeout`](crate::Runtime::sync_timeout) or
+    /// `BSP_SYNC_TIMEOUT`); the message names the processors that had not
+    /// arrived.
+    Timeout,
+    /// A processor ended the run on purpose with
+    /// [`Ctx::abort`](crate::Ctx::abort) (BSPlib's `bsp_abort`).
+    Abort,
+    /// A processor's closure returned an error through
+    /// [`Runtime::try_run`](crate::Runtime::try_run); the original error is
+    /// the [`source`](std::error::Error::source) where the transport keeps it.
+    Application,
+    /// A get's value was taken before the `sync` that delivers it, or twice,
+    /// or with a handle of another run.
+    NotDelivered,
+}
+
+impl ErrorKind {
+    /// Every kind, in declaration order (the order of their wire codes).
+    const ALL: [ErrorKind; 13] = [
+        ErrorKind::Panic,
+        ErrorKind::SyncMismatch,
+        ErrorKind::RegistrationMismatch,
+        ErrorKind::BadPid,
+        ErrorKind::OutOfBounds,
+        ErrorKind::Released,
+        ErrorKind::PendingCommunication,
+        ErrorKind::Config,
+        ErrorKind::Transport,
+        ErrorKind::Timeout,
+        ErrorKind::Abort,
+        ErrorKind::Application,
+        ErrorKind::NotDelivered,
+    ];
+
+    /// A small integer naming this kind, for sending an error between
+    /// processes.
+    pub(crate) fn code(self) -> u64 {
+        ErrorKind::ALL.iter().position(|&k| k == self).unwrap_or(0) as u64
+    }
+
+    /// The kind with wire code `code` (a [`Panic`](ErrorKind::Panic) for an
+    /// unknown code).
+    pub(crate) fn from_code(code: u64) -> ErrorKind {
+        usize::try_from(code)
+            .ok()
+            .and_then(|i| ErrorKind::ALL.get(i).copied())
+            .unwrap_or(ErrorKind::Panic)
+    }
+
+    /// The words of the error line: `processor 1, superstep 2: <what>: ...`.
+    fn what(self) -> &'static str {
+        match self {
+            ErrorKind::Panic => "panicked",
+            ErrorKind::SyncMismatch => "superstep mismatch",
+            ErrorKind::RegistrationMismatch => "registration mismatch",
+            ErrorKind::BadPid => "bad processor id",
+            ErrorKind::OutOfBounds => "out of bounds",
+            ErrorKind::Released => "released coarray or queue",
+            ErrorKind::PendingCommunication => "undelivered communication",
+            ErrorKind::Config => "configuration error",
+            ErrorKind::Transport => "transport error",
+            ErrorKind::Timeout => "sync timeout",
+            ErrorKind::Abort => "aborted",
+            ErrorKind::Application => "application error",
+            ErrorKind::NotDelivered => "get not delivered",
+        }
+    }
 }
 
 /// The error of a BSP run: what happened, on which processor, in which superstep.
@@ -48,13 +118,26 @@ pub enum ErrorKind {
 /// assert_eq!(err.superstep(), Some(0));
 /// assert!(err.to_string().contains("bad input"));
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Error {
     kind: ErrorKind,
     pid: Option<usize>,
     superstep: Option<usize>,
     message: String,
+    /// The application's own error, for [`ErrorKind::Application`].
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
+
+/// Errors are equal when their kind, processor, superstep and message are;
+/// the [`source`](std::error::Error::source) is not compared.
+impl PartialEq for Error {
+    fn eq(&self, other: &Self) -> bool {
+        (self.kind, self.pid, self.superstep, &self.message)
+            == (other.kind, other.pid, other.superstep, &other.message)
+    }
+}
+
+impl Eq for Error {}
 
 impl Error {
     pub(crate) fn new(
@@ -68,7 +151,35 @@ impl Error {
             pid,
             superstep,
             message: message.into(),
+            source: None,
         }
+    }
+
+    /// An application error raised on processor `pid` during `superstep`,
+    /// keeping `source` for [`std::error::Error::source`].
+    pub(crate) fn application(
+        pid: usize,
+        superstep: usize,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    ) -> Self {
+        Error {
+            source: Some(Arc::from(source)),
+            ..Error::at(ErrorKind::Application, pid, superstep, String::new())
+        }
+        .with_message_from_source()
+    }
+
+    fn with_message_from_source(mut self) -> Self {
+        if let Some(source) = &self.source {
+            self.message = source.to_string();
+        }
+        self
+    }
+
+    /// The same error with `superstep` filled in where it was unknown.
+    pub(crate) fn in_superstep(mut self, superstep: usize) -> Self {
+        self.superstep = self.superstep.or(Some(superstep));
+        self
     }
 
     /// An error raised on processor `pid` during `superstep`.
@@ -109,22 +220,18 @@ impl fmt::Display for Error {
             (Some(pid), None) => write!(f, "processor {pid}: ")?,
             _ => {}
         }
-        let what = match self.kind {
-            ErrorKind::Panic => "panicked",
-            ErrorKind::SyncMismatch => "superstep mismatch",
-            ErrorKind::RegistrationMismatch => "registration mismatch",
-            ErrorKind::BadPid => "bad processor id",
-            ErrorKind::OutOfBounds => "out of bounds",
-            ErrorKind::Released => "released coarray",
-            ErrorKind::PendingCommunication => "undelivered communication",
-            ErrorKind::Config => "configuration error",
-            ErrorKind::Transport => "transport error",
-        };
-        write!(f, "{what}: {}", self.message)
+        write!(f, "{}: {}", self.kind.what(), self.message)
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.source {
+            Some(source) => Some(source.as_ref()),
+            None => None,
+        }
+    }
+}
 
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -8,6 +8,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::ctx::Ctx;
 use crate::env::PROFILE_ENV;
 use crate::error::{Error, ErrorKind};
+use crate::panic_hook;
 use crate::router::Router;
 use crate::transport::{Aborted, Comm, Transport};
 
@@ -36,6 +37,7 @@ pub(crate) fn processor<F, R>(
 where
     F: Fn(&mut Ctx) -> R,
 {
+    let _quiet = panic_hook::ProcessorThread::enter();
     let mut ctx = Ctx::new(comm, router, transport);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let result = f(&mut ctx);
@@ -50,16 +52,22 @@ where
             Some(result)
         }
         Err(payload) => {
-            if !payload.is::<Aborted>() {
-                let error = Error::at(
-                    ErrorKind::Panic,
-                    ctx.pid(),
-                    ctx.superstep(),
-                    panic_message(payload.as_ref()),
-                );
-                // `abort` unwinds with `Aborted` once the error is recorded.
-                let _ = catch_unwind(AssertUnwindSafe(|| ctx.abort(error)));
+            if payload.is::<Aborted>() {
+                return None;
             }
+            let error = match payload.downcast::<Error>() {
+                // A misuse found by a method that could not end the run itself.
+                Ok(error) => *error,
+                Err(payload) => {
+                    let mut message = panic_message(payload.as_ref());
+                    if let Some(at) = panic_hook::take_location() {
+                        message = format!("{message} (at {at})");
+                    }
+                    Error::at(ErrorKind::Panic, ctx.pid(), ctx.superstep(), message)
+                }
+            };
+            // `abort_with` unwinds with `Aborted` once the error is recorded.
+            let _ = catch_unwind(AssertUnwindSafe(|| ctx.abort_with(error)));
             None
         }
     }

@@ -46,6 +46,7 @@ mod env;
 mod error;
 mod launch;
 mod outbox;
+mod panic_hook;
 mod protocol;
 mod queue;
 mod registry;
@@ -59,13 +60,13 @@ mod wire;
 
 pub use coarray::{Coarray, GetHandle};
 pub use ctx::Ctx;
-pub use env::{PROCS_ENV, PROFILE_ENV, ROUTER_ENV};
+pub use env::{ON_FAILURE_ENV, PROCS_ENV, PROFILE_ENV, ROUTER_ENV, SYNC_TIMEOUT_ENV};
 pub use error::{Error, ErrorKind, Result};
 pub use queue::{Encoding, Queue, Raw, Serde};
 pub use router::{ParseRouterError, Router};
 pub use runtime::{launched_by_mpirun, run, Runtime};
 pub use stats::{Stats, SuperstepStats};
-pub use transport::Transport;
+pub use transport::{OnFailure, Transport};
 
 /// The `mpi` crate (rsmpi 0.8) that the MPI transport is built on, for
 /// programs that mix bsp runs with their own MPI calls (feature `mpi`). Use

@@ -174,9 +174,10 @@ fn ordinal(n: u64) -> String {
 }
 
 /// Checks that every processor is at the same point of the protocol and
-/// decides what the sync must do. `me` and `my_history` (this
-/// processor's registrations and releases, built only for an error) shape
-/// the error message.
+/// decides what the sync must do. `histories` gives every processor's
+/// registrations and releases, by pid, for the message of a registration
+/// mismatch: it is called (collectively, on every processor, since all see
+/// the same rows) only then.
 ///
 /// # Errors
 ///
@@ -186,8 +187,7 @@ fn ordinal(n: u64) -> String {
 /// processor at fault and its superstep.
 pub(crate) fn decide(
     words: &[u64],
-    me: usize,
-    my_history: impl FnOnce() -> String,
+    histories: impl FnOnce() -> Vec<String>,
 ) -> Result<SyncDecision, Error> {
     let row = |q: usize| SyncRow::from_words(&words[q * SyncRow::WORDS..(q + 1) * SyncRow::WORDS]);
     let first = row(0);
@@ -229,10 +229,13 @@ pub(crate) fn decide(
                  but of different kinds or element types, or released different ones"
             )
         };
+        let histories = histories();
+        let history = |x: usize| histories.get(x).map_or("", String::as_str);
         let msg = format!(
             "{detail}; registration is collective (same order, same superstep, same types). \
-             Processor {me}'s registrations and releases: [{}]",
-            my_history()
+             Processor {q} registered and released: [{}]; processor 0: [{}]",
+            history(q),
+            history(0)
         );
         return Err(Error::at(
             ErrorKind::RegistrationMismatch,
@@ -288,7 +291,7 @@ mod tests {
     fn agreeing_rows_give_a_decision() {
         let mut rows = vec![row(Status::Syncing, 3); 3];
         assert_eq!(
-            decide(&words(&rows), 0, String::new).unwrap(),
+            decide(&words(&rows), Vec::new).unwrap(),
             SyncDecision {
                 anything: false,
                 any_gets: false,
@@ -297,14 +300,14 @@ mod tests {
         );
         rows[1].bytes = 10;
         rows[2].lends = true;
-        let d = decide(&words(&rows), 0, String::new).unwrap();
+        let d = decide(&words(&rows), Vec::new).unwrap();
         assert!(d.anything && d.any_lends && !d.any_gets);
     }
 
     #[test]
     fn a_processor_that_returned_early_is_named() {
         let rows = [row(Status::Syncing, 4), row(Status::Returned, 4)];
-        let e = decide(&words(&rows), 0, String::new).unwrap_err();
+        let e = decide(&words(&rows), Vec::new).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::SyncMismatch);
         assert_eq!((e.pid(), e.superstep()), (Some(1), Some(4)));
         assert!(e.message().contains("5th time"), "{e}");
@@ -314,13 +317,15 @@ mod tests {
     fn registration_mismatches_are_named() {
         let mut rows = [row(Status::Syncing, 2), row(Status::Syncing, 2)];
         rows[1].registrations = 3;
-        let e = decide(&words(&rows), 1, || "coarray<u8>".into()).unwrap_err();
+        let histories = || vec!["coarray<u8>".to_owned(), "coarray<u16>".to_owned()];
+        let e = decide(&words(&rows), histories).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::RegistrationMismatch);
         assert_eq!(e.pid(), Some(1));
-        assert!(e.message().contains("Processor 1's registrations"), "{e}");
+        let says = "Processor 1 registered and released: [coarray<u16>]; processor 0: [coarray<u8>]";
+        assert!(e.message().contains(says), "{e}");
         rows[1].registrations = 2;
         rows[1].fingerprint = 1;
-        let e = decide(&words(&rows), 0, String::new).unwrap_err();
+        let e = decide(&words(&rows), Vec::new).unwrap_err();
         assert!(e.message().contains("different kinds"), "{e}");
     }
 }

@@ -9,6 +9,7 @@ use bytemuck::Pod;
 use bytes::Bytes;
 
 use crate::coarray::{LentStorage, PodVec, Storage};
+use crate::error::ErrorKind;
 use crate::queue::Inbox;
 
 /// One registered distributed variable.
@@ -18,15 +19,16 @@ enum Entry {
     /// the source of [`Ctx::put_from`](crate::Ctx::put_from) requests.
     Lent(Arc<Box<dyn Storage>>),
     Queue(Inbox),
-    /// A coarray or queue that was released; its id is not reused.
-    Released,
+    /// A coarray or queue that was released in the given superstep; its id
+    /// is not reused.
+    Released(usize),
 }
 
 /// Why an id cannot be used as asked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Unusable {
-    /// The coarray or queue was released.
-    Released,
+    /// The coarray or queue was released in the given superstep.
+    Released(usize),
     /// The id names something else (a queue for a coarray, another element
     /// type, or nothing): the handle comes from another run.
     Foreign,
@@ -35,14 +37,18 @@ pub(crate) enum Unusable {
 }
 
 impl Unusable {
-    /// Panics with the message for a handle `what` (`coarray` or `queue`)
-    /// that the user passed in.
-    pub(crate) fn panic(self, what: &str, id: u32) -> ! {
+    /// The error kind and message for a handle `what` (`coarray` or
+    /// `queue`) that the user passed in.
+    pub(crate) fn misuse(self, what: &str, id: u32) -> (ErrorKind, String) {
         match self {
-            Unusable::Released => {
-                panic!("bsp: {what} #{id} was released and cannot be used any more")
-            }
-            Unusable::Foreign => panic!("bsp: {what} handle #{id} comes from another run"),
+            Unusable::Released(when) => (
+                ErrorKind::Released,
+                format!("{what} #{id} was released in superstep {when} and cannot be used any more"),
+            ),
+            Unusable::Foreign => (
+                ErrorKind::RegistrationMismatch,
+                format!("{what} handle #{id} comes from another run"),
+            ),
             Unusable::Lent => unreachable!("bsp: coarrays are lent only inside sync"),
         }
     }
@@ -145,7 +151,7 @@ impl Registry {
         match self.entry(id)? {
             Entry::Array(s) => Ok(s.as_ref()),
             Entry::Lent(s) => Ok(s.as_ref().as_ref()),
-            Entry::Released => Err(Unusable::Released),
+            Entry::Released(when) => Err(Unusable::Released(*when)),
             Entry::Queue(_) => Err(Unusable::Foreign),
         }
     }
@@ -155,7 +161,7 @@ impl Registry {
         match self.entry_mut(id)? {
             Entry::Array(s) => Ok(s.as_mut()),
             Entry::Lent(_) => Err(Unusable::Lent),
-            Entry::Released => Err(Unusable::Released),
+            Entry::Released(when) => Err(Unusable::Released(*when)),
             Entry::Queue(_) => Err(Unusable::Foreign),
         }
     }
@@ -207,7 +213,7 @@ impl Registry {
     pub(crate) fn inbox(&mut self, id: u32) -> Result<&mut Inbox, Unusable> {
         match self.entry_mut(id)? {
             Entry::Queue(inbox) => Ok(inbox),
-            Entry::Released => Err(Unusable::Released),
+            Entry::Released(when) => Err(Unusable::Released(*when)),
             Entry::Array(_) | Entry::Lent(_) => Err(Unusable::Foreign),
         }
     }
@@ -217,28 +223,32 @@ impl Registry {
         matches!(self.entry(id), Ok(Entry::Lent(_)))
     }
 
-    /// Releases coarray `id` and returns its local part.
-    pub(crate) fn release_array<T: Pod>(&mut self, id: u32) -> Result<Vec<T>, Unusable> {
+    /// Releases coarray `id` in `superstep` and returns its local part.
+    pub(crate) fn release_array<T: Pod>(
+        &mut self,
+        id: u32,
+        superstep: usize,
+    ) -> Result<Vec<T>, Unusable> {
         self.array::<T>(id)?;
-        let Entry::Array(storage) = self.release(id) else {
+        let Entry::Array(storage) = self.release(id, superstep) else {
             unreachable!("checked above")
         };
         let part = storage.into_any().downcast::<PodVec<T>>();
         Ok(part.expect("checked above").0)
     }
 
-    /// Releases queue `id`, dropping the messages not taken.
-    pub(crate) fn release_queue(&mut self, id: u32) -> Result<(), Unusable> {
+    /// Releases queue `id` in `superstep`, dropping the messages not taken.
+    pub(crate) fn release_queue(&mut self, id: u32, superstep: usize) -> Result<(), Unusable> {
         self.inbox(id)?;
-        self.release(id);
+        self.release(id, superstep);
         Ok(())
     }
 
-    fn release(&mut self, id: u32) -> Entry {
+    fn release(&mut self, id: u32, superstep: usize) -> Entry {
         let step = format!("release #{id}");
         self.fingerprint = fnv1a(fnv1a(self.fingerprint, step.as_bytes()), &[0xfe]);
         self.steps.push(Step::Released(id));
-        std::mem::replace(&mut self.entries[id as usize], Entry::Released)
+        std::mem::replace(&mut self.entries[id as usize], Entry::Released(superstep))
     }
 
     /// Lends coarrays `ids` to the router for one sync: returns each one's
@@ -247,7 +257,7 @@ impl Registry {
         let mut lent = HashMap::with_capacity(ids.len());
         for &id in ids {
             let entry = &mut self.entries[id as usize];
-            let Entry::Array(storage) = std::mem::replace(entry, Entry::Released) else {
+            let Entry::Array(storage) = std::mem::replace(entry, Entry::Released(0)) else {
                 unreachable!("bsp: only coarrays are lent")
             };
             let shared = Arc::new(storage);
@@ -301,12 +311,12 @@ mod tests {
         assert_eq!(a.inbox(x).err(), Some(Unusable::Foreign));
         assert_eq!(a.array::<u32>(99).unwrap_err(), Unusable::Foreign);
         a.array_mut::<u32>(x).unwrap()[0] = 7;
-        assert_eq!(a.release_array::<u32>(x).unwrap(), vec![7, 2, 3]);
-        assert_eq!(a.array::<u32>(x).unwrap_err(), Unusable::Released);
+        assert_eq!(a.release_array::<u32>(x, 3).unwrap(), vec![7, 2, 3]);
+        assert_eq!(a.array::<u32>(x).unwrap_err(), Unusable::Released(3));
         assert_eq!(a.name_of(q), "queue<u8>");
         assert_eq!(a.history(), "coarray<u32>, queue<u8>, release #0");
         assert_ne!(a.fingerprint(), b.fingerprint());
-        b.release_array::<u32>(x).unwrap();
+        b.release_array::<u32>(x, 3).unwrap();
         assert_eq!(a.fingerprint(), b.fingerprint());
         assert_eq!(a.len(), 2);
     }

@@ -1,11 +1,13 @@
 //! Launching a BSP program: the runtime builder and `run`.
 
+use std::time::Duration;
+
 use crate::ctx::Ctx;
-use crate::env::{PROCS_ENV, ROUTER_ENV};
+use crate::env::{ON_FAILURE_ENV, PROCS_ENV, ROUTER_ENV, SYNC_TIMEOUT_ENV};
 use crate::error::{Error, ErrorKind, Result};
 use crate::launch;
 use crate::router::Router;
-use crate::transport::{self, Transport};
+use crate::transport::{self, OnFailure, RunLimits, Transport};
 
 /// Whether this process was started by `mpirun` / `mpiexec` (OpenMPI, MPICH
 /// with Hydra, or any PMIx launcher), judged from the launcher's
@@ -47,7 +49,19 @@ pub struct Runtime {
     transport: Transport,
     procs: usize,
     router: Router,
+    /// Set by [`Runtime::sync_timeout`]; `None`: from `BSP_SYNC_TIMEOUT`.
+    sync_timeout: Option<Duration>,
+    /// Set by [`Runtime::on_failure`]; `None`: from `BSP_ON_FAILURE`.
+    on_failure: Option<OnFailure>,
     config_error: Option<String>,
+}
+
+/// Reads a time limit in seconds, as `BSP_SYNC_TIMEOUT` gives it.
+fn parse_seconds(v: &str) -> Option<Duration> {
+    let secs: f64 = v.trim().parse().ok()?;
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| !d.is_zero())
 }
 
 impl Runtime {
@@ -57,6 +71,8 @@ impl Runtime {
             transport: Transport::Threads,
             procs: p,
             router: Router::default(),
+            sync_timeout: None,
+            on_failure: None,
             config_error: None,
         }
     }
@@ -91,6 +107,8 @@ impl Runtime {
             transport: Transport::Mpi,
             procs: transport::mpi::world_size(),
             router: Router::default(),
+            sync_timeout: None,
+            on_failure: None,
             config_error: None,
         }
     }
@@ -143,6 +161,95 @@ impl Runtime {
         self
     }
 
+    /// Bounds how long a processor waits at a `sync` (or at the end of its
+    /// closure) for the others: past `limit`, the run ends with an
+    /// [`ErrorKind::Timeout`] error naming the processors that had not
+    /// arrived and the superstep. Without it, `BSP_SYNC_TIMEOUT` (seconds,
+    /// decimals allowed) gives the limit; with neither, processors wait for
+    /// ever.
+    ///
+    /// A processor that is still in its own code when the run fails unwinds
+    /// when it next calls bsp. On threads, if some are still away after
+    /// the limit again (at least 5 s), they cannot be stopped safely: the
+    /// process prints the error and exits with status 1. Under MPI the
+    /// job ends (see [`OnFailure`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use bsp_core::{ErrorKind, Runtime};
+    ///
+    /// let err = Runtime::threads(3)
+    ///     .sync_timeout(Duration::from_millis(200))
+    ///     .run(|ctx| {
+    ///         if ctx.pid() == 2 {
+    ///             std::thread::sleep(Duration::from_millis(600)); // late
+    ///         }
+    ///         ctx.sync();
+    ///     })
+    ///     .unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::Timeout);
+    /// assert_eq!((err.pid(), err.superstep()), (Some(2), Some(0)));
+    /// ```
+    ///
+    /// # Cost
+    ///
+    /// On threads, nothing measurable. Under MPI, each sync's all-gather
+    /// becomes p − 1 sends and receives per rank, polled with backoff (so a
+    /// waiting rank does not spin a core).
+    pub fn sync_timeout(mut self, limit: Duration) -> Self {
+        self.sync_timeout = Some(limit);
+        self
+    }
+
+    /// The sync time limit: [`sync_timeout`](Runtime::sync_timeout)'s, or
+    /// `BSP_SYNC_TIMEOUT`'s, or `None` (wait for ever).
+    pub fn time_limit(&self) -> Option<Duration> {
+        self.limits().ok().and_then(|l| l.sync_timeout)
+    }
+
+    /// Chooses what an MPI job does when the run fails (default
+    /// [`OnFailure::Abort`], or `BSP_ON_FAILURE`). On threads a failure
+    /// always comes back from `run` as an [`Error`].
+    pub fn on_failure(mut self, mode: OnFailure) -> Self {
+        self.on_failure = Some(mode);
+        self
+    }
+
+    /// What an MPI job does when the run fails.
+    pub fn failure_mode(&self) -> OnFailure {
+        self.limits().map_or(OnFailure::Abort, |l| l.on_failure)
+    }
+
+    /// The time limit and failure mode, from the builder or the environment.
+    fn limits(&self) -> Result<RunLimits> {
+        let sync_timeout = match (self.sync_timeout, std::env::var(SYNC_TIMEOUT_ENV)) {
+            (Some(limit), _) => Some(limit),
+            (None, Err(_)) => None,
+            (None, Ok(v)) => Some(parse_seconds(&v).ok_or_else(|| {
+                let msg = format!("{SYNC_TIMEOUT_ENV}={v:?} is not a positive number of seconds");
+                Error::new(ErrorKind::Config, None, None, msg)
+            })?),
+        };
+        let on_failure = match (self.on_failure, std::env::var(ON_FAILURE_ENV)) {
+            (Some(mode), _) => mode,
+            (None, Err(_)) => OnFailure::Abort,
+            (None, Ok(v)) => match v.trim() {
+                "abort" => OnFailure::Abort,
+                "return" => OnFailure::Return,
+                _ => {
+                    let msg = format!("{ON_FAILURE_ENV}={v:?}: expected `abort` or `return`");
+                    return Err(Error::new(ErrorKind::Config, None, None, msg));
+                }
+            },
+        };
+        Ok(RunLimits {
+            sync_timeout,
+            on_failure,
+        })
+    }
+
     /// The processor count (under MPI, the size of the world communicator).
     pub fn nprocs(&self) -> usize {
         self.procs
@@ -184,9 +291,51 @@ impl Runtime {
         if let Some(msg) = &self.config_error {
             return Err(Error::new(ErrorKind::Config, None, None, msg.clone()));
         }
+        let limits = self.limits()?;
         let (router, transport) = (self.router, self.transport);
         let body = |comm| launch::processor(comm, router, transport, &f);
-        transport::launch(transport, self.procs, &body)
+        transport::launch(transport, self.procs, limits, &body)
+    }
+
+    /// Like [`run`](Runtime::run), for a closure that returns a `Result`: an
+    /// `Err` on any processor ends the run, on every processor, with an
+    /// [`ErrorKind::Application`] error naming that processor and its
+    /// superstep, whose message is the error's text and whose
+    /// [`source`](std::error::Error::source) is the error itself (on
+    /// threads; under MPI the other ranks know its text only). No panic is
+    /// involved.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::error::Error as _;
+    ///
+    /// let err = bsp_core::Runtime::threads(2)
+    ///     .try_run(|ctx| {
+    ///         ctx.sync();
+    ///         let n: u32 = if ctx.pid() == 1 { "x".parse()? } else { 7 };
+    ///         ctx.sync();
+    ///         Ok::<u32, std::num::ParseIntError>(n)
+    ///     })
+    ///     .unwrap_err();
+    /// assert_eq!(err.kind(), bsp_core::ErrorKind::Application);
+    /// assert_eq!((err.pid(), err.superstep()), (Some(1), Some(1)));
+    /// assert!(err.source().unwrap().is::<std::num::ParseIntError>());
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Runtime::run), plus the application's error.
+    pub fn try_run<F, R, E>(&self, f: F) -> Result<Vec<R>>
+    where
+        F: Fn(&mut Ctx) -> std::result::Result<R, E> + Sync,
+        R: Send,
+        E: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        self.run(|ctx| match f(ctx) {
+            Ok(result) => result,
+            Err(e) => ctx.fail_application(e.into()),
+        })
     }
 }
 

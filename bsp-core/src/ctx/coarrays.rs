@@ -2,8 +2,9 @@
 
 use bytemuck::Pod;
 
-use super::Ctx;
+use super::{unusable, Ctx};
 use crate::coarray::Coarray;
+use crate::error::ErrorKind;
 
 impl Ctx {
     /// Registers a coarray whose local part on this processor has `local_len`
@@ -25,11 +26,28 @@ impl Ctx {
     /// assert_eq!(out, vec![1, 2, 3]);
     /// ```
     ///
+    /// # Panics
+    ///
+    /// Ends the run with [`ErrorKind::Config`] if the local part cannot be
+    /// allocated (more bytes than memory, or than an address space, holds).
+    ///
     /// # Cost
     ///
     /// Local: allocates and zeroes `local_len` elements; no communication.
     pub fn coarray<T: Pod + Send>(&mut self, local_len: usize) -> Coarray<T> {
-        self.coarray_from(vec![T::zeroed(); local_len])
+        match bytemuck::allocation::try_zeroed_vec::<T>(local_len) {
+            Ok(local) => self.coarray_from(local),
+            Err(()) => {
+                let msg = format!(
+                    "cannot allocate a coarray of {local_len} elements of {} ({} bytes) \
+                     on processor {}",
+                    std::any::type_name::<T>(),
+                    local_len as u128 * std::mem::size_of::<T>() as u128,
+                    self.pid
+                );
+                self.misuse(ErrorKind::Config, msg)
+            }
+        }
     }
 
     /// Registers a coarray whose local part is `local` (taken without a copy).
@@ -62,7 +80,7 @@ impl Ctx {
     pub fn local<T: Pod>(&self, a: &Coarray<T>) -> &[T] {
         match self.registry.array::<T>(a.id) {
             Ok(part) => part,
-            Err(why) => why.panic("coarray", a.id),
+            Err(why) => unusable(self.pid, self.superstep, why, "coarray", a.id),
         }
     }
 
@@ -137,9 +155,10 @@ impl Ctx {
         read: &Coarray<T>,
         write: &Coarray<U>,
     ) -> (&[T], &mut [U]) {
+        let (pid, superstep) = (self.pid, self.superstep);
         match self.registry.array_pair_mut::<T, U>(read.id, write.id) {
             Ok(pair) => pair,
-            Err((why, id)) => why.panic("coarray", id),
+            Err((why, id)) => unusable(pid, superstep, why, "coarray", id),
         }
     }
 
@@ -179,22 +198,25 @@ impl Ctx {
     ///
     /// Local, O(1) plus freeing the memory.
     pub fn release<T: Pod + Send>(&mut self, a: Coarray<T>) -> Vec<T> {
-        assert!(
-            !self.lending.contains(&a.id),
-            "bsp: coarray #{} released while a put_from of this superstep reads it",
-            a.id
-        );
-        match self.registry.release_array::<T>(a.id) {
+        if self.lending.contains(&a.id) {
+            let msg = format!(
+                "coarray #{} released while a put_from of this superstep reads it",
+                a.id
+            );
+            self.misuse(ErrorKind::Released, msg);
+        }
+        match self.registry.release_array::<T>(a.id, self.superstep) {
             Ok(local) => local,
-            Err(why) => why.panic("coarray", a.id),
+            Err(why) => unusable(self.pid, self.superstep, why, "coarray", a.id),
         }
     }
 
     /// The local part of `a` as the vector it is.
     fn array_mut<T: Pod>(&mut self, a: &Coarray<T>) -> &mut Vec<T> {
+        let (pid, superstep) = (self.pid, self.superstep);
         match self.registry.array_mut::<T>(a.id) {
             Ok(part) => part,
-            Err(why) => why.panic("coarray", a.id),
+            Err(why) => unusable(pid, superstep, why, "coarray", a.id),
         }
     }
 }

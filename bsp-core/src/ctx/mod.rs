@@ -19,12 +19,55 @@ use crate::delivery::{DeferredPut, Inbound, PendingGets};
 use crate::error::{Error, ErrorKind};
 use crate::outbox::Outbox;
 use crate::protocol::{self, Status, SyncDecision, SyncFigures, SyncRow};
-use crate::registry::Registry;
+use crate::registry::{Registry, Unusable};
 use crate::router::{route, Router};
 use crate::segments::{segments_len, Segments};
 use crate::stats::Stats;
 use crate::stats_log::StatsLog;
 use crate::transport::{Aborted, Comm, Transport};
+
+/// Ends the run with an error of `kind` blaming processor `pid` in
+/// `superstep`: unwinds with the error as the payload, which the
+/// processor's launch turns into the run's error. For methods that cannot
+/// reach the transport (they only borrow the context, or part of it).
+pub(crate) fn misuse(pid: usize, superstep: usize, kind: ErrorKind, message: String) -> ! {
+    std::panic::panic_any(Error::at(kind, pid, superstep, message))
+}
+
+/// Ends the run for a handle `what` (`coarray` or `queue`) #`id` that the
+/// user passed in and that is unusable as `why`.
+pub(crate) fn unusable(pid: usize, superstep: usize, why: Unusable, what: &str, id: u32) -> ! {
+    let (kind, message) = why.misuse(what, id);
+    misuse(pid, superstep, kind, message)
+}
+
+/// Every processor's `text`, by pid: a collective of two all-gathers
+/// (lengths, then the bytes), for error reports that need what only other
+/// processors know. Texts longer than 4 KiB are cut (keeping their end).
+pub(crate) fn exchange_texts(comm: &mut dyn Comm, text: &str) -> Result<Vec<String>, Aborted> {
+    const MAX: usize = 4096;
+    let mut cut = text.len().saturating_sub(MAX);
+    while !text.is_char_boundary(cut) {
+        cut += 1;
+    }
+    let text = &text.as_bytes()[cut..];
+    let lens = comm.allgather(&[text.len() as u64])?;
+    let width = lens.iter().copied().max().unwrap_or(0).div_ceil(8) as usize;
+    if width == 0 {
+        return Ok(vec![String::new(); lens.len()]);
+    }
+    let mut row = vec![0u64; width];
+    bytemuck::cast_slice_mut::<u64, u8>(&mut row)[..text.len()].copy_from_slice(text);
+    let all = comm.allgather(&row)?;
+    Ok(lens
+        .iter()
+        .zip(all.chunks(width))
+        .map(|(&len, words)| {
+            let bytes = &bytemuck::cast_slice::<u64, u8>(words)[..len as usize];
+            String::from_utf8_lossy(bytes).into_owned()
+        })
+        .collect())
+}
 
 /// A processor's view of the BSP computation: passed to the closure given
 /// to [`Runtime::run`](crate::Runtime::run).
@@ -101,20 +144,66 @@ impl Ctx {
         self.transport
     }
 
+    /// Ends the run on purpose, on every processor, with an
+    /// [`ErrorKind::Abort`] error carrying `message`, this processor's id and
+    /// the superstep: BSPlib's `bsp_abort`. [`Runtime::run`](crate::Runtime::run)
+    /// returns that error (under MPI, by default, the job ends with it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = bsp_core::run(3, |ctx| {
+    ///     ctx.sync();
+    ///     if ctx.pid() == 2 {
+    ///         ctx.abort("input file is empty");
+    ///     }
+    ///     ctx.sync();
+    /// })
+    /// .unwrap_err();
+    /// assert_eq!(err.kind(), bsp_core::ErrorKind::Abort);
+    /// assert_eq!((err.pid(), err.superstep()), (Some(2), Some(1)));
+    /// assert_eq!(err.message(), "input file is empty");
+    /// ```
+    ///
+    /// # Cost
+    ///
+    /// Processors waiting in a `sync` are released at once on threads; under
+    /// MPI, the job ends (or, with [`OnFailure::Return`](crate::OnFailure),
+    /// the others learn of it at their next `sync`).
+    pub fn abort(&mut self, message: impl Into<String>) -> ! {
+        let error = Error::at(ErrorKind::Abort, self.pid, self.superstep, message);
+        self.abort_with(error)
+    }
+
+    /// Ends the run with the application's error `source`.
+    pub(crate) fn fail_application(
+        &mut self,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    ) -> ! {
+        let error = Error::application(self.pid, self.superstep, source);
+        self.abort_with(error)
+    }
+
     /// Ends the run with `error`.
-    pub(crate) fn abort(&mut self, error: Error) -> ! {
+    pub(crate) fn abort_with(&mut self, error: Error) -> ! {
         self.comm.abort(error)
     }
 
     /// Ends the run with `kind` and `message`, blaming processor `pid`.
     fn fail(&mut self, kind: ErrorKind, pid: usize, message: String) -> ! {
         let error = Error::at(kind, pid, self.superstep, message);
-        self.abort(error)
+        self.abort_with(error)
+    }
+
+    /// Ends the run with an error of `kind` blaming this processor, from a
+    /// method that only reads the context; see [`misuse`].
+    pub(crate) fn misuse(&self, kind: ErrorKind, message: String) -> ! {
+        misuse(self.pid, self.superstep, kind, message)
     }
 
     /// The value of `result`, or the end of the run with its error.
     fn or_abort<T>(&mut self, result: Result<T, Error>) -> T {
-        result.unwrap_or_else(|error| self.abort(error))
+        result.unwrap_or_else(|error| self.abort_with(error))
     }
 
     fn check_pid(&mut self, op: &str, dst: usize) {
@@ -180,8 +269,17 @@ impl Ctx {
             lends: !self.lending.is_empty(),
             previous: self.last_sync,
         };
+        self.comm.set_superstep(self.superstep);
         let words = self.collective(|c| c.allgather(&row.to_words()));
-        let decision = protocol::decide(&words, self.pid, || self.registry.history());
+        let registry = &self.registry;
+        let comm = &mut self.comm;
+        let decision = protocol::decide(&words, || {
+            let mine = registry.history();
+            match exchange_texts(comm.as_mut(), &mine) {
+                Ok(all) => all,
+                Err(Aborted) => std::panic::resume_unwind(Box::new(Aborted)),
+            }
+        });
         let decision = self.or_abort(decision);
         self.stats.push(words);
         decision

@@ -4,7 +4,7 @@ use bytemuck::Pod;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::Ctx;
+use super::{unusable, Ctx};
 use crate::queue::{Encoding, Inbox, Queue, Raw, Serde};
 
 impl Ctx {
@@ -88,8 +88,8 @@ impl Ctx {
     ///
     /// Local, O(1) plus freeing its buffers.
     pub fn release_queue<T, E: Encoding<T>>(&mut self, q: Queue<T, E>) {
-        if let Err(why) = self.registry.release_queue(q.id) {
-            why.panic("queue", q.id)
+        if let Err(why) = self.registry.release_queue(q.id, self.superstep) {
+            unusable(self.pid, self.superstep, why, "queue", q.id)
         }
     }
 
@@ -154,9 +154,10 @@ impl Ctx {
     }
 
     fn inbox(&mut self, id: u32) -> &mut Inbox {
+        let (pid, superstep) = (self.pid, self.superstep);
         match self.registry.inbox(id) {
             Ok(inbox) => inbox,
-            Err(why) => why.panic("queue", id),
+            Err(why) => unusable(pid, superstep, why, "queue", id),
         }
     }
 }

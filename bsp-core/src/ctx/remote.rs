@@ -4,6 +4,7 @@
 use bytemuck::Pod;
 
 use super::Ctx;
+use crate::error::ErrorKind;
 use crate::coarray::{Coarray, GetHandle, PodBytes};
 use crate::wire::Record;
 
@@ -141,11 +142,16 @@ impl Ctx {
     ) {
         self.check_pid("put", dst);
         let have = self.local(from).len();
-        assert!(
-            from_offset.checked_add(len).is_some_and(|end| end <= have),
-            "bsp: put_from reads elements {from_offset}..{} of a coarray whose local length is {have}",
-            from_offset.saturating_add(len)
-        );
+        if !from_offset.checked_add(len).is_some_and(|end| end <= have) {
+            let msg = format!(
+                "put_from on processor {} reads elements {from_offset}..{} of coarray #{}, \
+                 whose local length is {have}",
+                self.pid,
+                from_offset as u128 + len as u128,
+                from.id
+            );
+            self.fail(ErrorKind::OutOfBounds, self.pid, msg);
+        }
         let size = std::mem::size_of::<T>();
         let record = Record::Put {
             array: to.id,
@@ -198,7 +204,15 @@ impl Ctx {
         len: usize,
     ) -> GetHandle<T> {
         self.check_pid("get", src);
-        let ticket = self.gets.open::<T>(len);
+        if len.checked_mul(std::mem::size_of::<T>()).is_none_or(|b| b > isize::MAX as usize) {
+            let msg = format!(
+                "get of {len} elements of {} from processor {src}: more bytes than any \
+                 coarray can hold",
+                std::any::type_name::<T>()
+            );
+            self.fail(ErrorKind::OutOfBounds, self.pid, msg);
+        }
+        let ticket = self.gets.open::<T>();
         let record = Record::Get {
             array: a.id,
             offset: offset as u64,
@@ -214,16 +228,22 @@ impl Ctx {
     ///
     /// # Panics
     ///
-    /// If called before that `sync`.
+    /// Ends the run with [`ErrorKind::NotDelivered`] if called before that
+    /// `sync`, or with a handle of another run.
     pub fn take<T: Pod>(&mut self, handle: GetHandle<T>) -> Vec<T> {
-        assert!(
-            self.superstep >= handle.ready_at,
-            "bsp: take() of a get issued in superstep {} before the sync that delivers it (now in superstep {})",
-            handle.ready_at - 1,
-            self.superstep
-        );
-        self.gets
-            .take(handle.id)
-            .expect("bsp: get handle already taken, or from another run")
+        if self.superstep < handle.ready_at {
+            let msg = format!(
+                "take() of a get issued in superstep {} before the sync that delivers it",
+                handle.ready_at - 1
+            );
+            self.fail(ErrorKind::NotDelivered, self.pid, msg);
+        }
+        match self.gets.take(handle.id) {
+            Some(value) => value,
+            None => {
+                let msg = format!("take() of get #{}, which is not this run's", handle.id);
+                self.fail(ErrorKind::NotDelivered, self.pid, msg)
+            }
+        }
     }
 }

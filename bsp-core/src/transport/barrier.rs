@@ -1,11 +1,20 @@
-//! A reusable barrier that spins briefly, then blocks, and can be poisoned.
+//! A reusable barrier that spins briefly, then blocks, can be poisoned,
+//! and can give up at a deadline.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
+use std::time::Instant;
 
 use crossbeam_utils::{Backoff, CachePadded};
 
-use super::Aborted;
+/// Why a wait ended without every party arriving.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Interrupted {
+    /// The barrier was poisoned: the run is being aborted.
+    Poisoned,
+    /// The deadline passed first.
+    TimedOut,
+}
 
 /// A centralised generation-counting barrier for `p` threads.
 ///
@@ -41,8 +50,10 @@ impl Barrier {
         }
     }
 
-    /// Waits until all parties have arrived, or the barrier is poisoned.
-    pub(crate) fn wait(&self) -> Result<(), Aborted> {
+    /// Waits until all parties have arrived, the barrier is poisoned, or
+    /// `deadline` (if any) passes. A waiter that times out has still
+    /// counted as arrived: the caller must poison the barrier.
+    pub(crate) fn wait(&self, deadline: Option<Instant>) -> Result<(), Interrupted> {
         let generation = self.generation.load(Ordering::Acquire);
         if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.parties {
             self.arrived.store(0, Ordering::Relaxed);
@@ -67,15 +78,27 @@ impl Barrier {
         }
         let mut guard = self.sleep_lock.lock().unwrap_or_else(|e| e.into_inner());
         while !released() && !self.is_poisoned() {
-            guard = self.wake.wait(guard).unwrap_or_else(|e| e.into_inner());
+            guard = match deadline {
+                None => self.wake.wait(guard).unwrap_or_else(|e| e.into_inner()),
+                Some(deadline) => {
+                    let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                        return Err(Interrupted::TimedOut);
+                    };
+                    let (guard, _) = self
+                        .wake
+                        .wait_timeout(guard, left)
+                        .unwrap_or_else(|e| e.into_inner());
+                    guard
+                }
+            };
         }
         drop(guard);
         self.check()
     }
 
-    fn check(&self) -> Result<(), Aborted> {
+    fn check(&self) -> Result<(), Interrupted> {
         if self.is_poisoned() {
-            Err(Aborted)
+            Err(Interrupted::Poisoned)
         } else {
             Ok(())
         }
@@ -108,10 +131,10 @@ mod tests {
                     s.spawn(|| {
                         for round in 0..200u64 {
                             counter.fetch_add(1, Ordering::SeqCst);
-                            barrier.wait().ok().unwrap();
+                            barrier.wait(None).ok().unwrap();
                             // Everyone has incremented for this round.
                             assert!(counter.load(Ordering::SeqCst) >= (round + 1) * parties as u64);
-                            barrier.wait().ok().unwrap();
+                            barrier.wait(None).ok().unwrap();
                         }
                     });
                 }
@@ -123,13 +146,22 @@ mod tests {
     fn poison_releases_waiters() {
         let barrier = Barrier::new(3);
         std::thread::scope(|s| {
-            let a = s.spawn(|| barrier.wait().is_err());
-            let b = s.spawn(|| barrier.wait().is_err());
+            let a = s.spawn(|| barrier.wait(None).is_err());
+            let b = s.spawn(|| barrier.wait(None).is_err());
             std::thread::sleep(std::time::Duration::from_millis(50));
             barrier.poison();
             assert!(a.join().unwrap());
             assert!(b.join().unwrap());
         });
-        assert!(barrier.wait().is_err());
+        assert!(barrier.wait(None).is_err());
+    }
+
+    #[test]
+    fn a_deadline_ends_the_wait_of_an_incomplete_barrier() {
+        let barrier = Barrier::new(2);
+        let start = Instant::now();
+        let deadline = start + std::time::Duration::from_millis(50);
+        assert_eq!(barrier.wait(Some(deadline)), Err(Interrupted::TimedOut));
+        assert!(start.elapsed() >= std::time::Duration::from_millis(50));
     }
 }

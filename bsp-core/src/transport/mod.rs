@@ -19,8 +19,61 @@ pub(crate) mod barrier;
 pub(crate) mod mpi;
 pub(crate) mod threads;
 
+use std::time::Duration;
+
 use crate::error::{Error, Result};
 use crate::segments::Segments;
+
+/// What a run asks of its transport beyond moving bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RunLimits {
+    /// How long a processor may wait in a collective before the run ends
+    /// with [`ErrorKind::Timeout`](crate::ErrorKind::Timeout); `None`: for ever.
+    pub(crate) sync_timeout: Option<Duration>,
+    /// What an MPI rank does with a failure.
+    pub(crate) on_failure: OnFailure,
+}
+
+/// What an MPI job does when its run fails.
+///
+/// On threads a failure always comes back from
+/// [`Runtime::run`](crate::Runtime::run) as an [`Error`]; under MPI each rank
+/// is its own process, and the choice is the program's.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_core::{OnFailure, Runtime};
+///
+/// let rt = Runtime::from_env().on_failure(OnFailure::Return);
+/// assert_eq!(rt.failure_mode(), OnFailure::Return);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OnFailure {
+    /// The rank that detects the failure prints `bsp: <error>` to standard
+    /// error and ends the whole job with `MPI_Abort` (exit status 1). The
+    /// default: nothing can be left waiting.
+    #[default]
+    Abort,
+    /// Every rank returns the failure from `run` as the same [`Error`],
+    /// agreed at the failing `sync`, so that the program can clean up and
+    /// choose its exit status. Costs one extra all-gather (l) in each sync
+    /// that communicates. After a [`Timeout`](crate::ErrorKind::Timeout), the
+    /// ranks that waited return it, but the job cannot be finalised cleanly
+    /// (a rank is missing): its exit ends with `MPI_Abort`.
+    Return,
+}
+
+impl OnFailure {
+    /// The name used in `BSP_ON_FAILURE`: `abort` or `return`.
+    pub fn name(self) -> &'static str {
+        match self {
+            OnFailure::Abort => "abort",
+            OnFailure::Return => "return",
+        }
+    }
+}
 
 /// Marker payload used to unwind a processor out of the runtime after the
 /// run has been aborted (by another processor's failure or its own).
@@ -45,6 +98,9 @@ pub(crate) trait Comm: Send {
     fn transpose(&mut self, blocks: Vec<Segments>) -> Result<Vec<Segments>, Aborted>;
     /// Irregular all-to-all with arbitrary sizes.
     fn alltoallv(&mut self, blocks: Vec<Segments>) -> Result<Vec<Segments>, Aborted>;
+    /// The superstep the coming collectives belong to, for error reports
+    /// (a timeout names it).
+    fn set_superstep(&mut self, superstep: usize);
     /// Ends the run with `error`: records it (the first error wins), releases
     /// every processor waiting in a collective and unwinds this one.
     fn abort(&mut self, error: Error) -> !;
@@ -86,11 +142,33 @@ impl Transport {
 pub(crate) fn launch<R: Send>(
     transport: Transport,
     procs: usize,
+    limits: RunLimits,
     body: &impl Body<R>,
 ) -> Result<Vec<R>> {
     match transport {
-        Transport::Threads => threads::launch(procs, body),
+        Transport::Threads => threads::launch(procs, limits, body),
         #[cfg(feature = "mpi")]
-        Transport::Mpi => mpi::launch(body),
+        Transport::Mpi => mpi::launch(limits, body),
     }
+}
+
+/// The message of a [`Timeout`](crate::ErrorKind::Timeout) error: who has
+/// not arrived after how long.
+pub(crate) fn timeout_message(missing: &[usize], nprocs: usize, limit: Duration) -> String {
+    const SHOWN: usize = 16;
+    let mut names: Vec<String> = missing.iter().take(SHOWN).map(|q| q.to_string()).collect();
+    if missing.len() > SHOWN {
+        names.push(format!("and {} more", missing.len() - SHOWN));
+    }
+    let who = match missing.len() {
+        1 => format!("processor {} has", names[0]),
+        _ => format!("processors {} have", names.join(", ")),
+    };
+    format!(
+        "waited {:.3} s at sync; {who} not arrived ({} of {nprocs} processors missing). \
+         A processor may be stuck in its own code, or waiting for something that \
+         never comes; the limit is set by BSP_SYNC_TIMEOUT or Runtime::sync_timeout",
+        limit.as_secs_f64(),
+        missing.len()
+    )
 }

@@ -1,12 +1,19 @@
 //! The threads transport: one OS thread per processor, exchanging
 //! reference-counted byte segments through shared mailboxes.
 
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
-use super::barrier::Barrier;
-use super::{Aborted, Body, Comm};
+use super::barrier::{Barrier, Interrupted};
+use super::{timeout_message, Aborted, Body, Comm, RunLimits};
 use crate::error::{Error, ErrorKind, Result};
 use crate::segments::Segments;
+
+/// After a run with a sync time limit has failed, how long the processors
+/// still in their own code get to reach bsp (where they unwind) before
+/// the process exits: the limit, but at least this.
+const MIN_GRACE: Duration = Duration::from_secs(5);
 
 /// State shared by the p processor threads of one run.
 ///
@@ -22,11 +29,19 @@ pub(crate) struct ThreadsShared {
     rows: [Vec<Mutex<Vec<u64>>>; 2],
     /// `slots[set][from * p + to]`.
     slots: [Vec<Mutex<Segments>>; 2],
-    first_error: Mutex<Option<Error>>,
+    /// `entered[q]`: the number of collectives processor q has entered,
+    /// to name the missing ones when a wait times out.
+    entered: Vec<AtomicUsize>,
+    limits: RunLimits,
+    /// The run's first error, and when it was recorded.
+    first_error: Mutex<Option<(Error, Instant)>>,
+    /// Processors whose body has returned, and its signal.
+    finished: Mutex<usize>,
+    finished_signal: Condvar,
 }
 
 impl ThreadsShared {
-    fn new(nprocs: usize) -> Arc<Self> {
+    fn new(nprocs: usize, limits: RunLimits) -> Arc<Self> {
         let rows = || (0..nprocs).map(|_| Mutex::new(Vec::new())).collect();
         let slots = || {
             (0..nprocs * nprocs)
@@ -38,7 +53,11 @@ impl ThreadsShared {
             barrier: Barrier::new(nprocs),
             rows: [rows(), rows()],
             slots: [slots(), slots()],
+            entered: (0..nprocs).map(|_| AtomicUsize::new(0)).collect(),
+            limits,
             first_error: Mutex::new(None),
+            finished: Mutex::new(0),
+            finished_signal: Condvar::new(),
         })
     }
 
@@ -47,7 +66,7 @@ impl ThreadsShared {
     fn fail(&self, error: Error) {
         let mut first = lock(&self.first_error);
         if first.is_none() {
-            *first = Some(error);
+            *first = Some((error, Instant::now()));
         }
         drop(first);
         self.barrier.poison();
@@ -55,7 +74,65 @@ impl ThreadsShared {
 
     /// The first error recorded during the run, if any.
     fn take_error(&self) -> Option<Error> {
-        lock(&self.first_error).take()
+        lock(&self.first_error).take().map(|(error, _)| error)
+    }
+
+    /// Counts one processor's body as returned.
+    fn body_returned(&self) {
+        *lock(&self.finished) += 1;
+        self.finished_signal.notify_all();
+    }
+
+    /// Waits until `started` bodies have returned. With a time limit, a run
+    /// that has failed waits at most the grace period for processors still
+    /// in their own code (they unwind when they next reach bsp); past it,
+    /// they cannot be stopped safely, so the process prints the error and
+    /// exits with status 1.
+    fn await_bodies(&self, started: usize) {
+        let Some(limit) = self.limits.sync_timeout else {
+            return; // the scope's join waits, for ever if need be
+        };
+        let grace = limit.max(MIN_GRACE);
+        let mut finished = lock(&self.finished);
+        while *finished < started {
+            let failed_at = lock(&self.first_error).as_ref().map(|(_, at)| *at);
+            if let Some(at) = failed_at {
+                if at.elapsed() >= grace {
+                    self.exit_with_stuck_processors(started, grace);
+                }
+            }
+            let pause = Duration::from_millis(100);
+            finished = self
+                .finished_signal
+                .wait_timeout(finished, pause)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    fn exit_with_stuck_processors(&self, started: usize, grace: Duration) -> ! {
+        let error = lock(&self.first_error).as_ref().map(|(e, _)| e.clone());
+        let newest = self.entered[..started]
+            .iter()
+            .map(|e| e.load(Ordering::Acquire))
+            .max()
+            .unwrap_or(0);
+        let stuck: Vec<String> = (0..started)
+            .filter(|&q| self.entered[q].load(Ordering::Acquire) < newest)
+            .map(|q| q.to_string())
+            .collect();
+        let mut report = String::new();
+        if let Some(error) = error {
+            report.push_str(&format!("bsp: {error}\n"));
+        }
+        report.push_str(&format!(
+            "bsp: processors [{}] are still in their own code {:.1} s after the run failed; \
+             they cannot be stopped safely, so the process exits\n",
+            stuck.join(", "),
+            grace.as_secs_f64()
+        ));
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), report.as_bytes());
+        std::process::exit(1)
     }
 }
 
@@ -71,6 +148,8 @@ pub(crate) struct ThreadsComm {
     pid: usize,
     /// Number of collectives this processor has entered.
     epoch: usize,
+    /// The superstep of the coming collectives, for error reports.
+    superstep: usize,
 }
 
 impl ThreadsComm {
@@ -79,6 +158,7 @@ impl ThreadsComm {
             shared,
             pid,
             epoch: 0,
+            superstep: 0,
         }
     }
 
@@ -86,6 +166,28 @@ impl ThreadsComm {
         let set = self.epoch % 2;
         self.epoch += 1;
         set
+    }
+
+    /// Arrives at the barrier of the current collective and waits for the
+    /// others, within the run's time limit.
+    fn arrive(&self) -> Result<(), Aborted> {
+        let shared = &*self.shared;
+        shared.entered[self.pid].store(self.epoch, Ordering::Release);
+        let deadline = shared.limits.sync_timeout.map(|t| Instant::now() + t);
+        match shared.barrier.wait(deadline) {
+            Ok(()) => Ok(()),
+            Err(Interrupted::Poisoned) => Err(Aborted),
+            Err(Interrupted::TimedOut) => {
+                let limit = shared.limits.sync_timeout.unwrap_or_default();
+                let missing: Vec<usize> = (0..shared.nprocs)
+                    .filter(|&q| shared.entered[q].load(Ordering::Acquire) < self.epoch)
+                    .collect();
+                let culprit = missing.first().copied().unwrap_or(self.pid);
+                let msg = timeout_message(&missing, shared.nprocs, limit);
+                shared.fail(Error::at(ErrorKind::Timeout, culprit, self.superstep, msg));
+                Err(Aborted)
+            }
+        }
     }
 
     fn exchange(&mut self, blocks: Vec<Segments>) -> Result<Vec<Segments>, Aborted> {
@@ -96,7 +198,7 @@ impl ThreadsComm {
         for (to, block) in blocks.into_iter().enumerate() {
             *lock(&slots[self.pid * p + to]) = block;
         }
-        self.shared.barrier.wait()?;
+        self.arrive()?;
         Ok((0..p)
             .map(|from| std::mem::take(&mut *lock(&slots[from * p + self.pid])))
             .collect())
@@ -120,7 +222,7 @@ impl Comm for ThreadsComm {
             mine.clear();
             mine.extend_from_slice(row);
         }
-        self.shared.barrier.wait()?;
+        self.arrive()?;
         let mut all = Vec::with_capacity(row.len() * rows.len());
         for r in rows {
             all.extend_from_slice(&lock(r));
@@ -136,34 +238,82 @@ impl Comm for ThreadsComm {
         self.exchange(blocks)
     }
 
+    fn set_superstep(&mut self, superstep: usize) {
+        self.superstep = superstep;
+    }
+
     fn abort(&mut self, error: Error) -> ! {
         self.shared.fail(error);
         std::panic::resume_unwind(Box::new(Aborted))
     }
 }
 
+/// The most processor threads this process may start: the kernel's
+/// limits on threads (`/proc/sys/kernel/threads-max`) and on this user's
+/// processes (`ulimit -u`), where they can be read.
+fn thread_limit() -> Option<(usize, String)> {
+    let threads_max = std::fs::read_to_string("/proc/sys/kernel/threads-max")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .map(|n| (n, format!("the kernel's threads-max ({n})")));
+    let user_max = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("Max processes"))?;
+            line.split_whitespace().nth(2)?.parse::<usize>().ok()
+        })
+        .map(|n| (n, format!("this user's process limit, ulimit -u ({n})")));
+    [threads_max, user_max].into_iter().flatten().min_by_key(|(n, _)| *n)
+}
+
+fn config_error(msg: String) -> Error {
+    Error::new(ErrorKind::Config, None, None, msg)
+}
+
 /// Runs `body` on `p` threads of this process and returns every
 /// processor's result in pid order, or the run's first error.
-pub(crate) fn launch<R: Send>(p: usize, body: &impl Body<R>) -> Result<Vec<R>> {
+pub(crate) fn launch<R: Send>(p: usize, limits: RunLimits, body: &impl Body<R>) -> Result<Vec<R>> {
     if p == 0 {
-        return Err(Error::new(
-            ErrorKind::Config,
-            None,
-            None,
-            "a run needs at least one processor (p = 0)",
+        return Err(config_error(
+            "a run needs at least one processor (p = 0)".to_owned(),
         ));
     }
-    let shared = ThreadsShared::new(p);
+    if let Some((max, what)) = thread_limit() {
+        if p > max {
+            return Err(config_error(format!(
+                "p = {p} processor threads exceed {what}; use fewer processors \
+                 (BSP_PROCS) or the MPI transport"
+            )));
+        }
+    }
+    let shared = ThreadsShared::new(p, limits);
     let results: Vec<Option<R>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..p)
-            .map(|pid| {
-                let shared = Arc::clone(&shared);
-                std::thread::Builder::new()
-                    .name(format!("bsp-{pid}"))
-                    .spawn_scoped(scope, move || body(Box::new(ThreadsComm::new(shared, pid))))
-                    .expect("bsp: cannot spawn a processor thread")
-            })
-            .collect();
+        let mut handles = Vec::with_capacity(p);
+        for pid in 0..p {
+            let comm = ThreadsComm::new(Arc::clone(&shared), pid);
+            let processor = move || {
+                let shared = Arc::clone(&comm.shared);
+                let result = body(Box::new(comm));
+                shared.body_returned();
+                result
+            };
+            let spawned = std::thread::Builder::new()
+                .name(format!("bsp-{pid}"))
+                .spawn_scoped(scope, processor);
+            match spawned {
+                Ok(handle) => handles.push(handle),
+                Err(e) => {
+                    // The processors already started are waiting at their
+                    // first sync (or will be): release them with the error.
+                    shared.fail(config_error(format!(
+                        "cannot start processor thread {pid} of {p}: {e}; \
+                         use fewer processors (BSP_PROCS) or raise the limits on threads and memory"
+                    )));
+                    break;
+                }
+            }
+        }
+        shared.await_bodies(handles.len());
         handles
             .into_iter()
             .map(|h| h.join().unwrap_or_default())

@@ -26,7 +26,7 @@ impl MpiComm {
                     "{what} of {n} bytes exceeds MPI's count limit of {} bytes per exchange",
                     Count::MAX
                 );
-                let error = Error::new(ErrorKind::Transport, Some(self.pid), None, msg);
+                let error = Error::at(ErrorKind::Transport, self.pid, self.superstep, msg);
                 self.abort(error)
             }
         }

@@ -53,9 +53,12 @@
 mod alltoallw;
 mod eager;
 mod pool;
+mod timed;
 
+use std::cell::Cell;
 use std::os::raw::c_int;
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use mpi::environment::Universe;
@@ -63,7 +66,7 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use mpi::Threading;
 
-use super::{Aborted, Body, Comm};
+use super::{timeout_message, Aborted, Body, Comm, OnFailure, RunLimits};
 use crate::error::{Error, ErrorKind, Result};
 use crate::segments::Segments;
 use pool::Pool;
@@ -99,6 +102,30 @@ struct World {
     run_lock: Mutex<()>,
     /// Exchange buffers ready for reuse.
     pool: Pool,
+    /// Send buffers of timed all-gathers abandoned at a timeout, kept
+    /// alive because MPI may still read them.
+    unsent: Mutex<Vec<Vec<u64>>>,
+    /// The error of the run in progress, in [`OnFailure::Return`] mode.
+    failure: Mutex<Option<Error>>,
+}
+
+/// Whether a bsp run is in progress on this rank; read by the exit hook.
+static RUN_ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// The superstep of the run in progress, for the exit hook's message.
+static SUPERSTEP: AtomicUsize = AtomicUsize::new(0);
+
+/// Set when a rank has given up on another (a timeout in return mode):
+/// the job can no longer be finalised, nor run again.
+static BROKEN: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// Whether this thread is inside an MPI run's closure.
+    static IN_RUN: Cell<bool> = const { Cell::new(false) };
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 // SAFETY: `SimpleCommunicator` is a handle (`MPI_Comm`), which is not `Send`
@@ -117,14 +144,38 @@ extern "C" {
     fn atexit(callback: extern "C" fn()) -> c_int;
 }
 
-/// Finalises MPI when the process exits normally.
+/// Finalises MPI when the process exits normally — unless it exits in the
+/// middle of a run (`std::process::exit` in a closure, say, or `main`
+/// returning while another thread runs): the other ranks are then waiting
+/// for this one, and finalising would leave them waiting for ever, so the
+/// job is aborted instead. Likewise after a rank gave up on another.
 extern "C" fn finalize_at_exit() {
+    if RUN_ACTIVE.load(Ordering::Acquire) || BROKEN.load(Ordering::Acquire) {
+        let why = if RUN_ACTIVE.load(Ordering::Acquire) {
+            format!(
+                "exited during a run (superstep {}); ending the whole job",
+                SUPERSTEP.load(Ordering::Relaxed)
+            )
+        } else {
+            "exited after a run that lost a rank (sync timeout); ending the whole job".to_owned()
+        };
+        let rank = WORLD.get().map_or(0, |w| w.comm.rank());
+        let line = format!("bsp: rank {rank} {why}\n");
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+        // SAFETY: MPI is initialised (a run is or was in progress) and not
+        // finalised (only this handler finalises, and it has not yet);
+        // MPI_Abort on the world ends every rank of the job.
+        unsafe {
+            mpi::ffi::MPI_Abort(mpi::ffi::RSMPI_COMM_WORLD, 1);
+        }
+        return;
+    }
     let mut finalized: c_int = 0;
     // SAFETY: `MPI_Finalized` may be called at any time, even before
     // `MPI_Init` and after `MPI_Finalize`. `MPI_Finalize` is called at most
-    // once (guarded by the flag), from `exit`, after `main` has returned, so
-    // no bsp run is in progress; MPI was initialised by bsp (this handler is
-    // only registered then).
+    // once (guarded by the flag), from `exit`, with no bsp run in progress
+    // (checked above); MPI was initialised by bsp (this handler is only
+    // registered then).
     unsafe {
         mpi::ffi::MPI_Finalized(&mut finalized);
         if finalized == 0 {
@@ -152,6 +203,8 @@ fn world() -> &'static World {
             _universe: universe,
             run_lock: Mutex::new(()),
             pool: Pool::new(),
+            unsent: Mutex::new(Vec::new()),
+            failure: Mutex::new(None),
         }
     })
 }
@@ -195,6 +248,9 @@ pub(crate) struct MpiComm {
     send: SendMode,
     /// The agreed slot size of the next eager transpose, header included.
     slot: usize,
+    limits: RunLimits,
+    /// The superstep of the coming collectives, for error reports.
+    superstep: usize,
 }
 
 impl MpiComm {
@@ -213,6 +269,19 @@ impl Comm for MpiComm {
     }
 
     fn allgather(&mut self, row: &[u64]) -> Result<Vec<u64>, Aborted> {
+        if let Some(limit) = self.limits.sync_timeout {
+            return match self.timed_allgather(row, limit) {
+                Ok(all) => Ok(all),
+                Err(missing) => {
+                    let culprit = missing.first().copied().unwrap_or(self.pid);
+                    let msg = timeout_message(&missing, self.nprocs, limit);
+                    let error = Error::at(ErrorKind::Timeout, culprit, self.superstep, msg);
+                    // No rank can agree with one that is missing.
+                    BROKEN.store(true, Ordering::Release);
+                    self.abort(error)
+                }
+            };
+        }
         let mut all = vec![0u64; row.len() * self.nprocs];
         self.comm().all_gather_into(row, &mut all[..]);
         Ok(all)
@@ -231,7 +300,20 @@ impl Comm for MpiComm {
         Ok(self.counted_alltoallv(blocks))
     }
 
+    fn set_superstep(&mut self, superstep: usize) {
+        self.superstep = superstep;
+        SUPERSTEP.store(superstep, Ordering::Relaxed);
+    }
+
     fn abort(&mut self, error: Error) -> ! {
+        if self.limits.on_failure == OnFailure::Return {
+            let mut failure = lock(&self.world.failure);
+            if failure.is_none() {
+                *failure = Some(error);
+            }
+            drop(failure);
+            std::panic::resume_unwind(Box::new(Aborted))
+        }
         // One write, so that the lines of several ranks do not interleave.
         let line = format!("bsp: {error}\n");
         let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
@@ -257,11 +339,70 @@ fn env_choice<T: Copy>(name: &str, choices: &[(&str, T)]) -> Result<T> {
     Err(Error::new(ErrorKind::Config, None, None, msg))
 }
 
+/// Marks this thread as inside an MPI run (and the rank as running) until
+/// dropped.
+struct RunGuard;
+
+impl RunGuard {
+    fn enter() -> Self {
+        IN_RUN.with(|c| c.set(true));
+        SUPERSTEP.store(0, Ordering::Relaxed);
+        RUN_ACTIVE.store(true, Ordering::Release);
+        RunGuard
+    }
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        RUN_ACTIVE.store(false, Ordering::Release);
+        IN_RUN.with(|c| c.set(false));
+    }
+}
+
+fn config_error(msg: String) -> Error {
+    Error::new(ErrorKind::Config, None, None, msg)
+}
+
+/// Checks that every rank runs with the same time limit and failure mode
+/// (one `MPI_Allgather` of two words): ranks that disagree would wait in
+/// different collectives.
+fn agree_on_limits(world: &World, limits: RunLimits) -> Result<()> {
+    let timeout_ns = limits
+        .sync_timeout
+        .map_or(0, |t| u64::try_from(t.as_nanos()).unwrap_or(u64::MAX));
+    let mine = [timeout_ns, limits.on_failure as u64];
+    let mut all = vec![0u64; 2 * world.comm.size() as usize];
+    world.comm.all_gather_into(&mine[..], &mut all[..]);
+    match all.chunks(2).position(|r| r != mine) {
+        None => Ok(()),
+        Some(q) => Err(config_error(format!(
+            "the ranks disagree on BSP_SYNC_TIMEOUT or BSP_ON_FAILURE (rank {q} differs from rank {}); \
+             give every rank the same environment (mpirun -x BSP_SYNC_TIMEOUT ...)",
+            world.comm.rank()
+        ))),
+    }
+}
+
 /// Runs `body` as this rank's processor and returns its result (alone).
 ///
-/// A failure anywhere in the job aborts it (see the module docs), so this
-/// returns `Ok` or a configuration error found before any communication.
-pub(crate) fn launch<R: Send>(body: &impl Body<R>) -> Result<Vec<R>> {
+/// In [`OnFailure::Abort`] mode a failure anywhere in the job aborts it
+/// (see the module docs), so this returns `Ok` or a configuration error
+/// found before any communication; in [`OnFailure::Return`] mode, the
+/// run's error.
+pub(crate) fn launch<R: Send>(limits: RunLimits, body: &impl Body<R>) -> Result<Vec<R>> {
+    if IN_RUN.with(Cell::get) {
+        return Err(config_error(
+            "an MPI run cannot start inside another MPI run's closure (on this rank); \
+             use the Ctx you were given, or a threads runtime for a nested computation"
+                .to_owned(),
+        ));
+    }
+    if BROKEN.load(Ordering::Acquire) {
+        return Err(config_error(
+            "an earlier run on this MPI job lost a rank (sync timeout); no further run can start"
+                .to_owned(),
+        ));
+    }
     let mode = env_choice(
         TRANSPOSE_ENV,
         &[
@@ -277,7 +418,8 @@ pub(crate) fn launch<R: Send>(body: &impl Body<R>) -> Result<Vec<R>> {
         ],
     )?;
     let world = world();
-    let _serialised = world.run_lock.lock().unwrap_or_else(|e| e.into_inner());
+    let _serialised = lock(&world.run_lock);
+    agree_on_limits(world, limits)?;
     let pid = world.comm.rank() as usize;
     let comm = MpiComm {
         world,
@@ -286,12 +428,18 @@ pub(crate) fn launch<R: Send>(body: &impl Body<R>) -> Result<Vec<R>> {
         mode,
         send,
         slot: MIN_SLOT,
+        limits,
+        superstep: 0,
     };
-    match body(Box::new(comm)) {
-        Some(result) => Ok(vec![result]),
-        // The body returns `None` only after `Comm::abort`, which under MPI
-        // ends the process; keep a clear message should that ever change.
-        None => {
+    let _running = RunGuard::enter();
+    let outcome = body(Box::new(comm));
+    let failure = lock(&world.failure).take();
+    match (outcome, failure) {
+        (Some(result), None) => Ok(vec![result]),
+        (_, Some(error)) => Err(error),
+        // In abort mode the body returns `None` only after `Comm::abort`,
+        // which ends the process; keep a clear message should that change.
+        (None, None) => {
             eprintln!("bsp: rank {pid} aborted");
             world.comm.abort(1)
         }
