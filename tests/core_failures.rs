@@ -274,3 +274,233 @@ fn messages_to_a_queue_released_in_the_same_superstep() {
         ctx.sync();
     });
 }
+
+/// A run on `p` threads with a sync time limit of `limit_ms`, under a
+/// watchdog; returns the error and how long the run took.
+fn timed_out(
+    p: usize,
+    limit_ms: u64,
+    program: impl Fn(&mut Ctx) + Send + Sync + 'static,
+) -> (bsp::Error, std::time::Duration) {
+    watchdog(60, move || {
+        let start = std::time::Instant::now();
+        let err = Runtime::threads(p)
+            .sync_timeout(std::time::Duration::from_millis(limit_ms))
+            .run(&program)
+            .expect_err("the run must time out");
+        (err, start.elapsed())
+    })
+}
+
+#[test]
+fn a_late_processor_is_named_when_the_sync_time_limit_passes() {
+    let (err, took) = timed_out(4, 200, |ctx| {
+        ctx.sync();
+        if ctx.pid() == 2 {
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+        }
+        ctx.sync();
+    });
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    assert_eq!((err.pid(), err.superstep()), (Some(2), Some(1)), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("processor 2 has not arrived"), "{text}");
+    assert!(text.contains("sync timeout"), "{text}");
+    // The run ends once the late processor reaches bsp and unwinds.
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+}
+
+#[test]
+fn a_time_limit_names_every_missing_processor_and_spares_punctual_runs() {
+    let (err, _) = timed_out(5, 150, |ctx| {
+        if ctx.pid() % 2 == 1 {
+            std::thread::sleep(std::time::Duration::from_millis(900));
+        }
+        ctx.sync();
+    });
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    assert!(err.message().contains("processors 1, 3 have not arrived"), "{err}");
+    // A limit well above the time between syncs changes nothing.
+    let sums = Runtime::threads(4)
+        .sync_timeout(std::time::Duration::from_secs(30))
+        .run(|ctx| {
+            let a = ctx.coarray::<u64>(1);
+            for _ in 0..20 {
+                ctx.put((ctx.pid() + 1) % ctx.nprocs(), &a, 0, &[1]);
+                ctx.sync();
+            }
+            ctx.local(&a)[0]
+        })
+        .unwrap();
+    assert_eq!(sums, vec![1; 4]);
+}
+
+#[test]
+fn abort_ends_the_run_with_its_own_kind() {
+    let want = Failure::at(ErrorKind::Abort, 1, 2).says(&["processor 1, superstep 2", "no input"]);
+    fails(3, want, |ctx| {
+        ctx.sync();
+        ctx.sync();
+        if ctx.pid() == 1 {
+            ctx.abort("no input");
+        }
+        ctx.sync();
+    });
+}
+
+#[test]
+fn try_run_carries_the_application_error_out() {
+    watchdog(60, || {
+        #[derive(Debug)]
+        struct Bad(u32);
+        impl std::fmt::Display for Bad {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "record {} is corrupt", self.0)
+            }
+        }
+        impl std::error::Error for Bad {}
+        let err = Runtime::threads(3)
+            .try_run(|ctx| {
+                ctx.sync();
+                if ctx.pid() == 0 {
+                    return Err(Bad(17));
+                }
+                ctx.sync();
+                Ok(ctx.pid())
+            })
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Application);
+        assert_eq!((err.pid(), err.superstep()), (Some(0), Some(1)));
+        assert_eq!(err.message(), "record 17 is corrupt");
+        let source = std::error::Error::source(&err).expect("the application's error");
+        assert_eq!(source.downcast_ref::<Bad>().map(|b| b.0), Some(17));
+        let ok = Runtime::threads(3)
+            .try_run(|ctx| Ok::<_, std::io::Error>(ctx.pid()))
+            .unwrap();
+        assert_eq!(ok, vec![0, 1, 2]);
+    });
+}
+
+#[test]
+fn taking_a_get_before_its_sync_is_its_own_kind() {
+    let want = Failure::at(ErrorKind::NotDelivered, 0, 0).says(&["before the sync"]);
+    fails(2, want, |ctx| {
+        let a = ctx.coarray::<u8>(2);
+        let h = ctx.get(1 - ctx.pid(), &a, 0, 2);
+        if ctx.pid() == 0 {
+            let _ = ctx.take(h);
+        }
+        ctx.sync();
+    });
+}
+
+#[test]
+fn using_a_released_handle_names_the_superstep_of_its_release() {
+    let want = Failure::at(ErrorKind::Released, 1, 2).says(&["released in superstep 1"]);
+    fails(2, want, |ctx| {
+        let a = ctx.coarray::<u8>(2);
+        let copy = a.clone();
+        ctx.sync();
+        drop(ctx.release(a));
+        ctx.sync();
+        if ctx.pid() == 1 {
+            let _ = ctx.local(&copy);
+        }
+        ctx.sync();
+    });
+}
+
+#[test]
+fn a_put_to_a_coarray_released_in_an_earlier_superstep() {
+    let want = Failure::at(ErrorKind::Released, 0, 2).says(&["released in superstep 0"]);
+    fails(2, want, |ctx| {
+        let a = ctx.coarray::<u32>(4);
+        let copy = a.clone();
+        drop(ctx.release(a));
+        ctx.sync();
+        ctx.sync();
+        if ctx.pid() == 0 {
+            ctx.put(1, &copy, 0, &[1]);
+        }
+        ctx.sync();
+    });
+}
+
+#[test]
+fn a_bad_put_from_range_is_out_of_bounds_with_the_true_range() {
+    let want = Failure::at(ErrorKind::OutOfBounds, 1, 0)
+        .says(&["reads elements 3..18446744073709551618", "local length is 4"]);
+    fails(2, want, |ctx| {
+        let src = ctx.coarray::<u8>(4);
+        let dst = ctx.coarray::<u8>(4);
+        if ctx.pid() == 1 {
+            ctx.put_from(0, &dst, 0, &src, 3, usize::MAX);
+        }
+        ctx.sync();
+    });
+}
+
+#[test]
+fn oversized_gets_are_out_of_bounds_and_allocate_nothing() {
+    // 2^36 elements of u32 would be 256 GiB if allocated at the call.
+    let want = Failure::at(ErrorKind::OutOfBounds, 0, 0).says(&["local length 4"]);
+    fails(2, want, |ctx| {
+        let a = ctx.coarray::<u32>(4);
+        if ctx.pid() == 0 {
+            let _ = ctx.get(1, &a, 0, 1 << 36);
+        }
+        ctx.sync();
+    });
+    let want = Failure::at(ErrorKind::OutOfBounds, 1, 0).says(&["more bytes than"]);
+    fails(2, want, |ctx| {
+        let a = ctx.coarray::<u32>(4);
+        if ctx.pid() == 1 {
+            let _ = ctx.get(0, &a, 0, usize::MAX);
+        }
+        ctx.sync();
+    });
+}
+
+#[test]
+fn a_coarray_larger_than_memory_is_a_configuration_error() {
+    let want = Failure::at(ErrorKind::Config, 1, 0).says(&["cannot allocate a coarray"]);
+    fails(2, want, |ctx| {
+        let n = if ctx.pid() == 1 { 1 << 60 } else { 4 };
+        let _ = ctx.coarray::<u64>(n);
+        ctx.sync();
+    });
+}
+
+#[test]
+fn more_processors_than_the_machine_can_run_is_a_configuration_error() {
+    let err = Runtime::threads(50_000_000).run(|ctx| ctx.pid()).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Config, "{err}");
+    assert!(err.message().contains("exceed"), "{err}");
+}
+
+#[test]
+fn a_registration_mismatch_lists_the_registrations_of_the_processors_it_names() {
+    let want = Failure::at(ErrorKind::RegistrationMismatch, 1, 0).says(&[
+        "Processor 1 registered and released: [coarray<u32>]",
+        "processor 0: [coarray<u64>]",
+    ]);
+    fails(4, want, |ctx| {
+        if ctx.pid() == 1 {
+            let _ = ctx.coarray::<u32>(1);
+        } else {
+            let _ = ctx.coarray::<u64>(1);
+        }
+        ctx.sync();
+    });
+}
+
+#[test]
+fn a_panic_message_carries_its_location() {
+    let want = Failure::at(ErrorKind::Panic, 0, 0).says(&["at tests/core_failures.rs:"]);
+    fails(2, want, |ctx| {
+        if ctx.pid() == 0 {
+            panic!("here");
+        }
+        ctx.sync();
+    });
+}

@@ -231,14 +231,20 @@ pub fn mpirun(
         cmd.arg("-x").arg(k).env(k, v);
     }
     cmd.arg(program).args(args);
+    Some(run_with_limit(cmd, timeout))
+}
+
+/// Runs `cmd` with its output captured, killing it (SIGTERM, then SIGKILL
+/// after 5 s) when it runs past `timeout`.
+pub fn run_with_limit(mut cmd: Command, timeout: Duration) -> MpiRun {
     let start = Instant::now();
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn mpirun");
-    // Drain the pipes on threads so a chatty job cannot block on them.
+        .expect("spawn the child process");
+    // Drain the pipes on threads so a chatty child cannot block on them.
     let mut out = child.stdout.take().expect("stdout");
     let mut err = child.stderr.take().expect("stderr");
     let out_t = std::thread::spawn(move || {
@@ -252,7 +258,7 @@ pub fn mpirun(
         s
     });
     let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for mpirun") {
+        if let Some(status) = child.try_wait().expect("wait for the child") {
             break Some(status);
         }
         if start.elapsed() > timeout {
@@ -275,12 +281,30 @@ pub fn mpirun(
         std::thread::sleep(Duration::from_millis(20));
     };
     let elapsed = start.elapsed();
-    Some(MpiRun {
+    MpiRun {
         status,
         stdout: out_t.join().unwrap_or_default(),
         stderr: err_t.join().unwrap_or_default(),
         elapsed,
-    })
+    }
+}
+
+/// Runs test `name` of this test binary again, alone, in a child process
+/// with extra environment variables (`env`, each removed first from the
+/// child's environment when its value is empty), under `timeout`: for
+/// scenarios that end the process or need their own environment.
+pub fn rerun_test(name: &str, env: &[(&str, &str)], timeout: Duration) -> MpiRun {
+    let exe = std::env::current_exe().expect("test binary path");
+    let mut cmd = Command::new(exe);
+    cmd.args(["--exact", name, "--nocapture", "--test-threads=1"]);
+    for (k, v) in env {
+        if v.is_empty() {
+            cmd.env_remove(k);
+        } else {
+            cmd.env(k, v);
+        }
+    }
+    run_with_limit(cmd, timeout)
 }
 
 fn is_root() -> bool {
