@@ -319,7 +319,10 @@ fn a_time_limit_names_every_missing_processor_and_spares_punctual_runs() {
         ctx.sync();
     });
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
-    assert!(err.message().contains("processors 1, 3 have not arrived"), "{err}");
+    assert!(
+        err.message().contains("processors 1, 3 have not arrived"),
+        "{err}"
+    );
     // A limit well above the time between syncs changes nothing.
     let sums = Runtime::threads(4)
         .sync_timeout(std::time::Duration::from_secs(30))
@@ -399,7 +402,7 @@ fn using_a_released_handle_names_the_superstep_of_its_release() {
     let want = Failure::at(ErrorKind::Released, 1, 2).says(&["released in superstep 1"]);
     fails(2, want, |ctx| {
         let a = ctx.coarray::<u8>(2);
-        let copy = a.clone();
+        let copy = a;
         ctx.sync();
         drop(ctx.release(a));
         ctx.sync();
@@ -415,7 +418,7 @@ fn a_put_to_a_coarray_released_in_an_earlier_superstep() {
     let want = Failure::at(ErrorKind::Released, 0, 2).says(&["released in superstep 0"]);
     fails(2, want, |ctx| {
         let a = ctx.coarray::<u32>(4);
-        let copy = a.clone();
+        let copy = a;
         drop(ctx.release(a));
         ctx.sync();
         ctx.sync();
@@ -428,8 +431,10 @@ fn a_put_to_a_coarray_released_in_an_earlier_superstep() {
 
 #[test]
 fn a_bad_put_from_range_is_out_of_bounds_with_the_true_range() {
-    let want = Failure::at(ErrorKind::OutOfBounds, 1, 0)
-        .says(&["reads elements 3..18446744073709551618", "local length is 4"]);
+    let want = Failure::at(ErrorKind::OutOfBounds, 1, 0).says(&[
+        "reads elements 3..18446744073709551618",
+        "local length is 4",
+    ]);
     fails(2, want, |ctx| {
         let src = ctx.coarray::<u8>(4);
         let dst = ctx.coarray::<u8>(4);
@@ -473,7 +478,9 @@ fn a_coarray_larger_than_memory_is_a_configuration_error() {
 
 #[test]
 fn more_processors_than_the_machine_can_run_is_a_configuration_error() {
-    let err = Runtime::threads(50_000_000).run(|ctx| ctx.pid()).unwrap_err();
+    let err = Runtime::threads(50_000_000)
+        .run(|ctx| ctx.pid())
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Config, "{err}");
     assert!(err.message().contains("exceed"), "{err}");
 }

@@ -78,7 +78,11 @@ fn the_environment_sets_the_sync_time_limit() {
         run.stdout,
         run.stderr
     );
-    assert!(run.stdout.contains("processor 2 has not arrived"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("processor 2 has not arrived"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
@@ -105,7 +109,8 @@ fn a_processor_stuck_for_good_ends_the_process_with_the_error() {
         run.stderr
     );
     assert!(
-        run.stderr.contains("processors [1] are still in their own code"),
+        run.stderr
+            .contains("processors [1] are still in their own code"),
         "stderr:\n{}",
         run.stderr
     );

@@ -85,18 +85,97 @@ fn scenario() {
             })
             .unwrap();
         }
+        "exit" => {
+            rt.run(|ctx| {
+                for s in 0..10 {
+                    if ctx.pid() == ctx.nprocs() - 1 && s == 2 {
+                        std::process::exit(3);
+                    }
+                    ctx.sync();
+                }
+            })
+            .unwrap();
+        }
+        "nested" => {
+            rt.run(|ctx| {
+                let inner = Runtime::mpi().run(|c| c.pid());
+                println!("nested: {}", inner.unwrap_err());
+                ctx.sync();
+            })
+            .unwrap();
+            println!("scenario nested done");
+        }
+        "stuck" => {
+            rt.run(|ctx| {
+                ctx.sync();
+                if ctx.pid() == last {
+                    loop {
+                        std::thread::sleep(Duration::from_secs(1));
+                    }
+                }
+                ctx.sync();
+            })
+            .unwrap();
+        }
+        "oversized-get" => {
+            rt.run(|ctx| {
+                let a = ctx.coarray::<u32>(4);
+                if ctx.pid() == 0 {
+                    let _ = ctx.get(last, &a, 0, 1 << 36);
+                }
+                ctx.sync();
+            })
+            .unwrap();
+        }
+        "abort" => {
+            rt.run(|ctx| {
+                ctx.sync();
+                if ctx.pid() == 0 {
+                    ctx.abort("stop here");
+                }
+                ctx.sync();
+            })
+            .unwrap();
+        }
+        // Under BSP_ON_FAILURE=return: every rank gets the error and exits 7.
+        "return-panic" | "return-out-of-bounds" | "return-stuck" => {
+            let outcome = rt.run(|ctx| {
+                let a = ctx.coarray::<u8>(2);
+                ctx.sync();
+                match name.as_str() {
+                    "return-panic" if ctx.pid() == last => panic!("boom on the last rank"),
+                    "return-out-of-bounds" if ctx.pid() == 0 => ctx.put(last, &a, 1, &[1, 2, 3]),
+                    "return-stuck" if ctx.pid() == last => loop {
+                        std::thread::sleep(Duration::from_secs(1));
+                    },
+                    _ => {}
+                }
+                ctx.sync();
+                ctx.sync();
+            });
+            let err = outcome.expect_err("the run fails");
+            println!("returned: {err}");
+            std::process::exit(7);
+        }
         other => panic!("unknown scenario {other:?}"),
     }
 }
 
 /// Runs `name` on `np` ranks; `None` when MPI tests are skipped.
 fn job(name: &str, np: usize) -> Option<support::MpiRun> {
+    job_with(name, np, &[])
+}
+
+/// Runs `name` on `np` ranks with extra environment variables.
+fn job_with(name: &str, np: usize, env: &[(&str, &str)]) -> Option<support::MpiRun> {
     let exe = std::env::current_exe().expect("test binary path");
+    let mut all = vec![(SCENARIO_ENV, name)];
+    all.extend_from_slice(env);
     support::mpirun(
         np,
         &exe,
         &["--exact", "scenario", "--nocapture", "--test-threads=1"],
-        &[(SCENARIO_ENV, name)],
+        &all,
         LIMIT,
     )
 }
@@ -156,7 +235,7 @@ fn a_panic_on_one_rank_ends_the_job() {
             np - 1
         );
         assert!(
-            lines.contains(&want),
+            lines.iter().any(|l| l.starts_with(&want)),
             "np = {np}: no {want:?} in\n{}",
             run.stderr
         );
@@ -216,5 +295,147 @@ fn an_out_of_bounds_put_ends_the_job() {
         )),
         "no out-of-bounds line in\n{}",
         run.stderr
+    );
+}
+
+#[test]
+fn a_rank_that_exits_mid_run_ends_the_job() {
+    for np in [2, 3] {
+        let Some(run) = job("exit", np) else { return };
+        let lines = assert_failed("exit", np, &run);
+        let want = format!("bsp: rank {} exited during a run (superstep 2)", np - 1);
+        assert!(
+            lines.iter().any(|l| l.starts_with(&want)),
+            "np = {np}: no {want:?} in\n{}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn a_nested_mpi_run_is_refused_on_every_rank() {
+    let np = 2;
+    let Some(run) = job("nested", np) else { return };
+    assert_eq!(
+        run.status.map(|s| s.success()),
+        Some(true),
+        "stderr:\n{}",
+        run.stderr
+    );
+    let want =
+        "nested: configuration error: an MPI run cannot start inside another MPI run's closure";
+    assert_eq!(
+        run.stdout.matches(want).count(),
+        np,
+        "stdout:\n{}",
+        run.stdout
+    );
+    assert_eq!(run.stdout.matches("scenario nested done").count(), np);
+}
+
+#[test]
+fn a_rank_stuck_in_its_own_code_is_named_at_the_time_limit() {
+    for np in [2, 3] {
+        let Some(run) = job_with("stuck", np, &[("BSP_SYNC_TIMEOUT", "0.5")]) else {
+            return;
+        };
+        let lines = assert_failed("stuck", np, &run);
+        let want = format!("bsp: processor {}, superstep 1: sync timeout", np - 1);
+        let named = format!("processor {} has not arrived", np - 1);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with(&want) && l.contains(&named)),
+            "np = {np}: no {want:?} in\n{}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn an_oversized_get_is_out_of_bounds_not_an_allocation_failure() {
+    let Some(run) = job("oversized-get", 2) else {
+        return;
+    };
+    let lines = assert_failed("oversized-get", 2, &run);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l
+                .starts_with("bsp: processor 0, superstep 0: out of bounds: get by processor 0")),
+        "stderr:\n{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn abort_ends_the_job_with_its_message() {
+    let Some(run) = job("abort", 2) else { return };
+    let lines = assert_failed("abort", 2, &run);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == "bsp: processor 0, superstep 1: aborted: stop here"),
+        "stderr:\n{}",
+        run.stderr
+    );
+}
+
+/// Runs `name` under `BSP_ON_FAILURE=return` (and `env`) and checks that
+/// the ranks in `ranks_reporting` each printed `returned: <want>` and the
+/// job ended with the program's own status 7 (or, after a timeout, with
+/// the exit hook's abort).
+fn assert_returned(name: &str, np: usize, env: &[(&str, &str)], reporting: usize, want: &str) {
+    let mut all = vec![("BSP_ON_FAILURE", "return")];
+    all.extend_from_slice(env);
+    let Some(run) = job_with(name, np, &all) else {
+        return;
+    };
+    let status = run
+        .status
+        .unwrap_or_else(|| panic!("{name} hung\nstderr:\n{}", run.stderr));
+    assert!(!status.success(), "{name} exited 0");
+    let want = format!("returned: {want}");
+    assert_eq!(
+        run.stdout.matches(&want).count(),
+        reporting,
+        "np = {np}: want {reporting} lines starting {want:?}\nstdout:\n{}\nstderr:\n{}",
+        run.stdout,
+        run.stderr
+    );
+}
+
+#[test]
+fn in_return_mode_every_rank_returns_the_same_error() {
+    for np in [2, 3] {
+        let last = np - 1;
+        assert_returned(
+            "return-panic",
+            np,
+            &[],
+            np,
+            &format!("processor {last}, superstep 1: panicked: boom on the last rank"),
+        );
+        assert_returned(
+            "return-out-of-bounds",
+            np,
+            &[],
+            np,
+            &format!(
+                "processor 0, superstep 1: out of bounds: put from processor 0 to processor {last}"
+            ),
+        );
+    }
+}
+
+#[test]
+fn in_return_mode_the_waiting_ranks_return_a_timeout() {
+    let np = 3;
+    assert_returned(
+        "return-stuck",
+        np,
+        &[("BSP_SYNC_TIMEOUT", "0.5")],
+        np - 1,
+        "processor 2, superstep 1: sync timeout",
     );
 }

@@ -176,12 +176,6 @@ impl Error {
         self
     }
 
-    /// The same error with `superstep` filled in where it was unknown.
-    pub(crate) fn in_superstep(mut self, superstep: usize) -> Self {
-        self.superstep = self.superstep.or(Some(superstep));
-        self
-    }
-
     /// An error raised on processor `pid` during `superstep`.
     pub(crate) fn at(
         kind: ErrorKind,

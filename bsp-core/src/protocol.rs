@@ -19,6 +19,61 @@ pub(crate) enum Status {
     Returned = 2,
 }
 
+/// The status word of a row that announces a failure instead of a sync
+/// (see [`failure_words`]).
+const FAILED: u64 = 3;
+
+/// Words of a failure announcement: status, kind, culprit + 1, superstep + 1.
+pub(crate) const FAILURE_WORDS: usize = 4;
+
+/// The words that announce `error` (or, for `None`, that nothing failed)
+/// in an agreement on failures: status [`FAILED`] (or 0), the error's
+/// kind, its processor and superstep (each plus one; 0 for none). Padded
+/// with zeros to a sync row, it takes the place of this processor's row.
+pub(crate) fn failure_words(error: Option<&Error>) -> [u64; FAILURE_WORDS] {
+    let plus_one = |x: Option<usize>| x.map_or(0, |v| v as u64 + 1);
+    match error {
+        None => [0; FAILURE_WORDS],
+        Some(e) => [
+            FAILED,
+            e.kind().code(),
+            plus_one(e.pid()),
+            plus_one(e.superstep()),
+        ],
+    }
+}
+
+/// Where every processor contributed `stride` words starting with
+/// [`failure_words`]: the failure announced by the lowest pid, if any, with
+/// the message that processor gives through `texts` (a collective that
+/// every processor calls exactly when some failure was announced).
+pub(crate) fn agreed_failure(
+    words: &[u64],
+    stride: usize,
+    texts: impl FnOnce() -> Vec<String>,
+) -> Option<Error> {
+    let announcer = words.chunks(stride).position(|w| w[0] == FAILED)?;
+    let w = &words[announcer * stride..];
+    let minus_one = |x: u64| x.checked_sub(1).map(|v| v as usize);
+    let texts = texts();
+    let message = texts.get(announcer).cloned().unwrap_or_default();
+    Some(Error::new(
+        ErrorKind::from_code(w[1]),
+        minus_one(w[2]),
+        minus_one(w[3]),
+        message,
+    ))
+}
+
+/// Whose texts a collective text exchange gathers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Texts {
+    /// Every processor's registrations and releases.
+    Registrations,
+    /// The message of an announced failure.
+    Failure,
+}
+
 /// What one processor sent and received in one sync.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Traffic {
@@ -174,10 +229,11 @@ fn ordinal(n: u64) -> String {
 }
 
 /// Checks that every processor is at the same point of the protocol and
-/// decides what the sync must do. `histories` gives every processor's
-/// registrations and releases, by pid, for the message of a registration
-/// mismatch: it is called (collectively, on every processor, since all see
-/// the same rows) only then.
+/// decides what the sync must do. `texts` gathers every processor's text
+/// of the kind asked, by pid: registrations and releases for the message of
+/// a registration mismatch, or the message of a failure that a processor
+/// announced in place of its row. It is called (collectively, on every
+/// processor, since all see the same rows) only then.
 ///
 /// # Errors
 ///
@@ -187,8 +243,11 @@ fn ordinal(n: u64) -> String {
 /// processor at fault and its superstep.
 pub(crate) fn decide(
     words: &[u64],
-    histories: impl FnOnce() -> Vec<String>,
+    mut texts: impl FnMut(Texts) -> Vec<String>,
 ) -> Result<SyncDecision, Error> {
+    if let Some(error) = agreed_failure(words, SyncRow::WORDS, || texts(Texts::Failure)) {
+        return Err(error);
+    }
     let row = |q: usize| SyncRow::from_words(&words[q * SyncRow::WORDS..(q + 1) * SyncRow::WORDS]);
     let first = row(0);
     let mut decision = SyncDecision {
@@ -229,7 +288,7 @@ pub(crate) fn decide(
                  but of different kinds or element types, or released different ones"
             )
         };
-        let histories = histories();
+        let histories = texts(Texts::Registrations);
         let history = |x: usize| histories.get(x).map_or("", String::as_str);
         let msg = format!(
             "{detail}; registration is collective (same order, same superstep, same types). \
@@ -291,7 +350,7 @@ mod tests {
     fn agreeing_rows_give_a_decision() {
         let mut rows = vec![row(Status::Syncing, 3); 3];
         assert_eq!(
-            decide(&words(&rows), Vec::new).unwrap(),
+            decide(&words(&rows), |_| Vec::new()).unwrap(),
             SyncDecision {
                 anything: false,
                 any_gets: false,
@@ -300,17 +359,42 @@ mod tests {
         );
         rows[1].bytes = 10;
         rows[2].lends = true;
-        let d = decide(&words(&rows), Vec::new).unwrap();
+        let d = decide(&words(&rows), |_| Vec::new()).unwrap();
         assert!(d.anything && d.any_lends && !d.any_gets);
     }
 
     #[test]
     fn a_processor_that_returned_early_is_named() {
         let rows = [row(Status::Syncing, 4), row(Status::Returned, 4)];
-        let e = decide(&words(&rows), Vec::new).unwrap_err();
+        let e = decide(&words(&rows), |_| Vec::new()).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::SyncMismatch);
         assert_eq!((e.pid(), e.superstep()), (Some(1), Some(4)));
         assert!(e.message().contains("5th time"), "{e}");
+    }
+
+    #[test]
+    fn an_announced_failure_is_agreed_from_the_lowest_announcer() {
+        let error = Error::at(ErrorKind::Abort, 2, 5, "first");
+        let mut w = words(&[row(Status::Syncing, 5); 4]);
+        let mut announce = |q: usize, e: &Error| {
+            let f = failure_words(Some(e));
+            w[q * SyncRow::WORDS..q * SyncRow::WORDS + SyncRow::WORDS].fill(0);
+            w[q * SyncRow::WORDS..q * SyncRow::WORDS + FAILURE_WORDS].copy_from_slice(&f);
+        };
+        announce(3, &Error::at(ErrorKind::Panic, 3, 5, "second"));
+        announce(2, &error);
+        let texts = |t: Texts| {
+            assert_eq!(t, Texts::Failure);
+            vec![
+                String::new(),
+                String::new(),
+                "first".into(),
+                "second".into(),
+            ]
+        };
+        assert_eq!(decide(&w, texts).unwrap_err(), error);
+        let none = [0u64; 2 * FAILURE_WORDS];
+        assert!(agreed_failure(&none, FAILURE_WORDS, || unreachable!()).is_none());
     }
 
     #[test]
@@ -318,14 +402,15 @@ mod tests {
         let mut rows = [row(Status::Syncing, 2), row(Status::Syncing, 2)];
         rows[1].registrations = 3;
         let histories = || vec!["coarray<u8>".to_owned(), "coarray<u16>".to_owned()];
-        let e = decide(&words(&rows), histories).unwrap_err();
+        let e = decide(&words(&rows), |_| histories()).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::RegistrationMismatch);
         assert_eq!(e.pid(), Some(1));
-        let says = "Processor 1 registered and released: [coarray<u16>]; processor 0: [coarray<u8>]";
+        let says =
+            "Processor 1 registered and released: [coarray<u16>]; processor 0: [coarray<u8>]";
         assert!(e.message().contains(says), "{e}");
         rows[1].registrations = 2;
         rows[1].fingerprint = 1;
-        let e = decide(&words(&rows), Vec::new).unwrap_err();
+        let e = decide(&words(&rows), |_| Vec::new()).unwrap_err();
         assert!(e.message().contains("different kinds"), "{e}");
     }
 }

@@ -43,7 +43,9 @@ impl Unusable {
         match self {
             Unusable::Released(when) => (
                 ErrorKind::Released,
-                format!("{what} #{id} was released in superstep {when} and cannot be used any more"),
+                format!(
+                    "{what} #{id} was released in superstep {when} and cannot be used any more"
+                ),
             ),
             Unusable::Foreign => (
                 ErrorKind::RegistrationMismatch,

@@ -18,7 +18,7 @@ use std::time::Instant;
 use crate::delivery::{DeferredPut, Inbound, PendingGets};
 use crate::error::{Error, ErrorKind};
 use crate::outbox::Outbox;
-use crate::protocol::{self, Status, SyncDecision, SyncFigures, SyncRow};
+use crate::protocol::{self, Status, SyncDecision, SyncFigures, SyncRow, Texts};
 use crate::registry::{Registry, Unusable};
 use crate::router::{route, Router};
 use crate::segments::{segments_len, Segments};
@@ -39,6 +39,14 @@ pub(crate) fn misuse(pid: usize, superstep: usize, kind: ErrorKind, message: Str
 pub(crate) fn unusable(pid: usize, superstep: usize, why: Unusable, what: &str, id: u32) -> ! {
     let (kind, message) = why.misuse(what, id);
     misuse(pid, superstep, kind, message)
+}
+
+/// [`exchange_texts`], unwinding if the run is aborted meanwhile.
+fn gather_texts(comm: &mut dyn Comm, text: &str) -> Vec<String> {
+    match exchange_texts(comm, text) {
+        Ok(all) => all,
+        Err(Aborted) => std::panic::resume_unwind(Box::new(Aborted)),
+    }
 }
 
 /// Every processor's `text`, by pid: a collective of two all-gathers
@@ -94,6 +102,11 @@ pub struct Ctx {
     stats: StatsLog,
     /// Whether the end-of-run exchange has happened.
     finished: bool,
+    /// Under [`OnFailure::Return`](crate::OnFailure), the first error found
+    /// while delivering this sync, settled with the others at its end.
+    pending: Option<Error>,
+    /// The message of the failure this processor is announcing.
+    announcing: String,
     work_start: Instant,
 }
 
@@ -115,6 +128,8 @@ impl Ctx {
             last_sync: SyncFigures::default(),
             stats: StatsLog::new(),
             finished: false,
+            pending: None,
+            announcing: String::new(),
             work_start: Instant::now(),
         }
     }
@@ -184,9 +199,42 @@ impl Ctx {
         self.abort_with(error)
     }
 
-    /// Ends the run with `error`.
+    /// Ends the run with `error`, found by this processor outside a sync's
+    /// delivery. When the transport agrees on failures, the others learn of
+    /// it first, in the row exchange of the sync they are waiting in.
     pub(crate) fn abort_with(&mut self, error: Error) -> ! {
-        self.comm.abort(error)
+        if !self.comm.agrees_on_failure() {
+            self.comm.abort(error)
+        }
+        self.announcing = error.message().to_owned();
+        let row = protocol::failure_words(Some(&error));
+        let mut words = [0u64; SyncRow::WORDS];
+        words[..row.len()].copy_from_slice(&row);
+        let all = self.collective(|c| c.allgather(&words));
+        let agreed = self.agree(&all, SyncRow::WORDS).unwrap_or(error);
+        self.comm.abort(agreed)
+    }
+
+    /// The failure announced among `words` (`stride` words per processor),
+    /// with its message gathered from the announcer.
+    fn agree(&mut self, words: &[u64], stride: usize) -> Option<Error> {
+        let (comm, mine) = (&mut self.comm, &self.announcing);
+        protocol::agreed_failure(words, stride, || gather_texts(comm.as_mut(), mine))
+    }
+
+    /// The value of a delivery step, or its error's end of the run; under
+    /// [`OnFailure::Return`](crate::OnFailure), the error waits for the
+    /// sync's end (so that every processor takes part in the same
+    /// collectives) and the step's default stands in.
+    fn settle<T: Default>(&mut self, result: Result<T, Error>) -> T {
+        match result {
+            Ok(value) => value,
+            Err(error) if self.comm.agrees_on_failure() => {
+                self.pending = self.pending.take().or(Some(error));
+                T::default()
+            }
+            Err(error) => self.comm.abort(error),
+        }
     }
 
     /// Ends the run with `kind` and `message`, blaming processor `pid`.
@@ -199,11 +247,6 @@ impl Ctx {
     /// method that only reads the context; see [`misuse`].
     pub(crate) fn misuse(&self, kind: ErrorKind, message: String) -> ! {
         misuse(self.pid, self.superstep, kind, message)
-    }
-
-    /// The value of `result`, or the end of the run with its error.
-    fn or_abort<T>(&mut self, result: Result<T, Error>) -> T {
-        result.unwrap_or_else(|error| self.abort_with(error))
     }
 
     fn check_pid(&mut self, op: &str, dst: usize) {
@@ -269,18 +312,17 @@ impl Ctx {
             lends: !self.lending.is_empty(),
             previous: self.last_sync,
         };
-        self.comm.set_superstep(self.superstep);
         let words = self.collective(|c| c.allgather(&row.to_words()));
-        let registry = &self.registry;
-        let comm = &mut self.comm;
-        let decision = protocol::decide(&words, || {
-            let mine = registry.history();
-            match exchange_texts(comm.as_mut(), &mine) {
-                Ok(all) => all,
-                Err(Aborted) => std::panic::resume_unwind(Box::new(Aborted)),
-            }
+        let (registry, comm, announcing) = (&self.registry, &mut self.comm, &self.announcing);
+        let decision = protocol::decide(&words, |texts| {
+            let mine = match texts {
+                Texts::Registrations => registry.history(),
+                Texts::Failure => announcing.clone(),
+            };
+            gather_texts(comm.as_mut(), &mine)
         });
-        let decision = self.or_abort(decision);
+        // Every processor reads the same rows: an error here is agreed.
+        let decision = decision.unwrap_or_else(|error| self.comm.abort(error));
         self.stats.push(words);
         decision
     }
@@ -339,14 +381,33 @@ impl Ctx {
                 self.collective(|c| c.allgather(&[]));
                 self.registry.reclaim();
                 let applied = self.inbound().apply_deferred(deferred);
-                self.or_abort(applied);
+                self.settle(applied);
+            }
+            if self.comm.agrees_on_failure() {
+                self.agree_on_delivery();
             }
         }
         self.has_gets = false;
         self.superstep += 1;
+        self.comm.set_superstep(self.superstep);
         figures.sync_ns = start.elapsed().as_nanos() as u64;
         self.last_sync = figures;
         self.work_start = Instant::now();
+    }
+
+    /// Under [`OnFailure::Return`](crate::OnFailure): every processor says
+    /// whether its delivery failed (one all-gather), and all end the run
+    /// with the failure of the lowest such pid.
+    fn agree_on_delivery(&mut self) {
+        let pending = self.pending.take();
+        if let Some(error) = &pending {
+            self.announcing = error.message().to_owned();
+        }
+        let words = protocol::failure_words(pending.as_ref());
+        let all = self.collective(|c| c.allgather(&words));
+        if let Some(agreed) = self.agree(&all, protocol::FAILURE_WORDS) {
+            self.comm.abort(agreed)
+        }
     }
 
     fn inbound(&mut self) -> Inbound<'_> {
@@ -374,12 +435,17 @@ impl Ctx {
         figures.bytes.received += incoming.iter().map(|s| segments_len(s) as u64).sum::<u64>();
         let replies = if serve_gets {
             let served = self.inbound().serve_gets(&incoming);
-            Some(self.or_abort(served))
+            // Under `OnFailure::Return` a failed processor still sends (no)
+            // replies, so that the reply exchange completes everywhere.
+            Some(
+                self.settle(served.map(Some))
+                    .unwrap_or_else(|| Outbox::new(self.nprocs)),
+            )
         } else {
             None
         };
         let applied = self.inbound().apply(&incoming, deferred);
-        figures.records.received += self.or_abort(applied);
+        figures.records.received += self.settle(applied);
         replies
     }
 

@@ -4,8 +4,8 @@
 use bytemuck::Pod;
 
 use super::Ctx;
-use crate::error::ErrorKind;
 use crate::coarray::{Coarray, GetHandle, PodBytes};
+use crate::error::ErrorKind;
 use crate::wire::Record;
 
 impl Ctx {
@@ -142,7 +142,7 @@ impl Ctx {
     ) {
         self.check_pid("put", dst);
         let have = self.local(from).len();
-        if !from_offset.checked_add(len).is_some_and(|end| end <= have) {
+        if from_offset.checked_add(len).is_none_or(|end| end > have) {
             let msg = format!(
                 "put_from on processor {} reads elements {from_offset}..{} of coarray #{}, \
                  whose local length is {have}",
@@ -204,7 +204,10 @@ impl Ctx {
         len: usize,
     ) -> GetHandle<T> {
         self.check_pid("get", src);
-        if len.checked_mul(std::mem::size_of::<T>()).is_none_or(|b| b > isize::MAX as usize) {
+        if len
+            .checked_mul(std::mem::size_of::<T>())
+            .is_none_or(|b| b > isize::MAX as usize)
+        {
             let msg = format!(
                 "get of {len} elements of {} from processor {src}: more bytes than any \
                  coarray can hold",

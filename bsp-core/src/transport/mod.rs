@@ -101,6 +101,13 @@ pub(crate) trait Comm: Send {
     /// The superstep the coming collectives belong to, for error reports
     /// (a timeout names it).
     fn set_superstep(&mut self, superstep: usize);
+    /// Whether a failure found by one processor must be agreed with the
+    /// others through the superstep protocol before [`abort`](Comm::abort)
+    /// (MPI with [`OnFailure::Return`]); otherwise `abort` itself releases
+    /// or ends everyone.
+    fn agrees_on_failure(&self) -> bool {
+        false
+    }
     /// Ends the run with `error`: records it (the first error wins), releases
     /// every processor waiting in a collective and unwinds this one.
     fn abort(&mut self, error: Error) -> !;

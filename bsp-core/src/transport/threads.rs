@@ -263,7 +263,10 @@ fn thread_limit() -> Option<(usize, String)> {
             line.split_whitespace().nth(2)?.parse::<usize>().ok()
         })
         .map(|n| (n, format!("this user's process limit, ulimit -u ({n})")));
-    [threads_max, user_max].into_iter().flatten().min_by_key(|(n, _)| *n)
+    [threads_max, user_max]
+        .into_iter()
+        .flatten()
+        .min_by_key(|(n, _)| *n)
 }
 
 fn config_error(msg: String) -> Error {

@@ -14,7 +14,6 @@ use mpi::Count;
 use super::{MpiComm, SendMode};
 use crate::error::{Error, ErrorKind};
 use crate::segments::{segments_len, Segments};
-use crate::transport::Comm;
 
 impl MpiComm {
     /// `n` as an MPI count, or the end of the run.
@@ -27,7 +26,7 @@ impl MpiComm {
                     Count::MAX
                 );
                 let error = Error::at(ErrorKind::Transport, self.pid, self.superstep, msg);
-                self.abort(error)
+                self.abort_job(error)
             }
         }
     }

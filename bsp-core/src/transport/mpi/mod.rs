@@ -162,6 +162,8 @@ extern "C" fn finalize_at_exit() {
         let rank = WORLD.get().map_or(0, |w| w.comm.rank());
         let line = format!("bsp: rank {rank} {why}\n");
         let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+        // Give the launcher a moment to forward the line before the abort.
+        std::thread::sleep(Duration::from_millis(200));
         // SAFETY: MPI is initialised (a run is or was in progress) and not
         // finalised (only this handler finalises, and it has not yet);
         // MPI_Abort on the world ends every rank of the job.
@@ -305,6 +307,13 @@ impl Comm for MpiComm {
         SUPERSTEP.store(superstep, Ordering::Relaxed);
     }
 
+    fn agrees_on_failure(&self) -> bool {
+        self.limits.on_failure == OnFailure::Return
+    }
+
+    /// Records the run's error in [`OnFailure::Return`] mode (the ranks
+    /// have agreed on it, or this one gave up on a missing rank) and
+    /// unwinds; in abort mode, ends the job.
     fn abort(&mut self, error: Error) -> ! {
         if self.limits.on_failure == OnFailure::Return {
             let mut failure = lock(&self.world.failure);
@@ -314,6 +323,14 @@ impl Comm for MpiComm {
             drop(failure);
             std::panic::resume_unwind(Box::new(Aborted))
         }
+        self.abort_job(error)
+    }
+}
+
+impl MpiComm {
+    /// Prints `error` and ends the whole job, whatever the failure mode:
+    /// for failures inside a collective, which the others cannot leave.
+    pub(super) fn abort_job(&mut self, error: Error) -> ! {
         // One write, so that the lines of several ranks do not interleave.
         let line = format!("bsp: {error}\n");
         let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());

@@ -46,9 +46,11 @@ impl MpiComm {
         let outgoing = row.to_vec();
         // SAFETY: a request handle is plain data; every one is written by
         // MPI_Irecv / MPI_Isend below before it is read.
-        let mut recvs: Vec<ffi::MPI_Request> = vec![unsafe { ffi::RSMPI_REQUEST_NULL }; others.len()];
+        let mut recvs: Vec<ffi::MPI_Request> =
+            vec![unsafe { ffi::RSMPI_REQUEST_NULL }; others.len()];
         // SAFETY: as above.
-        let mut sends: Vec<ffi::MPI_Request> = vec![unsafe { ffi::RSMPI_REQUEST_NULL }; others.len()];
+        let mut sends: Vec<ffi::MPI_Request> =
+            vec![unsafe { ffi::RSMPI_REQUEST_NULL }; others.len()];
         for (i, &q) in others.iter().enumerate() {
             // SAFETY: `all[q*n..(q+1)*n]` is n u64s that nothing else touches
             // until the receive completes or is cancelled below; `comm` is
