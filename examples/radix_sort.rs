@@ -64,12 +64,21 @@ fn parse_opts(args: &Args) -> Opts {
             bsp::sort::MAX_DIGIT_BITS
         ));
     }
+    let n: usize = args.get("n", 1 << 22);
+    let verify = !args.flag("no-verify");
+    // The keys, the sorter's receive buffer and scratch; with --verify also
+    // processor 0's gathered copy and the sequential oracle's.
+    let copies = if verify { 5 } else { 3 };
+    args.require_memory(
+        n as u128 * u128::from(bits / 8) * copies,
+        &format!("sorting n = {n} keys of {bits} bits"),
+    );
     Opts {
-        n: args.get("n", 1 << 22),
+        n,
         dist: args.get("dist", Dist::Uniform),
         bits,
         digit_bits,
-        verify: !args.flag("no-verify"),
+        verify,
         json: args.flag("json"),
     }
 }

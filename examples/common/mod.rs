@@ -117,6 +117,25 @@ impl Args {
         rt
     }
 
+    /// Fails with a clear message, before anything is allocated, when a run
+    /// needs about `bytes` bytes (for `what`) and this machine has less
+    /// memory available (`MemAvailable` in `/proc/meminfo`, where readable).
+    pub fn require_memory(&self, bytes: u128, what: &str) {
+        let available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+            let line = m.lines().find(|l| l.starts_with("MemAvailable:"))?;
+            let kib: u128 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        });
+        let gib = |b: u128| b as f64 / f64::from(1u32 << 30);
+        if let Some(available) = available.filter(|&a| bytes > a) {
+            self.fail(&format!(
+                "{what} needs about {:.1} GiB of memory, and this machine has {:.1} GiB available",
+                gib(bytes),
+                gib(available)
+            ));
+        }
+    }
+
     /// Whether a flag other than `known` was given (for a clear error).
     pub fn reject_unknown(&self, known: &[&str]) {
         for name in self.values.keys().chain(self.switches.iter()) {
