@@ -87,9 +87,10 @@ impl Runtime {
     /// as a single rank (p = 1).
     ///
     /// Under MPI, [`run`](Runtime::run) returns only the local rank's
-    /// result, and a failure on any rank is printed by the rank that detects
-    /// it and ends the whole job with `MPI_Abort` (non-zero exit) instead of
-    /// returning an error.
+    /// result, and by default a failure on any rank is printed by the rank
+    /// that detects it and ends the whole job with `MPI_Abort` (non-zero
+    /// exit) instead of returning an error; see [`on_failure`](Runtime::on_failure)
+    /// for the alternative.
     ///
     /// # Examples
     ///

@@ -14,9 +14,19 @@
 //! finalise while a bsp run is in progress.
 //!
 //! Under MPI, [`Runtime::run`](crate::Runtime::run) returns a vector holding
-//! the local rank's result only, and a failure never returns: the rank that
-//! detects it prints `bsp: <error>` to standard error and aborts the whole
-//! job with `MPI_Abort` (exit code 1).
+//! the local rank's result only. By default ([`OnFailure::Abort`]) a failure
+//! never returns: the rank that detects it prints `bsp: <error>` to standard
+//! error and aborts the whole job with `MPI_Abort` (exit code 1). With
+//! [`OnFailure::Return`], every rank returns the same error: a failure found
+//! outside a sync is announced in place of the failing rank's next sync row
+//! (the others are waiting in that all-gather), and one found while
+//! delivering is settled by one more all-gather at the end of the sync.
+//!
+//! A rank that exits while a run is in progress would leave the others
+//! waiting for ever; the exit hook then aborts the job instead of
+//! finalising. A run started inside a run's closure on the same thread is
+//! refused (it would wait on itself). With a sync time limit, the
+//! all-gather of each sync is carried out by `timed.rs`.
 //!
 //! # Exchanges
 //!
