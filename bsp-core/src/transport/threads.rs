@@ -281,7 +281,8 @@ pub(crate) fn launch<R: Send>(p: usize, limits: RunLimits, body: &impl Body<R>) 
             "a run needs at least one processor (p = 0)".to_owned(),
         ));
     }
-    if let Some((max, what)) = thread_limit() {
+    // Small runs are far below any limit; skip reading /proc for them.
+    if let Some((max, what)) = (p > 1024).then(thread_limit).flatten() {
         if p > max {
             return Err(config_error(format!(
                 "p = {p} processor threads exceed {what}; use fewer processors \
