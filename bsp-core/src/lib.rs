@@ -64,7 +64,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use queue::{Encoding, Queue, Raw, Serde};
 pub use router::{ParseRouterError, Router};
 pub use runtime::{launched_by_mpirun, run, Runtime};
-pub use stats::{Stats, SuperstepStats};
+pub use stats::{RouteStats, Stats, SuperstepStats};
 pub use transport::Transport;
 
 /// The `mpi` crate (rsmpi 0.8) that the MPI transport is built on, for

@@ -33,20 +33,20 @@ pub(crate) struct SyncFigures {
     pub(crate) bytes: Traffic,
     /// Records (puts, get requests, replies, runs of messages).
     pub(crate) records: Traffic,
-    /// What the router measured (the largest blocks over both routings of
-    /// a sync, the header bytes summed).
-    pub(crate) route: RouteFigures,
+    /// What the router measured in each routing of the sync: the
+    /// requests, then (when some processor asked for a get) the replies.
+    pub(crate) routes: [RouteFigures; 2],
+    /// How many of `routes` are filled.
+    pub(crate) routed: usize,
     /// Nanoseconds the sync took.
     pub(crate) sync_ns: u64,
 }
 
 impl SyncFigures {
-    /// Adds the figures of one more routing in the same sync (get replies).
+    /// Adds the figures of the sync's next routing.
     pub(crate) fn add_route(&mut self, route: RouteFigures) {
-        let mine = &mut self.route;
-        mine.first_block = mine.first_block.max(route.first_block);
-        mine.second_block = mine.second_block.max(route.second_block);
-        mine.header_bytes += route.header_bytes;
+        self.routes[self.routed] = route;
+        self.routed += 1;
     }
 }
 
@@ -73,7 +73,7 @@ pub(crate) struct SyncRow {
 
 impl SyncRow {
     /// Words of a row on the wire.
-    pub(crate) const WORDS: usize = 16;
+    pub(crate) const WORDS: usize = 23;
 
     pub(crate) fn to_words(self) -> [u64; Self::WORDS] {
         let f = &self.previous;
@@ -90,9 +90,16 @@ impl SyncRow {
             f.bytes.received,
             f.records.sent,
             f.records.received,
-            f.route.first_block,
-            f.route.second_block,
-            f.route.header_bytes,
+            f.routes[0].first_block,
+            f.routes[0].second_block,
+            f.routes[0].header_bytes,
+            f.routes[0].dealt,
+            f.routes[0].received,
+            f.routes[1].first_block,
+            f.routes[1].second_block,
+            f.routes[1].header_bytes,
+            f.routes[1].dealt,
+            f.routes[1].received,
             f.sync_ns,
         ]
     }
@@ -132,12 +139,10 @@ impl SyncRow {
                     sent: w[10],
                     received: w[11],
                 },
-                route: RouteFigures {
-                    first_block: w[12],
-                    second_block: w[13],
-                    header_bytes: w[14],
-                },
-                sync_ns: w[15],
+                routes: [route(&w[12..17]), route(&w[17..22])],
+                // Only the routes' figures travel; an unfilled one is zeros.
+                routed: 0,
+                sync_ns: w[22],
             },
         }
     }
@@ -148,6 +153,16 @@ impl SyncRow {
             .chunks_exact(Self::WORDS)
             .map(SyncRow::from_words)
             .collect()
+    }
+}
+
+fn route(w: &[u64]) -> RouteFigures {
+    RouteFigures {
+        first_block: w[0],
+        second_block: w[1],
+        header_bytes: w[2],
+        dealt: w[3],
+        received: w[4],
     }
 }
 
@@ -277,7 +292,7 @@ mod tests {
     fn rows_round_trip_through_words() {
         let mut r = row(Status::Returned, 7);
         r.has_gets = true;
-        r.previous.route.header_bytes = 123;
+        r.previous.routes[1].header_bytes = 123;
         let words = r.to_words();
         assert_eq!(SyncRow::from_words(&words), r);
         let all: Vec<u64> = [words, row(Status::Syncing, 1).to_words()].concat();

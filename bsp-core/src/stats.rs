@@ -11,8 +11,9 @@ use crate::transport::Transport;
 /// requested (each put, get request, reply or run of queue messages is a
 /// 24-byte record header plus its payload). This is also the unit in which
 /// the two-phase router deals, so the block sizes below can be compared
-/// directly with its bounds `s/p + (p−1)/2` and `h/p + (p−1)/2`. Router
-/// headers (p 8-byte lengths per block) are counted separately.
+/// directly with its bounds `s/p + (p−1)/2` and `h/p + (p−1)/2`, route by
+/// route in [`routes`](SuperstepStats::routes). Router headers (a few
+/// bytes per non-empty part of a block) are counted separately.
 ///
 /// Every field except the times is identical on every processor, every run
 /// and every transport.
@@ -37,10 +38,79 @@ pub struct SuperstepStats {
     pub second_block_bytes: Vec<u64>,
     /// Router header bytes each processor sent.
     pub router_header_bytes: Vec<u64>,
+    /// Each routing of the superstep's h-relation: none when nothing was
+    /// requested, the requests, and the replies when some processor asked
+    /// for a get. The block fields above are the largest over these.
+    pub routes: Vec<RouteStats>,
     /// Seconds each processor spent in local work during the superstep.
     pub work_seconds: Vec<f64>,
     /// Seconds each processor spent in the `sync` ending the superstep.
     pub sync_seconds: Vec<f64>,
+}
+
+/// One routing of a superstep's h-relation, for every processor, in the
+/// unit the routers deal in (bytes of the routed streams).
+///
+/// For [`Router::TwoPhase`], the paper's bounds hold for every processor
+/// q: `first_block_bytes[q] ≤ dealt_bytes[q]/p + (p−1)/2` and
+/// `second_block_bytes[q] ≤ through_bytes[q]/p + (p−1)/2`
+/// ([`RouteStats::within_bounds`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RouteStats {
+    /// The router that carried it.
+    pub router: Router,
+    /// Largest payload of a block each processor sent in the first
+    /// exchange (for [`Router::Direct`], its only exchange).
+    pub first_block_bytes: Vec<u64>,
+    /// Largest payload of a block each processor received in the second
+    /// exchange (two-phase only; 0 for the direct router).
+    pub second_block_bytes: Vec<u64>,
+    /// Bytes each processor sent to others (its stream to itself stays
+    /// local): the s of the stage-1 bound.
+    pub dealt_bytes: Vec<u64>,
+    /// Bytes each processor received from others: the h of the stage-2
+    /// bound.
+    pub through_bytes: Vec<u64>,
+}
+
+impl RouteStats {
+    /// Whether every processor's blocks keep the bounds of Bader, Helman
+    /// and JáJá: stage-1 block ≤ s/p + (p−1)/2 and stage-2 block ≤
+    /// h/p + (p−1)/2, with s the bytes the processor dealt and h the bytes
+    /// it received through the intermediates. Always true for a route that
+    /// was not two-phase.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_core::{Router, Runtime};
+    ///
+    /// let stats = Runtime::threads(3)
+    ///     .with_router(Router::TwoPhase)
+    ///     .run(|ctx| {
+    ///         let q = ctx.queue::<u8>();
+    ///         for k in 0..100 {
+    ///             ctx.send(k % 3, &q, &7);
+    ///         }
+    ///         ctx.sync();
+    ///         ctx.sync();
+    ///         ctx.stats()
+    ///     })
+    ///     .unwrap();
+    /// let route = &stats[0].supersteps[0].routes[0];
+    /// assert_eq!(route.router, Router::TwoPhase);
+    /// assert!(route.within_bounds());
+    /// ```
+    pub fn within_bounds(&self) -> bool {
+        let p = self.first_block_bytes.len() as u64;
+        self.router != Router::TwoPhase
+            || (0..self.first_block_bytes.len()).all(|q| {
+                let ok = |block: u64, total: u64| 2 * p * block <= 2 * total + p * (p - 1);
+                ok(self.first_block_bytes[q], self.dealt_bytes[q])
+                    && ok(self.second_block_bytes[q], self.through_bytes[q])
+            })
+    }
 }
 
 fn max(v: &[u64]) -> u64 {

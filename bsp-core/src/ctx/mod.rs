@@ -21,10 +21,10 @@ use crate::outbox::Outbox;
 use crate::protocol::{self, Status, SyncDecision, SyncFigures, SyncRow};
 use crate::registry::Registry;
 use crate::router::{route, Router};
-use crate::segments::{segments_len, Segments};
+use crate::segments::segments_len;
 use crate::stats::Stats;
 use crate::stats_log::StatsLog;
-use crate::transport::{Aborted, Comm, Transport};
+use crate::transport::{Aborted, Blocks, Comm, Transport};
 
 /// A processor's view of the BSP computation: passed to the closure given
 /// to [`Runtime::run`](crate::Runtime::run).
@@ -183,7 +183,7 @@ impl Ctx {
         let words = self.collective(|c| c.allgather(&row.to_words()));
         let decision = protocol::decide(&words, self.pid, || self.registry.history());
         let decision = self.or_abort(decision);
-        self.stats.push(words);
+        self.stats.push(words, self.router);
         decision
     }
 
@@ -254,6 +254,7 @@ impl Ctx {
     fn inbound(&mut self) -> Inbound<'_> {
         Inbound {
             me: self.pid,
+            nprocs: self.nprocs,
             superstep: self.superstep,
             registry: &mut self.registry,
             gets: &mut self.gets,
@@ -264,16 +265,22 @@ impl Ctx {
     /// answers the get requests among it and returns the replies to send.
     fn deliver(
         &mut self,
-        streams: Vec<Segments>,
+        streams: Blocks,
         serve_gets: bool,
         figures: &mut SyncFigures,
         deferred: &mut Vec<DeferredPut>,
     ) -> Option<Outbox> {
-        figures.bytes.sent += streams.iter().map(|s| segments_len(s) as u64).sum::<u64>();
+        figures.bytes.sent += streams
+            .iter()
+            .map(|(_, s)| segments_len(s) as u64)
+            .sum::<u64>();
         let router = self.router;
         let (incoming, route) = self.collective(|c| route(router, c, streams));
         figures.add_route(route);
-        figures.bytes.received += incoming.iter().map(|s| segments_len(s) as u64).sum::<u64>();
+        figures.bytes.received += incoming
+            .iter()
+            .map(|(_, s)| segments_len(s) as u64)
+            .sum::<u64>();
         let replies = if serve_gets {
             let served = self.inbound().serve_gets(&incoming);
             Some(self.or_abort(served))

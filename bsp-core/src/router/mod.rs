@@ -6,8 +6,7 @@ mod two_phase;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::segments::Segments;
-use crate::transport::{Aborted, Comm};
+use crate::transport::{Aborted, Blocks, Comm};
 
 /// How the communication of a superstep (an h-relation) is delivered.
 ///
@@ -85,15 +84,21 @@ pub(crate) struct RouteFigures {
     pub(crate) second_block: u64,
     /// Bytes of router headers this processor sent.
     pub(crate) header_bytes: u64,
+    /// Bytes this processor dealt over the intermediates (two-phase: its
+    /// streams to other processors; the s of the stage-1 bound).
+    pub(crate) dealt: u64,
+    /// Bytes that reached this processor through the intermediates
+    /// (two-phase: the h of the stage-2 bound).
+    pub(crate) received: u64,
 }
 
-/// Delivers `streams[j]` (this processor's stream for processor j) and
-/// returns the stream received from each processor, in pid order.
+/// Delivers this processor's streams, listed by destination, and returns
+/// the non-empty streams received, listed by source.
 pub(crate) fn route(
     router: Router,
     comm: &mut dyn Comm,
-    streams: Vec<Segments>,
-) -> Result<(Vec<Segments>, RouteFigures), Aborted> {
+    streams: Blocks,
+) -> Result<(Blocks, RouteFigures), Aborted> {
     match router {
         Router::TwoPhase => two_phase::route(comm, streams),
         Router::Direct => direct::route(comm, streams),

@@ -63,9 +63,8 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use mpi::Threading;
 
-use super::{Aborted, Body, Comm};
+use super::{dense, listed, Aborted, Blocks, Body, Comm, Rows};
 use crate::error::{Error, ErrorKind, Result};
-use crate::segments::Segments;
 use pool::Pool;
 
 /// Environment variable choosing how `transpose` is carried out:
@@ -212,23 +211,23 @@ impl Comm for MpiComm {
         self.nprocs
     }
 
-    fn allgather(&mut self, row: &[u64]) -> Result<Vec<u64>, Aborted> {
+    fn allgather(&mut self, row: &[u64]) -> Result<Rows, Aborted> {
         let mut all = vec![0u64; row.len() * self.nprocs];
         self.comm().all_gather_into(row, &mut all[..]);
-        Ok(all)
+        Ok(all.into())
     }
 
-    fn transpose(&mut self, blocks: Vec<Segments>) -> Result<Vec<Segments>, Aborted> {
-        assert_eq!(blocks.len(), self.nprocs, "one block per destination");
-        Ok(match self.mode {
+    fn transpose(&mut self, blocks: Blocks) -> Result<Blocks, Aborted> {
+        let blocks = dense(blocks, self.nprocs);
+        Ok(listed(match self.mode {
             TransposeMode::Alltoall => self.eager_transpose(blocks),
             TransposeMode::Alltoallv => self.counted_alltoallv(blocks),
-        })
+        }))
     }
 
-    fn alltoallv(&mut self, blocks: Vec<Segments>) -> Result<Vec<Segments>, Aborted> {
-        assert_eq!(blocks.len(), self.nprocs, "one block per destination");
-        Ok(self.counted_alltoallv(blocks))
+    fn alltoallv(&mut self, blocks: Blocks) -> Result<Blocks, Aborted> {
+        let blocks = dense(blocks, self.nprocs);
+        Ok(listed(self.counted_alltoallv(blocks)))
     }
 
     fn abort(&mut self, error: Error) -> ! {
