@@ -165,28 +165,40 @@ fn execute(ctx: &mut Ctx, plan: &[Vec<Op>]) -> (Outcome, Stats) {
 
 /// Checks the bounds of Bader, Helman and JáJá on every two-phase route of
 /// every superstep, route by route (a sync with gets routes twice), in the
-/// unit the router deals in (bytes of the routed streams): stage-1 block ≤
-/// s/p + (p−1)/2 with s the bytes the processor dealt, stage-2 block ≤
-/// h/p + (p−1)/2 with h the bytes it received through the intermediates.
-/// Every route also conserves bytes: what was dealt is what arrived.
+/// unit the router deals in (words of 8 bytes of the routed streams):
+/// stage-1 block ≤ s/p + (p−1)/2 with s the words the processor dealt,
+/// stage-2 block ≤ h/p + (p−1)/2 with h the words it received through the
+/// intermediates. Every route also conserves words: what was dealt is what
+/// arrived, and a block's words cover its bytes.
 fn check_bounds(stats: &Stats) {
     let p = stats.nprocs as f64;
     let slack = (p - 1.0) / 2.0;
     for s in &stats.supersteps {
         for (k, route) in s.routes.iter().enumerate() {
             assert_eq!(
-                route.dealt_bytes.iter().sum::<u64>(),
-                route.through_bytes.iter().sum::<u64>(),
-                "superstep {}, route {k}: bytes dealt and received differ",
+                route.dealt_words.iter().sum::<u64>(),
+                route.through_words.iter().sum::<u64>(),
+                "superstep {}, route {k}: words dealt and received differ",
                 s.superstep
             );
+            for q in 0..stats.nprocs {
+                for (bytes, words) in [
+                    (route.first_block_bytes[q], route.first_block_words[q]),
+                    (route.second_block_bytes[q], route.second_block_words[q]),
+                ] {
+                    assert!(
+                        bytes <= 8 * words && words <= bytes,
+                        "{bytes} bytes in {words} words"
+                    );
+                }
+            }
             if route.router != Router::TwoPhase {
                 continue;
             }
             for q in 0..stats.nprocs {
-                let first = route.first_block_bytes[q] as f64;
-                let second = route.second_block_bytes[q] as f64;
-                let (dealt, through) = (route.dealt_bytes[q], route.through_bytes[q]);
+                let first = route.first_block_words[q] as f64;
+                let second = route.second_block_words[q] as f64;
+                let (dealt, through) = (route.dealt_words[q], route.through_words[q]);
                 assert!(
                     first <= dealt as f64 / p + slack,
                     "superstep {}, route {k}: stage-1 block {first} of processor {q} exceeds s/p + (p-1)/2 with s = {dealt}",

@@ -73,10 +73,11 @@ pub(crate) struct SyncRow {
 
 impl SyncRow {
     /// Words of a row on the wire.
-    pub(crate) const WORDS: usize = 23;
+    pub(crate) const WORDS: usize = 8 + 4 + 2 * ROUTE_WORDS + 1;
 
     pub(crate) fn to_words(self) -> [u64; Self::WORDS] {
         let f = &self.previous;
+        let [r0, r1] = f.routes.map(route_words);
         [
             self.status as u64,
             self.superstep,
@@ -90,16 +91,20 @@ impl SyncRow {
             f.bytes.received,
             f.records.sent,
             f.records.received,
-            f.routes[0].first_block,
-            f.routes[0].second_block,
-            f.routes[0].header_bytes,
-            f.routes[0].dealt,
-            f.routes[0].received,
-            f.routes[1].first_block,
-            f.routes[1].second_block,
-            f.routes[1].header_bytes,
-            f.routes[1].dealt,
-            f.routes[1].received,
+            r0[0],
+            r0[1],
+            r0[2],
+            r0[3],
+            r0[4],
+            r0[5],
+            r0[6],
+            r1[0],
+            r1[1],
+            r1[2],
+            r1[3],
+            r1[4],
+            r1[5],
+            r1[6],
             f.sync_ns,
         ]
     }
@@ -139,10 +144,13 @@ impl SyncRow {
                     sent: w[10],
                     received: w[11],
                 },
-                routes: [route(&w[12..17]), route(&w[17..22])],
+                routes: [
+                    route(&w[12..12 + ROUTE_WORDS]),
+                    route(&w[12 + ROUTE_WORDS..12 + 2 * ROUTE_WORDS]),
+                ],
                 // Only the routes' figures travel; an unfilled one is zeros.
                 routed: 0,
-                sync_ns: w[22],
+                sync_ns: w[12 + 2 * ROUTE_WORDS],
             },
         }
     }
@@ -156,13 +164,30 @@ impl SyncRow {
     }
 }
 
+/// Words of one route's figures in a row.
+const ROUTE_WORDS: usize = 7;
+
+fn route_words(r: RouteFigures) -> [u64; ROUTE_WORDS] {
+    [
+        r.first_block,
+        r.first_block_words,
+        r.second_block,
+        r.second_block_words,
+        r.header_bytes,
+        r.dealt_words,
+        r.received_words,
+    ]
+}
+
 fn route(w: &[u64]) -> RouteFigures {
     RouteFigures {
         first_block: w[0],
-        second_block: w[1],
-        header_bytes: w[2],
-        dealt: w[3],
-        received: w[4],
+        first_block_words: w[1],
+        second_block: w[2],
+        second_block_words: w[3],
+        header_bytes: w[4],
+        dealt_words: w[5],
+        received_words: w[6],
     }
 }
 

@@ -9,11 +9,12 @@ use crate::transport::Transport;
 ///
 /// Byte counts are bytes of the routed streams: the records a processor
 /// requested (each put, get request, reply or run of queue messages is a
-/// 24-byte record header plus its payload). This is also the unit in which
-/// the two-phase router deals, so the block sizes below can be compared
-/// directly with its bounds `s/p + (p−1)/2` and `h/p + (p−1)/2`, route by
-/// route in [`routes`](SuperstepStats::routes). Router headers (a few
-/// bytes per non-empty part of a block) are counted separately.
+/// 24-byte record header plus its payload). The two-phase router deals
+/// these bytes in words of 8, and its block sizes can be compared with its
+/// bounds `s/p + (p−1)/2` and `h/p + (p−1)/2` (in words of 8
+/// bytes, route by route: [`routes`](SuperstepStats::routes)). Router
+/// headers (a few bytes per non-empty part of a block) are counted
+/// separately.
 ///
 /// Every field except the times is identical on every processor, every run
 /// and every transport.
@@ -48,12 +49,13 @@ pub struct SuperstepStats {
     pub sync_seconds: Vec<f64>,
 }
 
-/// One routing of a superstep's h-relation, for every processor, in the
-/// unit the routers deal in (bytes of the routed streams).
+/// One routing of a superstep's h-relation, for every processor.
 ///
-/// For [`Router::TwoPhase`], the paper's bounds hold for every processor
-/// q: `first_block_bytes[q] ≤ dealt_bytes[q]/p + (p−1)/2` and
-/// `second_block_bytes[q] ≤ through_bytes[q]/p + (p−1)/2`
+/// The routers deal in words of 8 bytes (a stream of m bytes is ⌈m/8⌉
+/// words, its last word possibly short); the `_words` fields are in that
+/// unit. For [`Router::TwoPhase`], the bounds of Bader, Helman and JáJá
+/// hold for every processor q: `first_block_words[q] ≤ dealt_words[q]/p +
+/// (p−1)/2` and `second_block_words[q] ≤ through_words[q]/p + (p−1)/2`
 /// ([`RouteStats::within_bounds`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -61,25 +63,29 @@ pub struct RouteStats {
     /// The router that carried it.
     pub router: Router,
     /// Largest payload of a block each processor sent in the first
-    /// exchange (for [`Router::Direct`], its only exchange).
+    /// exchange (for [`Router::Direct`], its only exchange), in bytes.
     pub first_block_bytes: Vec<u64>,
+    /// The same in words.
+    pub first_block_words: Vec<u64>,
     /// Largest payload of a block each processor received in the second
-    /// exchange (two-phase only; 0 for the direct router).
+    /// exchange (two-phase only; 0 for the direct router), in bytes.
     pub second_block_bytes: Vec<u64>,
-    /// Bytes each processor sent to others (its stream to itself stays
+    /// The same in words.
+    pub second_block_words: Vec<u64>,
+    /// Words each processor sent to others (its stream to itself stays
     /// local): the s of the stage-1 bound.
-    pub dealt_bytes: Vec<u64>,
-    /// Bytes each processor received from others: the h of the stage-2
+    pub dealt_words: Vec<u64>,
+    /// Words each processor received from others: the h of the stage-2
     /// bound.
-    pub through_bytes: Vec<u64>,
+    pub through_words: Vec<u64>,
 }
 
 impl RouteStats {
     /// Whether every processor's blocks keep the bounds of Bader, Helman
-    /// and JáJá: stage-1 block ≤ s/p + (p−1)/2 and stage-2 block ≤
-    /// h/p + (p−1)/2, with s the bytes the processor dealt and h the bytes
-    /// it received through the intermediates. Always true for a route that
-    /// was not two-phase.
+    /// and JáJá, in words: stage-1 block ≤ s/p + (p−1)/2 and stage-2 block
+    /// ≤ h/p + (p−1)/2, with s the words the processor dealt and h the
+    /// words it received through the intermediates. Always true for a
+    /// route that was not two-phase.
     ///
     /// # Examples
     ///
@@ -103,12 +109,12 @@ impl RouteStats {
     /// assert!(route.within_bounds());
     /// ```
     pub fn within_bounds(&self) -> bool {
-        let p = self.first_block_bytes.len() as u64;
+        let p = self.first_block_words.len() as u64;
+        let ok = |block: u64, total: u64| 2 * p * block <= 2 * total + p * (p - 1);
         self.router != Router::TwoPhase
-            || (0..self.first_block_bytes.len()).all(|q| {
-                let ok = |block: u64, total: u64| 2 * p * block <= 2 * total + p * (p - 1);
-                ok(self.first_block_bytes[q], self.dealt_bytes[q])
-                    && ok(self.second_block_bytes[q], self.through_bytes[q])
+            || (0..self.first_block_words.len()).all(|q| {
+                ok(self.first_block_words[q], self.dealt_words[q])
+                    && ok(self.second_block_words[q], self.through_words[q])
             })
     }
 }

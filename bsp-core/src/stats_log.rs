@@ -96,9 +96,11 @@ fn superstep(step: usize, (now, router): &(Rows, Router), next: Option<&Rows>) -
             .map(|k| RouteStats {
                 router: *router,
                 first_block_bytes: route_figure(k, |f| f.first_block),
+                first_block_words: route_figure(k, |f| f.first_block_words),
                 second_block_bytes: route_figure(k, |f| f.second_block),
-                dealt_bytes: route_figure(k, |f| f.dealt),
-                through_bytes: route_figure(k, |f| f.received),
+                second_block_words: route_figure(k, |f| f.second_block_words),
+                dealt_words: route_figure(k, |f| f.dealt_words),
+                through_words: route_figure(k, |f| f.received_words),
             })
             .collect(),
         sync_seconds: figure(&|r| r.previous.sync_ns)

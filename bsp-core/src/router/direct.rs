@@ -1,6 +1,6 @@
 //! Single-phase delivery: one irregular all-to-all.
 
-use super::RouteFigures;
+use super::{words, RouteFigures};
 use crate::segments::segments_len;
 use crate::transport::{Aborted, Blocks, Comm};
 
@@ -10,20 +10,22 @@ pub(super) fn route(
 ) -> Result<(Blocks, RouteFigures), Aborted> {
     let me = comm.pid();
     // Bytes to or from other processors: the stream to itself stays local.
-    let others = |blocks: &Blocks| -> Vec<u64> {
+    let others = |blocks: &Blocks| -> Vec<usize> {
         blocks
             .iter()
             .filter(|&&(q, _)| q != me)
-            .map(|(_, b)| segments_len(b) as u64)
+            .map(|(_, b)| segments_len(b))
             .collect()
     };
     let sent = others(&streams);
+    let largest = sent.iter().copied().max().unwrap_or(0);
     let mut figures = RouteFigures {
-        first_block: sent.iter().copied().max().unwrap_or(0),
-        dealt: sent.iter().sum(),
+        first_block: largest as u64,
+        first_block_words: words(largest),
+        dealt_words: sent.iter().map(|&b| words(b)).sum(),
         ..RouteFigures::default()
     };
     let received = comm.alltoallv(streams)?;
-    figures.received = others(&received).iter().sum();
+    figures.received_words = others(&received).iter().map(|&b| words(b)).sum();
     Ok((received, figures))
 }

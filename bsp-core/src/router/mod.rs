@@ -74,22 +74,35 @@ impl FromStr for Router {
     }
 }
 
-/// What a router measured while routing, in bytes.
+/// The unit the routers deal in, and in which the two-phase router's
+/// bounds hold: a word of 8 bytes. A stream of m bytes is ⌈m/8⌉ words, its
+/// last word possibly short.
+pub(crate) const WORD_BYTES: usize = 8;
+
+/// Words of a stream or part of `bytes` bytes.
+pub(crate) fn words(bytes: usize) -> u64 {
+    bytes.div_ceil(WORD_BYTES) as u64
+}
+
+/// What a router measured while routing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct RouteFigures {
-    /// Largest payload of a block this processor sent in the first exchange.
+    /// Largest payload of a block this processor sent in the first
+    /// exchange, in bytes and in words.
     pub(crate) first_block: u64,
+    pub(crate) first_block_words: u64,
     /// Largest payload of a block this processor received in the second
-    /// exchange (two-phase only).
+    /// exchange (two-phase only), in bytes and in words.
     pub(crate) second_block: u64,
+    pub(crate) second_block_words: u64,
     /// Bytes of router headers this processor sent.
     pub(crate) header_bytes: u64,
-    /// Bytes this processor dealt over the intermediates (two-phase: its
-    /// streams to other processors; the s of the stage-1 bound).
-    pub(crate) dealt: u64,
-    /// Bytes that reached this processor through the intermediates
-    /// (two-phase: the h of the stage-2 bound).
-    pub(crate) received: u64,
+    /// Words this processor sent to other processors (two-phase: dealt
+    /// over the intermediates; the s of the stage-1 bound).
+    pub(crate) dealt_words: u64,
+    /// Words that reached this processor from other processors (two-phase:
+    /// through the intermediates; the h of the stage-2 bound).
+    pub(crate) received_words: u64,
 }
 
 /// Delivers this processor's streams, listed by destination, and returns

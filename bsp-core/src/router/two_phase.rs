@@ -1,15 +1,16 @@
 //! The deterministic two-transpose h-relation router (Bader, Helman and
 //! JáJá 1995, Sect. 3 and Appendix B).
 //!
-//! Processor i splits its stream for destination j ≠ i (m bytes) into
-//! min(m, p) contiguous parts of ⌊m/p⌋ or ⌈m/p⌉ bytes; part c goes to
+//! The unit dealt is a word of 8 bytes (the last word of a stream may be
+//! short). Processor i splits its stream for destination j ≠ i (m words)
+//! into min(m, p) contiguous parts of ⌊m/p⌋ or ⌈m/p⌉ words; part c goes to
 //! intermediate (i + j + c) mod p, the ⌈m/p⌉ parts coming first. This is
 //! the paper's cyclic dealing of words with the words of a part kept
-//! together, so its bounds on bin sizes carry over unchanged with bytes as
-//! the unit: a stage-1 block holds at most s/p + (p−1)/2 bytes (s: the
-//! bytes its sender deals) and a stage-2 block at most h/p + (p−1)/2 (h:
-//! the bytes its receiver receives), which debug builds assert. A
-//! processor's stream to itself is not dealt: it stays where it is.
+//! together, so its bounds on bin sizes carry over unchanged: a stage-1
+//! block holds at most s/p + (p−1)/2 words (s: the words its sender deals)
+//! and a stage-2 block at most h/p + (p−1)/2 (h: the words its receiver
+//! receives), which debug builds assert. A processor's stream to itself is
+//! not dealt: it stays where it is.
 //!
 //! Each block starts with a header listing only its non-empty parts, in
 //! peer order (destination in stage 1, source in stage 2), as pairs of
@@ -26,19 +27,24 @@ use std::ops::Range;
 
 use bytes::Bytes;
 
-use super::RouteFigures;
+use super::{words, RouteFigures, WORD_BYTES};
 use crate::segments::{segments_len, SegmentCursor, Segments};
 use crate::transport::{Aborted, Blocks, Comm};
 
-/// Length of part `c` when `len` bytes are split into `p` parts.
+/// Length in words of part `c` when `len` words are split into `p` parts.
 fn part_len(len: usize, p: usize, c: usize) -> usize {
     len / p + usize::from(c < len % p)
 }
 
-/// Whether a block of `block` bytes keeps the paper's bound for a
-/// processor that deals (stage 1) or receives (stage 2) `total` bytes:
+/// Word offset of part `c` when `len` words are split into `p` parts.
+fn part_start(len: usize, p: usize, c: usize) -> usize {
+    c * (len / p) + c.min(len % p)
+}
+
+/// Whether a block of `block` words keeps the paper's bound for a
+/// processor that deals (stage 1) or receives (stage 2) `total` words:
 /// `block ≤ total/p + (p−1)/2`, in integers.
-pub(crate) fn within_bound(block: u64, total: u64, p: u64) -> bool {
+fn within_bound(block: u64, total: u64, p: u64) -> bool {
     2 * p * block <= 2 * total + p * (p - 1)
 }
 
@@ -91,6 +97,13 @@ impl Pieces {
             .map(|run| (run[0].to, group(run[0].to, run, &mut self.pool)))
             .collect()
     }
+}
+
+/// The payload of `run`'s parts, in bytes and in words.
+fn payload(run: &[Piece]) -> (u64, u64) {
+    run.iter().fold((0, 0), |(bytes, w), piece| {
+        (bytes + piece.part.len as u64, w + words(piece.part.len))
+    })
 }
 
 /// The block made of `run`'s parts: its header, then their payload, moved
@@ -171,22 +184,26 @@ pub(super) fn route(
             continue;
         }
         let len = segments_len(&stream);
-        figures.dealt += len as u64;
+        let w = words(len) as usize;
+        figures.dealt_words += w as u64;
         let mut cursor = SegmentCursor::new(&stream);
-        for c in 0..len.min(p) {
-            pieces.push((me + j + c) % p, j, part_len(len, p, c), &mut cursor);
+        for c in 0..w.min(p) {
+            let start = WORD_BYTES * part_start(w, p, c);
+            let end = (start + WORD_BYTES * part_len(w, p, c)).min(len);
+            pieces.push((me + j + c) % p, j, end - start, &mut cursor);
         }
     }
     let first = pieces.group(|_, run, pool| {
-        let payload: usize = run.iter().map(|piece| piece.part.len).sum();
-        figures.first_block = figures.first_block.max(payload as u64);
+        let (bytes, words) = payload(run);
+        figures.first_block = figures.first_block.max(bytes);
+        figures.first_block_words = figures.first_block_words.max(words);
         block(run, pool, &mut figures.header_bytes)
     });
     debug_assert!(
-        within_bound(figures.first_block, figures.dealt, p as u64),
-        "two-phase stage-1 block of {} bytes exceeds s/p + (p-1)/2 with s = {}, p = {p}",
-        figures.first_block,
-        figures.dealt
+        within_bound(figures.first_block_words, figures.dealt_words, p as u64),
+        "two-phase stage-1 block of {} words exceeds s/p + (p-1)/2 with s = {}, p = {p}",
+        figures.first_block_words,
+        figures.dealt_words
     );
     let received = comm.transpose(first)?;
 
@@ -210,20 +227,25 @@ pub(super) fn route(
     let mut pieces = Pieces::default();
     for (k, block) in &arrived {
         let mut cursor = SegmentCursor::new(block);
-        let mut payload = 0;
         decode_header(&mut cursor, &mut parts);
+        let (mut bytes, mut block_words) = (0, 0);
         for part in &parts {
             pieces.push(part.peer, *k, part.len, &mut cursor);
-            payload += part.len as u64;
+            bytes += part.len as u64;
+            // Every part but a stream's last is whole words; the last one's
+            // short word is a word of its stream too.
+            block_words += words(part.len);
         }
-        figures.received += payload;
-        figures.second_block = figures.second_block.max(payload);
+        figures.received_words += block_words;
+        figures.second_block = figures.second_block.max(bytes);
+        figures.second_block_words = figures.second_block_words.max(block_words);
     }
+    drop(arrived);
     debug_assert!(
-        within_bound(figures.second_block, figures.received, p as u64),
-        "two-phase stage-2 block of {} bytes exceeds h/p + (p-1)/2 with h = {}, p = {p}",
-        figures.second_block,
-        figures.received
+        within_bound(figures.second_block_words, figures.received_words, p as u64),
+        "two-phase stage-2 block of {} words exceeds h/p + (p-1)/2 with h = {}, p = {p}",
+        figures.second_block_words,
+        figures.received_words
     );
     let mut delivered = pieces.group(|i, run, pool| {
         let first = run.partition_point(|piece| piece.part.peer < (i + me) % p);
@@ -248,9 +270,13 @@ mod tests {
     fn parts_tile_the_stream() {
         for len in 0..40 {
             for p in 1..9 {
-                let total: usize = (0..p).map(|c| part_len(len, p, c)).sum();
-                assert_eq!(total, len);
-                assert!((0..p).all(|c| (part_len(len, p, c) > 0) == (c < len.min(p))));
+                let mut next = 0;
+                for c in 0..p {
+                    assert_eq!(part_start(len, p, c), next);
+                    assert_eq!(part_len(len, p, c) > 0, c < len.min(p));
+                    next += part_len(len, p, c);
+                }
+                assert_eq!(next, len);
             }
         }
     }
