@@ -41,7 +41,8 @@ fn main() {
     let args = Args::parse(USAGE, &["json"]);
     args.reject_unknown(&["procs", "router", "steps", "json"]);
     let procs: Vec<usize> = args.list("procs", &[256, 1024]);
-    let routers: Vec<Router> = args.list("router", &[Router::TwoPhase, Router::Direct]);
+    let routers: Vec<Router> =
+        args.list("router", &[Router::TwoPhase, Router::Direct, Router::Auto]);
     let steps: usize = args.get("steps", 20).max(2);
     let json = args.flag("json");
     if !json {

@@ -6,7 +6,7 @@
 
 mod support;
 
-use bsp::{Ctx, Router, Runtime, Stats};
+use bsp::{Cost, Ctx, Machine, Router, Runtime, Stats};
 use proptest::prelude::*;
 use support::{agree, describe, proptest_config, run_local, runtimes, watchdog, Rng};
 
@@ -245,18 +245,64 @@ fn check(rt: &Runtime, plan: &[Vec<Op>]) -> Stats {
     stats[0].clone()
 }
 
-/// Runs a random plan on both routers (threads with p processors, or the
-/// MPI world) and checks that they carry the same traffic.
+/// A machine on which the direct router is cheaper below about 850 bytes
+/// of h and the two-phase router above: the automatic router then takes
+/// both within the sizes of the random plans, whatever this machine
+/// measures.
+fn crossover() -> Machine {
+    Machine::new(
+        Cost {
+            l_seconds: 2e-6,
+            g_seconds_per_byte: 1e-9,
+        },
+        Cost {
+            l_seconds: 1e-6,
+            g_seconds_per_byte: 2e-9,
+        },
+    )
+}
+
+/// Runs a random plan on both routers and on the automatic one (threads
+/// with p processors, or the MPI world) and checks that they carry the same
+/// traffic, and that the automatic router took, in every superstep, the
+/// router the cost model picks for the h every processor could estimate.
 fn check_both(p: usize, shape: Shape, seed: u64, max_len: usize) {
     let runtimes = runtimes(&[p]);
     for pair in runtimes.chunks(2) {
         let plan = plan(pair[0].nprocs(), shape, seed, max_len);
+        let auto = pair[0]
+            .clone()
+            .with_router(Router::Auto)
+            .with_machine(crossover());
         let a = check(&pair[0], &plan);
         let b = check(&pair[1], &plan);
-        for (x, y) in a.supersteps.iter().zip(&b.supersteps) {
+        let c = check(&auto, &plan);
+        for (x, (y, z)) in a
+            .supersteps
+            .iter()
+            .zip(b.supersteps.iter().zip(&c.supersteps))
+        {
             assert_eq!(x.sent_bytes, y.sent_bytes);
             assert_eq!(x.recv_bytes, y.recv_bytes);
             assert_eq!(x.recv_records, y.recv_records);
+            assert_eq!(
+                (&x.sent_bytes, &x.recv_bytes),
+                (&z.sent_bytes, &z.recv_bytes)
+            );
+            assert_eq!(x.requested_bytes, z.requested_bytes);
+            // Before routing, every processor knows what each requested:
+            // h is at least the most any one sends and the mean. Replies
+            // go by the router chosen for the requests.
+            let most = z.requested_bytes.iter().copied().max().unwrap_or(0);
+            let total: u64 = z.requested_bytes.iter().sum();
+            let h = most.max(total.div_ceil(z.requested_bytes.len() as u64));
+            let (expected, predicted) = crossover().choose(h);
+            for route in &z.routes {
+                assert_eq!(route.router, expected, "superstep {}, h = {h}", z.superstep);
+            }
+            if !z.routes.is_empty() {
+                assert_eq!(z.predicted_seconds, Some(predicted));
+            }
         }
     }
 }
@@ -301,10 +347,42 @@ fn all_to_one_large_messages_respect_the_bounds() {
                     }]
                 })
                 .collect();
-            let stats = check(&Runtime::threads(p), &plan);
+            let stats = check(&Runtime::threads(p).with_router(Router::TwoPhase), &plan);
             let step = &stats.supersteps[1];
             assert!(step.second_block_bytes[0] > 0);
             assert_eq!(step.h_bytes(), step.recv_bytes[0]);
+        }
+    });
+}
+
+/// The automatic router takes the direct router for a small h-relation and
+/// the two-phase router for a large one on the crossover machine, with the
+/// same deliveries as both (checked against the oracle by `check`).
+#[test]
+fn auto_takes_each_router_where_the_model_says() {
+    watchdog(60, || {
+        for rt in runtimes(&[4]).into_iter().step_by(2) {
+            let auto = rt.with_router(Router::Auto).with_machine(crossover());
+            let p = auto.nprocs();
+            let sends = |len: usize| -> Vec<Vec<Op>> {
+                (0..p)
+                    .map(|me| {
+                        vec![Op::Send {
+                            dst: (me + 1) % p,
+                            msg: vec![me as u8; len],
+                        }]
+                    })
+                    .collect()
+            };
+            for (len, expected) in [(100, Router::Direct), (4000, Router::TwoPhase)] {
+                let stats = check(&auto, &sends(len));
+                let routed: Vec<Router> = stats.supersteps[1]
+                    .routes
+                    .iter()
+                    .map(|r| r.router)
+                    .collect();
+                assert_eq!(routed, vec![expected], "{len}-byte messages");
+            }
         }
     });
 }

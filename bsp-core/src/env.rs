@@ -4,8 +4,16 @@
 /// [`Runtime::from_env`](crate::Runtime::from_env).
 pub const PROCS_ENV: &str = "BSP_PROCS";
 /// Environment variable naming the router for
-/// [`Runtime::from_env`](crate::Runtime::from_env) (`two-phase` or `direct`).
+/// [`Runtime::from_env`](crate::Runtime::from_env) (`auto`, `two-phase` or
+/// `direct`).
 pub const ROUTER_ENV: &str = "BSP_ROUTER";
 /// Environment variable that, set to `1`, makes processor 0 print the
 /// per-superstep statistics table to standard error when a run ends.
 pub const PROFILE_ENV: &str = "BSP_PROFILE";
+/// Environment variable giving the machine's parameters for
+/// [`Router::Auto`](crate::Router::Auto) (`two-phase=L,G;direct=L,G`), or
+/// `probe` to measure them afresh; see [`Machine`](crate::Machine).
+pub const MACHINE_ENV: &str = "BSP_MACHINE";
+/// Environment variable naming the file that caches the measured machine
+/// parameters (`off`: none); see [`Machine`](crate::Machine).
+pub const MACHINE_CACHE_ENV: &str = "BSP_MACHINE_CACHE";

@@ -200,6 +200,20 @@ pub(crate) struct SyncDecision {
     pub(crate) any_gets: bool,
     /// Some processor used `put_from`.
     pub(crate) any_lends: bool,
+    /// The most bytes one processor requested to send, and all of them:
+    /// what every processor knows of the superstep's h before routing.
+    pub(crate) max_bytes: u64,
+    pub(crate) total_bytes: u64,
+}
+
+impl SyncDecision {
+    /// h as all processors can estimate it before routing: the larger of
+    /// the most bytes any processor sends and the bytes per processor (a
+    /// lower bound of the true h, which also counts what each receives).
+    pub(crate) fn h_estimate(&self, p: usize) -> u64 {
+        self.max_bytes
+            .max(self.total_bytes.div_ceil(p.max(1) as u64))
+    }
 }
 
 fn ordinal(n: u64) -> String {
@@ -235,6 +249,8 @@ pub(crate) fn decide(
         anything: false,
         any_gets: false,
         any_lends: false,
+        max_bytes: 0,
+        total_bytes: 0,
     };
     let (mut returned, mut syncing, mut mismatch) = (None, None, None);
     // One pass: this runs in every sync, over p rows.
@@ -248,6 +264,8 @@ pub(crate) fn decide(
             mismatch = mismatch.or(Some((q, r)));
         }
         decision.anything |= r.bytes != 0;
+        decision.max_bytes = decision.max_bytes.max(r.bytes);
+        decision.total_bytes += r.bytes;
         decision.any_gets |= r.has_gets;
         decision.any_lends |= r.lends;
     }
@@ -332,13 +350,21 @@ mod tests {
             SyncDecision {
                 anything: false,
                 any_gets: false,
-                any_lends: false
+                any_lends: false,
+                max_bytes: 0,
+                total_bytes: 0,
             }
         );
         rows[1].bytes = 10;
+        rows[2].bytes = 2;
         rows[2].lends = true;
         let d = decide(&words(&rows), 0, String::new).unwrap();
         assert!(d.anything && d.any_lends && !d.any_gets);
+        assert_eq!((d.max_bytes, d.total_bytes, d.h_estimate(3)), (10, 12, 10));
+        rows[0].bytes = 9;
+        rows[1].bytes = 9;
+        let d = decide(&words(&rows), 0, String::new).unwrap();
+        assert_eq!(d.h_estimate(2), 10);
     }
 
     #[test]

@@ -4,6 +4,7 @@ use crate::ctx::Ctx;
 use crate::env::{PROCS_ENV, ROUTER_ENV};
 use crate::error::{Error, ErrorKind, Result};
 use crate::launch;
+use crate::machine::Machine;
 use crate::router::Router;
 use crate::transport::{self, Transport};
 
@@ -47,6 +48,7 @@ pub struct Runtime {
     transport: Transport,
     procs: usize,
     router: Router,
+    machine: Option<Machine>,
     config_error: Option<String>,
 }
 
@@ -57,6 +59,7 @@ impl Runtime {
             transport: Transport::Threads,
             procs: p,
             router: Router::default(),
+            machine: None,
             config_error: None,
         }
     }
@@ -91,6 +94,7 @@ impl Runtime {
             transport: Transport::Mpi,
             procs: transport::mpi::world_size(),
             router: Router::default(),
+            machine: None,
             config_error: None,
         }
     }
@@ -98,7 +102,7 @@ impl Runtime {
     /// The runtime the environment asks for: MPI when this binary was built
     /// with feature `mpi` and started by `mpirun`, threads otherwise, with
     /// `BSP_PROCS` processors (default: the number of cores) and the router
-    /// named by `BSP_ROUTER` (default: two-phase). A malformed variable is
+    /// named by `BSP_ROUTER` (`auto`, the default, `two-phase` or `direct`). A malformed variable is
     /// reported by [`run`](Runtime::run) as an [`ErrorKind::Config`] error.
     pub fn from_env() -> Self {
         #[cfg(feature = "mpi")]
@@ -128,9 +132,17 @@ impl Runtime {
         self
     }
 
-    /// Sets the router (default [`Router::TwoPhase`]).
+    /// Sets the router (default [`Router::Auto`]).
     pub fn with_router(mut self, router: Router) -> Self {
         self.router = router;
+        self
+    }
+
+    /// Gives the machine's parameters, for [`Router::Auto`] and the
+    /// predicted costs in the statistics, instead of finding them with
+    /// [`Machine::of`] when the run starts.
+    pub fn with_machine(mut self, machine: Machine) -> Self {
+        self.machine = Some(machine);
         self
     }
 
@@ -185,7 +197,11 @@ impl Runtime {
             return Err(Error::new(ErrorKind::Config, None, None, msg.clone()));
         }
         let (router, transport) = (self.router, self.transport);
-        let body = |comm| launch::processor(comm, router, transport, &f);
+        let machine = match (self.machine, router) {
+            (None, Router::Auto) => Some(Machine::of(self)?),
+            (given, _) => given,
+        };
+        let body = |comm| launch::processor(comm, router, machine, transport, &f);
         transport::launch(transport, self.procs, &body)
     }
 }

@@ -23,7 +23,11 @@ use crate::transport::Transport;
 pub struct SuperstepStats {
     /// The superstep's number (0 for the work before the first `sync`).
     pub superstep: usize,
-    /// Bytes each processor sent.
+    /// Bytes each processor requested in the superstep (its puts, get
+    /// requests and messages, before any reply): what every processor
+    /// knows of the h-relation before it is routed.
+    pub requested_bytes: Vec<u64>,
+    /// Bytes each processor sent (get replies included).
     pub sent_bytes: Vec<u64>,
     /// Bytes each processor received.
     pub recv_bytes: Vec<u64>,
@@ -47,6 +51,12 @@ pub struct SuperstepStats {
     pub work_seconds: Vec<f64>,
     /// Seconds each processor spent in the `sync` ending the superstep.
     pub sync_seconds: Vec<f64>,
+    /// Seconds the BSP cost model predicted for that `sync`, `l + g·h` of
+    /// the router that carried it (see [`Machine`](crate::Machine)), when
+    /// the run knows the machine (always under [`Router::Auto`]) and the
+    /// superstep routed anything. Compare with
+    /// [`max_sync_seconds`](SuperstepStats::max_sync_seconds).
+    pub predicted_seconds: Option<f64>,
 }
 
 /// One routing of a superstep's h-relation, for every processor.
@@ -186,7 +196,7 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "{:>9} {:>12} {:>10} {:>12} {:>12} {:>12} {:>12} {:>12}",
+            "{:>9} {:>12} {:>10} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10} {:>10}",
             "superstep",
             "h bytes",
             "h records",
@@ -194,12 +204,18 @@ impl fmt::Display for Stats {
             "max recv",
             "block 1",
             "block 2",
-            "w / sync ms"
+            "w / sync ms",
+            "router",
+            "model ms"
         )?;
         for s in &self.supersteps {
+            let router = s.routes.first().map_or("-", |r| r.router.name());
+            let model = s
+                .predicted_seconds
+                .map_or("-".into(), |t| format!("{:.3}", t * 1e3));
             writeln!(
                 f,
-                "{:>9} {:>12} {:>10} {:>12} {:>12} {:>12} {:>12} {:>6.3}/{:<6.3}",
+                "{:>9} {:>12} {:>10} {:>12} {:>12} {:>12} {:>12} {:>6.3}/{:<6.3} {router:>10} {model:>10}",
                 s.superstep,
                 s.h_bytes(),
                 s.h_records(),

@@ -9,6 +9,14 @@ use crate::router::{RouteFigures, Router};
 use crate::stats::{RouteStats, SuperstepStats};
 use crate::transport::Rows;
 
+/// The router that routes a sync, and the seconds the cost model predicts
+/// for the sync (when the run knows its [`Machine`](crate::Machine)).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Choice {
+    pub(crate) router: Router,
+    pub(crate) predicted: Option<f64>,
+}
+
 /// How many supersteps' statistics a processor keeps (the most recent ones),
 /// so that a run of millions of supersteps does not grow without bound.
 pub(crate) const STATS_HISTORY: usize = 1 << 16;
@@ -17,7 +25,7 @@ pub(crate) const STATS_HISTORY: usize = 1 << 16;
 /// oldest first. Superstep s's statistics are its work in the rows of
 /// sync s and its sync figures in the rows of the next exchange.
 pub(crate) struct StatsLog {
-    rows: VecDeque<(Rows, Router)>,
+    rows: VecDeque<(Rows, Choice)>,
     /// The superstep of the oldest kept exchange.
     first: usize,
 }
@@ -31,13 +39,13 @@ impl StatsLog {
     }
 
     /// Keeps the rows of one exchange (all processors' words) and the
-    /// router that routes the sync they open.
-    pub(crate) fn push(&mut self, words: Rows, router: Router) {
+    /// router chosen for the sync they open.
+    pub(crate) fn push(&mut self, words: Rows, choice: Choice) {
         if self.rows.len() > STATS_HISTORY {
             self.rows.pop_front();
             self.first += 1;
         }
-        self.rows.push_back((words, router));
+        self.rows.push_back((words, choice));
     }
 
     /// Every superstep whose figures are complete; with `finished`, also the
@@ -61,7 +69,7 @@ impl StatsLog {
 
 /// Superstep `step`'s statistics from the rows of its sync (`now`: the
 /// work) and of the next exchange (`next`: the sync's figures).
-fn superstep(step: usize, (now, router): &(Rows, Router), next: Option<&Rows>) -> SuperstepStats {
+fn superstep(step: usize, (now, choice): &(Rows, Choice), next: Option<&Rows>) -> SuperstepStats {
     let now = SyncRow::all(now);
     let next = next.map(|words| SyncRow::all(words));
     let seconds = |ns: u64| ns as f64 * 1e-9;
@@ -85,6 +93,7 @@ fn superstep(step: usize, (now, router): &(Rows, Router), next: Option<&Rows>) -
     SuperstepStats {
         superstep: step,
         work_seconds: now.iter().map(|r| seconds(r.work_ns)).collect(),
+        requested_bytes: now.iter().map(|r| r.bytes).collect(),
         sent_bytes: figure(&|r| r.previous.bytes.sent),
         recv_bytes: figure(&|r| r.previous.bytes.received),
         sent_records: figure(&|r| r.previous.records.sent),
@@ -94,7 +103,7 @@ fn superstep(step: usize, (now, router): &(Rows, Router), next: Option<&Rows>) -
         router_header_bytes: figure(&|r| r.previous.routes.iter().map(|f| f.header_bytes).sum()),
         routes: (0..routes)
             .map(|k| RouteStats {
-                router: *router,
+                router: choice.router,
                 first_block_bytes: route_figure(k, |f| f.first_block),
                 first_block_words: route_figure(k, |f| f.first_block_words),
                 second_block_bytes: route_figure(k, |f| f.second_block),
@@ -103,6 +112,7 @@ fn superstep(step: usize, (now, router): &(Rows, Router), next: Option<&Rows>) -
                 through_words: route_figure(k, |f| f.received_words),
             })
             .collect(),
+        predicted_seconds: choice.predicted.filter(|_| routes > 0),
         sync_seconds: figure(&|r| r.previous.sync_ns)
             .into_iter()
             .map(seconds)
@@ -114,6 +124,13 @@ fn superstep(step: usize, (now, router): &(Rows, Router), next: Option<&Rows>) -
 mod tests {
     use super::*;
     use crate::protocol::{Status, SyncFigures, Traffic};
+
+    fn direct() -> Choice {
+        Choice {
+            router: Router::Direct,
+            predicted: Some(1.0),
+        }
+    }
 
     fn words(work_ns: u64, sent: u64) -> Rows {
         let row = SyncRow {
@@ -136,9 +153,9 @@ mod tests {
     #[test]
     fn a_superstep_pairs_its_work_with_the_next_rows_figures() {
         let mut log = StatsLog::new();
-        log.push(words(1000, 0), Router::Direct);
+        log.push(words(1000, 0), direct());
         assert!(log.supersteps(false).is_empty());
-        log.push(words(2000, 64), Router::Direct);
+        log.push(words(2000, 64), direct());
         let steps = log.supersteps(true);
         assert_eq!(steps.len(), 2);
         assert_eq!(steps[0].sent_bytes, vec![64, 64]);

@@ -10,19 +10,28 @@ use crate::transport::{Aborted, Blocks, Comm};
 
 /// How the communication of a superstep (an h-relation) is delivered.
 ///
-/// Both routers deliver byte-identical results in the same order; they
+/// Every router delivers byte-identical results in the same order; they
 /// differ only in cost.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Router {
+    /// The default: each superstep, every processor picks the same router
+    /// from the BSP cost model, with what all know once the sync's rows are
+    /// exchanged (h, estimated as the larger of the most bytes any
+    /// processor sends and the bytes per processor) and the machine's l and
+    /// g of each router ([`Machine`](crate::Machine), measured once per
+    /// machine and cached). It keeps the two-phase router unless the direct
+    /// one is predicted at least [`DIRECT_MARGIN`](crate::DIRECT_MARGIN)
+    /// cheaper. The choice and its predicted cost are in the statistics.
+    #[default]
+    Auto,
     /// The deterministic two-transpose router of Bader, Helman and JáJá:
     /// each message is dealt evenly over all p processors, which regroup what
     /// they received by final destination and forward it in a second uniform
     /// exchange. Every exchange is a transpose whose blocks are at most
     /// `s/p + (p−1)/2` bytes (stage 1, s = bytes the sender sends) and
-    /// `h/p + (p−1)/2` bytes (stage 2, h = bytes the receiver receives), so
-    /// the cost depends on h and not on the pattern.
-    #[default]
+    /// `h/p + (p−1)/2` words (stage 2, h = words the receiver receives):
+    /// uniform exchanges whatever the pattern.
     TwoPhase,
     /// Single-phase delivery: each stream goes straight to its destination in
     /// one irregular all-to-all. The baseline.
@@ -30,9 +39,11 @@ pub enum Router {
 }
 
 impl Router {
-    /// The name used on command lines and in statistics: `two-phase` or `direct`.
+    /// The name used on command lines and in statistics: `auto`,
+    /// `two-phase` or `direct`.
     pub fn name(self) -> &'static str {
         match self {
+            Router::Auto => "auto",
             Router::TwoPhase => "two-phase",
             Router::Direct => "direct",
         }
@@ -53,7 +64,7 @@ impl fmt::Display for ParseRouterError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown router {:?} (expected `two-phase` or `direct`)",
+            "unknown router {:?} (expected `auto`, `two-phase` or `direct`)",
             self.0
         )
     }
@@ -64,9 +75,10 @@ impl std::error::Error for ParseRouterError {}
 impl FromStr for Router {
     type Err = ParseRouterError;
 
-    /// Parses `two-phase` (also `twophase`, `two_phase`) or `direct`.
+    /// Parses `auto`, `two-phase` (also `twophase`, `two_phase`) or `direct`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(Router::Auto),
             "two-phase" | "twophase" | "two_phase" => Ok(Router::TwoPhase),
             "direct" => Ok(Router::Direct),
             _ => Err(ParseRouterError(s.to_owned())),
@@ -115,5 +127,6 @@ pub(crate) fn route(
     match router {
         Router::TwoPhase => two_phase::route(comm, streams),
         Router::Direct => direct::route(comm, streams),
+        Router::Auto => unreachable!("bsp: the automatic router is resolved before routing"),
     }
 }
