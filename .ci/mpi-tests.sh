@@ -90,6 +90,10 @@ for src in examples/*.rs; do
         histogram) args=(--n 1000000 --bins 1000 --dist zipf --reps 1) ;;
         radix_sort) args=(--n 1000003 --dist S --bits 64) ;;
         nas_is) args=(--class S) ;;
+        bench_procs)
+            echo "-- skipping bench_procs under MPI: it measures large p on threads"
+            continue
+            ;;
         bench_sort)
             echo "-- skipping bench_sort under MPI: its peers (std, rayon, ...) run on threads only; CI runs it on threads"
             continue

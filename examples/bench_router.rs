@@ -1,5 +1,6 @@
 //! Router benchmark: delivers h-relations of the shapes of Bader, Helman and
-//! JáJá (Eq. 7: h = n/p, 2n/p, 4n/p, 8n/p), plus `shift` and `random`, with
+//! JáJá (Eq. 7: h = n/p, 2n/p, 4n/p, 8n/p), plus `shift`, `random` and
+//! `skew` (the first ⌈p/8⌉ processors send 3/4 of the data), with
 //! the two-phase router, the direct router and a baseline, and prints
 //! seconds, GB/s and the ratio to the baseline. Every time is the slowest
 //! processor's, from a barrier to the end of its delivery; the median over
@@ -26,7 +27,7 @@ use common::{max_over_procs, median, Args, Json};
 
 const USAGE: &str = "bench_router: h-relation routing, two-phase vs direct vs a baseline (memcpy; MPI_Alltoallv under MPI)
 
-usage: bench_router [--procs 2,8] [--mib 1024] [--reps 5] [--rounds 3] [--shapes h1,h2,h4,h8,shift,random] [--json]
+usage: bench_router [--procs 2,8] [--mib 1024] [--reps 5] [--rounds 3] [--shapes h1,h2,h4,h8,shift,random,skew] [--json]
 
   --procs   processor counts to measure (threads; under mpirun, -np decides)
   --mib     total payload of one h-relation, in MiB (n = mib * 2^20 / 8 words)
@@ -54,23 +55,49 @@ fn counts(shape: &str, n: usize, p: usize) -> Option<Vec<Vec<usize>>> {
                 }
             }
         }
+        "skew" => {
+            // Few processors send most of the data: the first q = ⌈p/8⌉
+            // send 3/4 of it between them, the others the rest, each
+            // spreading its words evenly over all destinations.
+            let heavy = p.div_ceil(8);
+            let total = p * per;
+            for (i, row) in c.iter_mut().enumerate() {
+                let words = if p == heavy {
+                    per
+                } else if i < heavy {
+                    total * 3 / 4 / heavy
+                } else {
+                    (total - total * 3 / 4) / (p - heavy)
+                };
+                for (j, cell) in row.iter_mut().enumerate() {
+                    *cell = words / p + usize::from(j < words % p);
+                }
+            }
+        }
         _ => {
             let k: usize = shape.strip_prefix('h')?.parse().ok()?;
             if k == 0 || k > p {
                 return None; // h = k n/p cannot exceed n
             }
             // Eq. 7: global destination run lengths v_j, then the global
-            // sequence is dealt cyclically over the processors.
+            // sequence is dealt cyclically over the processors. For h = n/p
+            // the paper takes v_j = n/p for every j (a transpose); the
+            // formula below is its case h > n/p.
             let (nf, h) = (n as f64, (k * per) as f64);
-            let mut v = vec![0usize; p];
-            let limit = (2.0 * nf / h).floor() as usize;
-            for (j, vj) in v.iter_mut().enumerate().take(p - 1) {
-                if j < limit {
-                    *vj = (h * (1.0 - h / (2.0 * nf - h) * j as f64)).floor().max(0.0) as usize;
+            let mut v = vec![per; p];
+            if k > 1 {
+                // v_j for j < 2n/h (j ≠ p − 1), 0 up to p − 1, the rest last.
+                let limit = (2.0 * nf / h).ceil() as usize;
+                for (j, vj) in v.iter_mut().enumerate().take(p - 1) {
+                    *vj = if j < limit {
+                        (h * (1.0 - h / (2.0 * nf - h) * j as f64)).floor().max(0.0) as usize
+                    } else {
+                        0
+                    };
                 }
+                let used: usize = v[..p - 1].iter().sum();
+                v[p - 1] = (p * per).saturating_sub(used);
             }
-            let used: usize = v.iter().sum();
-            v[p - 1] = (p * per).saturating_sub(used);
             let mut start = 0;
             for (j, &vj) in v.iter().enumerate() {
                 // Elements g in [start, start + vj) with g % p == i.
@@ -301,7 +328,7 @@ fn main() {
     let mib: usize = args.get("mib", 1024);
     let reps: usize = args.get("reps", 5).max(1);
     let rounds: usize = args.get("rounds", 3).max(1);
-    let default_shapes = ["h1", "h2", "h4", "h8", "shift", "random"].map(String::from);
+    let default_shapes = ["h1", "h2", "h4", "h8", "shift", "random", "skew"].map(String::from);
     let shapes: Vec<String> = args.list("shapes", &default_shapes);
     let json = args.flag("json");
     let lead = launch.lead();

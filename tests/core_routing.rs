@@ -6,7 +6,7 @@
 
 mod support;
 
-use bsp::{Ctx, Router, Runtime, Stats};
+use bsp::{Cost, Ctx, Machine, Router, Runtime, Stats};
 use proptest::prelude::*;
 use support::{agree, describe, proptest_config, run_local, runtimes, watchdog, Rng};
 
@@ -163,26 +163,54 @@ fn execute(ctx: &mut Ctx, plan: &[Vec<Op>]) -> (Outcome, Stats) {
     (outcome, ctx.stats())
 }
 
-/// Checks the seed-003 bounds on every two-phase block, in routed bytes.
+/// Checks the bounds of Bader, Helman and JáJá on every two-phase route of
+/// every superstep, route by route (a sync with gets routes twice), in the
+/// unit the router deals in (words of 8 bytes of the routed streams):
+/// stage-1 block ≤ s/p + (p−1)/2 with s the words the processor dealt,
+/// stage-2 block ≤ h/p + (p−1)/2 with h the words it received through the
+/// intermediates. Every route also conserves words: what was dealt is what
+/// arrived, and a block's words cover its bytes.
 fn check_bounds(stats: &Stats) {
     let p = stats.nprocs as f64;
+    let slack = (p - 1.0) / 2.0;
     for s in &stats.supersteps {
-        for q in 0..stats.nprocs {
-            let slack = (p - 1.0) / 2.0;
-            let first = s.first_block_bytes[q] as f64;
-            let second = s.second_block_bytes[q] as f64;
-            assert!(
-                first <= s.sent_bytes[q] as f64 / p + slack,
-                "superstep {}: stage-1 block {first} of processor {q} exceeds s/p + (p-1)/2 with s = {}",
-                s.superstep,
-                s.sent_bytes[q]
+        for (k, route) in s.routes.iter().enumerate() {
+            assert_eq!(
+                route.dealt_words.iter().sum::<u64>(),
+                route.through_words.iter().sum::<u64>(),
+                "superstep {}, route {k}: words dealt and received differ",
+                s.superstep
             );
-            assert!(
-                second <= s.recv_bytes[q] as f64 / p + slack,
-                "superstep {}: stage-2 block {second} at processor {q} exceeds h/p + (p-1)/2 with h = {}",
-                s.superstep,
-                s.recv_bytes[q]
-            );
+            for q in 0..stats.nprocs {
+                for (bytes, words) in [
+                    (route.first_block_bytes[q], route.first_block_words[q]),
+                    (route.second_block_bytes[q], route.second_block_words[q]),
+                ] {
+                    assert!(
+                        bytes <= 8 * words && words <= bytes,
+                        "{bytes} bytes in {words} words"
+                    );
+                }
+            }
+            if route.router != Router::TwoPhase {
+                continue;
+            }
+            for q in 0..stats.nprocs {
+                let first = route.first_block_words[q] as f64;
+                let second = route.second_block_words[q] as f64;
+                let (dealt, through) = (route.dealt_words[q], route.through_words[q]);
+                assert!(
+                    first <= dealt as f64 / p + slack,
+                    "superstep {}, route {k}: stage-1 block {first} of processor {q} exceeds s/p + (p-1)/2 with s = {dealt}",
+                    s.superstep
+                );
+                assert!(
+                    second <= through as f64 / p + slack,
+                    "superstep {}, route {k}: stage-2 block {second} at processor {q} exceeds h/p + (p-1)/2 with h = {through}",
+                    s.superstep
+                );
+            }
+            assert!(route.within_bounds());
         }
     }
 }
@@ -213,24 +241,68 @@ fn check(rt: &Runtime, plan: &[Vec<Op>]) -> Stats {
             );
         }
     }
-    if rt.router() == Router::TwoPhase {
-        check_bounds(stats[0]);
-    }
+    check_bounds(stats[0]);
     stats[0].clone()
 }
 
-/// Runs a random plan on both routers (threads with p processors, or the
-/// MPI world) and checks that they carry the same traffic.
+/// A machine on which the direct router is cheaper below about 850 bytes
+/// of h and the two-phase router above: the automatic router then takes
+/// both within the sizes of the random plans, whatever this machine
+/// measures.
+fn crossover() -> Machine {
+    Machine::new(
+        Cost {
+            l_seconds: 2e-6,
+            g_seconds_per_byte: 1e-9,
+        },
+        Cost {
+            l_seconds: 1e-6,
+            g_seconds_per_byte: 2e-9,
+        },
+    )
+}
+
+/// Runs a random plan on both routers and on the automatic one (threads
+/// with p processors, or the MPI world) and checks that they carry the same
+/// traffic, and that the automatic router took, in every superstep, the
+/// router the cost model picks for the h every processor could estimate.
 fn check_both(p: usize, shape: Shape, seed: u64, max_len: usize) {
     let runtimes = runtimes(&[p]);
     for pair in runtimes.chunks(2) {
         let plan = plan(pair[0].nprocs(), shape, seed, max_len);
+        let auto = pair[0]
+            .clone()
+            .with_router(Router::Auto)
+            .with_machine(crossover());
         let a = check(&pair[0], &plan);
         let b = check(&pair[1], &plan);
-        for (x, y) in a.supersteps.iter().zip(&b.supersteps) {
+        let c = check(&auto, &plan);
+        for (x, (y, z)) in a
+            .supersteps
+            .iter()
+            .zip(b.supersteps.iter().zip(&c.supersteps))
+        {
             assert_eq!(x.sent_bytes, y.sent_bytes);
             assert_eq!(x.recv_bytes, y.recv_bytes);
             assert_eq!(x.recv_records, y.recv_records);
+            assert_eq!(
+                (&x.sent_bytes, &x.recv_bytes),
+                (&z.sent_bytes, &z.recv_bytes)
+            );
+            assert_eq!(x.requested_bytes, z.requested_bytes);
+            // Before routing, every processor knows what each requested:
+            // h is at least the most any one sends and the mean. Replies
+            // go by the router chosen for the requests.
+            let most = z.requested_bytes.iter().copied().max().unwrap_or(0);
+            let total: u64 = z.requested_bytes.iter().sum();
+            let h = most.max(total.div_ceil(z.requested_bytes.len() as u64));
+            let (expected, predicted) = crossover().choose(h);
+            for route in &z.routes {
+                assert_eq!(route.router, expected, "superstep {}, h = {h}", z.superstep);
+            }
+            if !z.routes.is_empty() {
+                assert_eq!(z.predicted_seconds, Some(predicted));
+            }
         }
     }
 }
@@ -275,10 +347,42 @@ fn all_to_one_large_messages_respect_the_bounds() {
                     }]
                 })
                 .collect();
-            let stats = check(&Runtime::threads(p), &plan);
+            let stats = check(&Runtime::threads(p).with_router(Router::TwoPhase), &plan);
             let step = &stats.supersteps[1];
             assert!(step.second_block_bytes[0] > 0);
             assert_eq!(step.h_bytes(), step.recv_bytes[0]);
+        }
+    });
+}
+
+/// The automatic router takes the direct router for a small h-relation and
+/// the two-phase router for a large one on the crossover machine, with the
+/// same deliveries as both (checked against the oracle by `check`).
+#[test]
+fn auto_takes_each_router_where_the_model_says() {
+    watchdog(60, || {
+        for rt in runtimes(&[4]).into_iter().step_by(2) {
+            let auto = rt.with_router(Router::Auto).with_machine(crossover());
+            let p = auto.nprocs();
+            let sends = |len: usize| -> Vec<Vec<Op>> {
+                (0..p)
+                    .map(|me| {
+                        vec![Op::Send {
+                            dst: (me + 1) % p,
+                            msg: vec![me as u8; len],
+                        }]
+                    })
+                    .collect()
+            };
+            for (len, expected) in [(100, Router::Direct), (4000, Router::TwoPhase)] {
+                let stats = check(&auto, &sends(len));
+                let routed: Vec<Router> = stats.supersteps[1]
+                    .routes
+                    .iter()
+                    .map(|r| r.router)
+                    .collect();
+                assert_eq!(routed, vec![expected], "{len}-byte messages");
+            }
         }
     });
 }

@@ -15,7 +15,8 @@ use crate::coarray::{PodVec, Storage};
 use crate::error::{Error, ErrorKind};
 use crate::outbox::Outbox;
 use crate::registry::{Registry, Unusable};
-use crate::segments::{SegmentReader, Segments};
+use crate::segments::SegmentReader;
+use crate::transport::Blocks;
 use crate::wire::{Record, RecordReader};
 
 /// A get requested and not yet taken.
@@ -99,6 +100,7 @@ pub(crate) struct DeferredPut {
 /// One processor's side of delivery in one sync.
 pub(crate) struct Inbound<'a> {
     pub(crate) me: usize,
+    pub(crate) nprocs: usize,
     pub(crate) superstep: usize,
     pub(crate) registry: &'a mut Registry,
     pub(crate) gets: &'a mut PendingGets,
@@ -132,9 +134,9 @@ impl Inbound<'_> {
     }
 
     /// Answers the get requests among `incoming` from the current data.
-    pub(crate) fn serve_gets(&self, incoming: &[Segments]) -> Result<Outbox, Error> {
-        let mut replies = Outbox::new(incoming.len());
-        for (src, stream) in incoming.iter().enumerate() {
+    pub(crate) fn serve_gets(&self, incoming: &Blocks) -> Result<Outbox, Error> {
+        let mut replies = Outbox::new(self.nprocs);
+        for &(src, ref stream) in incoming {
             let mut records = RecordReader::new(SegmentReader::new(stream));
             while let Some(record) = records.next() {
                 let Record::Get {
@@ -184,11 +186,11 @@ impl Inbound<'_> {
     /// `deferred`. Returns the number of records received.
     pub(crate) fn apply(
         &mut self,
-        incoming: &[Segments],
+        incoming: &Blocks,
         deferred: &mut Vec<DeferredPut>,
     ) -> Result<u64, Error> {
         let mut count = 0;
-        for (src, stream) in incoming.iter().enumerate() {
+        for &(src, ref stream) in incoming {
             let mut records = RecordReader::new(SegmentReader::new(stream));
             while let Some(record) = records.next() {
                 count += 1;

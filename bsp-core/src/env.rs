@@ -4,7 +4,8 @@
 /// [`Runtime::from_env`](crate::Runtime::from_env).
 pub const PROCS_ENV: &str = "BSP_PROCS";
 /// Environment variable naming the router for
-/// [`Runtime::from_env`](crate::Runtime::from_env) (`two-phase` or `direct`).
+/// [`Runtime::from_env`](crate::Runtime::from_env) (`auto`, `two-phase` or
+/// `direct`).
 pub const ROUTER_ENV: &str = "BSP_ROUTER";
 /// Environment variable that, set to `1`, makes processor 0 print the
 /// per-superstep statistics table to standard error when a run ends.
@@ -16,3 +17,10 @@ pub const SYNC_TIMEOUT_ENV: &str = "BSP_SYNC_TIMEOUT";
 /// Environment variable choosing what an MPI job does with a failure:
 /// `abort` (the default) or `return`. See [`OnFailure`](crate::OnFailure).
 pub const ON_FAILURE_ENV: &str = "BSP_ON_FAILURE";
+/// Environment variable giving the machine's parameters for
+/// [`Router::Auto`](crate::Router::Auto) (`two-phase=L,G;direct=L,G`), or
+/// `probe` to measure them afresh; see [`Machine`](crate::Machine).
+pub const MACHINE_ENV: &str = "BSP_MACHINE";
+/// Environment variable naming the file that caches the measured machine
+/// parameters (`off`: none); see [`Machine`](crate::Machine).
+pub const MACHINE_CACHE_ENV: &str = "BSP_MACHINE_CACHE";

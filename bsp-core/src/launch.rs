@@ -8,6 +8,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::ctx::Ctx;
 use crate::env::PROFILE_ENV;
 use crate::error::{Error, ErrorKind};
+use crate::machine::Machine;
 use crate::panic_hook;
 use crate::router::Router;
 use crate::transport::{Aborted, Comm, Transport};
@@ -31,6 +32,7 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 pub(crate) fn processor<F, R>(
     comm: Box<dyn Comm>,
     router: Router,
+    machine: Option<Machine>,
     transport: Transport,
     f: &F,
 ) -> Option<R>
@@ -38,7 +40,7 @@ where
     F: Fn(&mut Ctx) -> R,
 {
     let _quiet = panic_hook::ProcessorThread::enter();
-    let mut ctx = Ctx::new(comm, router, transport);
+    let mut ctx = Ctx::new(comm, router, machine, transport);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let result = f(&mut ctx);
         ctx.finish();

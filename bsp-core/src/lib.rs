@@ -28,8 +28,9 @@
 //!
 //! * Delivery is deterministic: get requests read the data as it was before
 //!   the superstep's puts; puts are applied by source pid, then call order;
-//!   messages are received by source pid, then send order. Both routers and
-//!   both transports deliver byte-identical results.
+//!   messages are received by source pid, then send order. Every router
+//!   (and [`Router::Auto`]'s choice among them) and both transports deliver
+//!   byte-identical results.
 //! * Failures end the run with an [`Error`] naming processor and superstep:
 //!   a panic, processors disagreeing on the number of syncs or on
 //!   registrations, an out-of-range pid or offset. Nothing hangs.
@@ -45,6 +46,7 @@ mod delivery;
 mod env;
 mod error;
 mod launch;
+mod machine;
 mod outbox;
 mod panic_hook;
 mod protocol;
@@ -60,12 +62,16 @@ mod wire;
 
 pub use coarray::{Coarray, GetHandle};
 pub use ctx::Ctx;
-pub use env::{ON_FAILURE_ENV, PROCS_ENV, PROFILE_ENV, ROUTER_ENV, SYNC_TIMEOUT_ENV};
+pub use env::{
+    MACHINE_CACHE_ENV, MACHINE_ENV, ON_FAILURE_ENV, PROCS_ENV, PROFILE_ENV, ROUTER_ENV,
+    SYNC_TIMEOUT_ENV,
+};
 pub use error::{Error, ErrorKind, Result};
+pub use machine::{Cost, Machine, DIRECT_MARGIN};
 pub use queue::{Encoding, Queue, Raw, Serde};
 pub use router::{ParseRouterError, Router};
 pub use runtime::{launched_by_mpirun, run, Runtime};
-pub use stats::{Stats, SuperstepStats};
+pub use stats::{RouteStats, Stats, SuperstepStats};
 pub use transport::{OnFailure, Transport};
 
 /// The `mpi` crate (rsmpi 0.8) that the MPI transport is built on, for

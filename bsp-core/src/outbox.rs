@@ -89,35 +89,59 @@ impl Stream {
         if piece.len() > 0 {
             self.pieces.push(piece);
         }
-        self.records += 1;
     }
 }
 
 /// Everything one processor has requested during the current superstep, per
 /// destination, in call order.
+///
+/// Only the destinations written to cost anything per superstep: a stream
+/// is allocated on first use (and kept, with its spare buffers, for later
+/// supersteps), and the destinations written to this superstep are listed,
+/// so that counting and taking the streams is proportional to them, not
+/// to p.
 pub(crate) struct Outbox {
-    streams: Vec<Stream>,
+    streams: Vec<Option<Box<Stream>>>,
+    /// Destinations with a record this superstep, in order of first use.
+    touched: Vec<usize>,
+    records: u64,
 }
 
 impl Outbox {
     pub(crate) fn new(nprocs: usize) -> Self {
         Outbox {
-            streams: (0..nprocs).map(|_| Stream::default()).collect(),
+            streams: (0..nprocs).map(|_| None).collect(),
+            touched: Vec::new(),
+            records: 0,
         }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.streams.iter().all(|s| s.records == 0)
+        self.records == 0
     }
 
     /// Number of records requested so far this superstep.
     pub(crate) fn records(&self) -> u64 {
-        self.streams.iter().map(|s| s.records).sum()
+        self.records
     }
 
     /// Total bytes requested so far this superstep.
     pub(crate) fn bytes(&self) -> usize {
-        self.streams.iter().map(Stream::len).sum()
+        self.touched
+            .iter()
+            .map(|&dst| self.streams[dst].as_ref().map_or(0, |s| s.len()))
+            .sum()
+    }
+
+    /// The stream for `dst`, about to receive one more record.
+    fn stream(&mut self, dst: usize) -> &mut Stream {
+        self.records += 1;
+        let s = self.streams[dst].get_or_insert_with(Box::default);
+        if s.records == 0 {
+            self.touched.push(dst);
+        }
+        s.records += 1;
+        s
     }
 
     /// Appends `record`, whose payload (none for a get request) is copied
@@ -127,18 +151,18 @@ impl Outbox {
             matches!(record, Record::Get { .. }) || record.payload_len() == payload.len(),
             "a record's payload is the bytes that follow it"
         );
-        let s = &mut self.streams[dst];
+        let s = self.stream(dst);
         s.open_messages = None;
         s.reuse_spare();
         s.current.reserve(HEADER_BYTES + payload.len());
         record.encode(&mut s.current);
         s.current.extend_from_slice(payload);
-        s.records += 1;
     }
 
     /// Appends `record`, whose payload is handed over without a copy.
     pub(crate) fn push_owned(&mut self, dst: usize, record: Record, payload: Bytes) {
-        self.streams[dst].header_then_piece(record, Piece::Bytes(payload));
+        self.stream(dst)
+            .header_then_piece(record, Piece::Bytes(payload));
     }
 
     /// Appends `record`, whose payload is `len` bytes of coarray `array`'s
@@ -151,7 +175,8 @@ impl Outbox {
         start: usize,
         len: usize,
     ) {
-        self.streams[dst].header_then_piece(record, Piece::Lent { array, start, len });
+        self.stream(dst)
+            .header_then_piece(record, Piece::Lent { array, start, len });
     }
 
     /// Appends one encoded message for `queue`, extending the previous
@@ -163,7 +188,7 @@ impl Outbox {
         queue: u32,
         encode: impl FnOnce(&mut Vec<u8>),
     ) {
-        let s = &mut self.streams[dst];
+        let s = self.stream(dst);
         s.reuse_spare();
         let at = match s.open_messages {
             Some((at, q)) if q == queue => at,
@@ -178,25 +203,31 @@ impl Outbox {
         encode(&mut s.current);
         let added = s.current.len() - before;
         Record::add_message(&mut s.current[at..at + HEADER_BYTES], added);
-        s.records += 1;
     }
 
-    /// Hands out the streams, one segment list per destination, and empties
-    /// the outbox. `lent(array)` gives the whole local part of a coarray
-    /// lent for this sync, as bytes.
-    pub(crate) fn take(&mut self, lent: impl Fn(u32) -> Bytes) -> Vec<Segments> {
-        self.streams
-            .iter_mut()
-            .map(|s| {
+    /// Hands out the streams, as (destination, segment list) in destination
+    /// order, one for each destination written to, and empties the outbox.
+    /// `lent(array)` gives the whole local part of a coarray lent for this
+    /// sync, as bytes.
+    pub(crate) fn take(&mut self, lent: impl Fn(u32) -> Bytes) -> Vec<(usize, Segments)> {
+        self.records = 0;
+        self.touched.sort_unstable();
+        let streams = &mut self.streams;
+        self.touched
+            .drain(..)
+            .map(|dst| {
+                let s = streams[dst].as_mut().expect("a touched stream exists");
                 s.flush();
                 s.records = 0;
-                s.pieces
+                let segments = s
+                    .pieces
                     .drain(..)
                     .map(|piece| match piece {
                         Piece::Bytes(b) => b,
                         Piece::Lent { array, start, len } => lent(array).slice(start..start + len),
                     })
-                    .collect()
+                    .collect();
+                (dst, segments)
             })
             .collect()
     }
@@ -221,17 +252,17 @@ mod tests {
         let mut out = Outbox::new(1);
         out.push(0, put(10_000), &[1; 10_000]);
         let first = out.take(|_| unreachable!());
-        let address = first[0][0].as_ptr();
+        let address = first[0].1[0].as_ptr();
         out.push(0, put(10_000), &[1; 10_000]); // still referenced by `first`: a new buffer
         let second = out.take(|_| unreachable!());
-        let second_address = second[0][0].as_ptr();
+        let second_address = second[0].1[0].as_ptr();
         assert_ne!(second_address, address);
         drop(first);
         drop(second);
         out.push(0, put(10_000), &[1; 10_000]);
         let third = out.take(|_| unreachable!());
-        assert_eq!(third[0][0].len(), 10_024);
-        let reused = third[0][0].as_ptr();
+        assert_eq!(third[0].1[0].len(), 10_024);
+        let reused = third[0].1[0].as_ptr();
         assert!(
             reused == address || reused == second_address,
             "a released buffer is reused"
@@ -248,7 +279,11 @@ mod tests {
         assert_eq!(out.bytes(), 2 * HEADER_BYTES + 6);
         let streams = out.take(|_| unreachable!());
         // Re-split the stream at every byte to exercise segment crossing.
-        let whole: Vec<u8> = streams[0].iter().flat_map(|b| b.iter().copied()).collect();
+        let whole: Vec<u8> = streams[0]
+            .1
+            .iter()
+            .flat_map(|b| b.iter().copied())
+            .collect();
         let tiny: Vec<Bytes> = whole.iter().map(|&b| Bytes::from(vec![b])).collect();
         let mut r = RecordReader::new(SegmentReader::new(&tiny));
         assert_eq!(

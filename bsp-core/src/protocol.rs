@@ -88,20 +88,20 @@ pub(crate) struct SyncFigures {
     pub(crate) bytes: Traffic,
     /// Records (puts, get requests, replies, runs of messages).
     pub(crate) records: Traffic,
-    /// What the router measured (the largest blocks over both routings of
-    /// a sync, the header bytes summed).
-    pub(crate) route: RouteFigures,
+    /// What the router measured in each routing of the sync: the
+    /// requests, then (when some processor asked for a get) the replies.
+    pub(crate) routes: [RouteFigures; 2],
+    /// How many of `routes` are filled.
+    pub(crate) routed: usize,
     /// Nanoseconds the sync took.
     pub(crate) sync_ns: u64,
 }
 
 impl SyncFigures {
-    /// Adds the figures of one more routing in the same sync (get replies).
+    /// Adds the figures of the sync's next routing.
     pub(crate) fn add_route(&mut self, route: RouteFigures) {
-        let mine = &mut self.route;
-        mine.first_block = mine.first_block.max(route.first_block);
-        mine.second_block = mine.second_block.max(route.second_block);
-        mine.header_bytes += route.header_bytes;
+        self.routes[self.routed] = route;
+        self.routed += 1;
     }
 }
 
@@ -128,10 +128,11 @@ pub(crate) struct SyncRow {
 
 impl SyncRow {
     /// Words of a row on the wire.
-    pub(crate) const WORDS: usize = 16;
+    pub(crate) const WORDS: usize = 8 + 4 + 2 * ROUTE_WORDS + 1;
 
     pub(crate) fn to_words(self) -> [u64; Self::WORDS] {
         let f = &self.previous;
+        let [r0, r1] = f.routes.map(route_words);
         [
             self.status as u64,
             self.superstep,
@@ -145,9 +146,20 @@ impl SyncRow {
             f.bytes.received,
             f.records.sent,
             f.records.received,
-            f.route.first_block,
-            f.route.second_block,
-            f.route.header_bytes,
+            r0[0],
+            r0[1],
+            r0[2],
+            r0[3],
+            r0[4],
+            r0[5],
+            r0[6],
+            r1[0],
+            r1[1],
+            r1[2],
+            r1[3],
+            r1[4],
+            r1[5],
+            r1[6],
             f.sync_ns,
         ]
     }
@@ -187,12 +199,13 @@ impl SyncRow {
                     sent: w[10],
                     received: w[11],
                 },
-                route: RouteFigures {
-                    first_block: w[12],
-                    second_block: w[13],
-                    header_bytes: w[14],
-                },
-                sync_ns: w[15],
+                routes: [
+                    route(&w[12..12 + ROUTE_WORDS]),
+                    route(&w[12 + ROUTE_WORDS..12 + 2 * ROUTE_WORDS]),
+                ],
+                // Only the routes' figures travel; an unfilled one is zeros.
+                routed: 0,
+                sync_ns: w[12 + 2 * ROUTE_WORDS],
             },
         }
     }
@@ -206,6 +219,33 @@ impl SyncRow {
     }
 }
 
+/// Words of one route's figures in a row.
+const ROUTE_WORDS: usize = 7;
+
+fn route_words(r: RouteFigures) -> [u64; ROUTE_WORDS] {
+    [
+        r.first_block,
+        r.first_block_words,
+        r.second_block,
+        r.second_block_words,
+        r.header_bytes,
+        r.dealt_words,
+        r.received_words,
+    ]
+}
+
+fn route(w: &[u64]) -> RouteFigures {
+    RouteFigures {
+        first_block: w[0],
+        first_block_words: w[1],
+        second_block: w[2],
+        second_block_words: w[3],
+        header_bytes: w[4],
+        dealt_words: w[5],
+        received_words: w[6],
+    }
+}
+
 /// What every processor learns from the rows opening a sync.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SyncDecision {
@@ -215,6 +255,20 @@ pub(crate) struct SyncDecision {
     pub(crate) any_gets: bool,
     /// Some processor used `put_from`.
     pub(crate) any_lends: bool,
+    /// The most bytes one processor requested to send, and all of them:
+    /// what every processor knows of the superstep's h before routing.
+    pub(crate) max_bytes: u64,
+    pub(crate) total_bytes: u64,
+}
+
+impl SyncDecision {
+    /// h as all processors can estimate it before routing: the larger of
+    /// the most bytes any processor sends and the bytes per processor (a
+    /// lower bound of the true h, which also counts what each receives).
+    pub(crate) fn h_estimate(&self, p: usize) -> u64 {
+        self.max_bytes
+            .max(self.total_bytes.div_ceil(p.max(1) as u64))
+    }
 }
 
 fn ordinal(n: u64) -> String {
@@ -254,6 +308,8 @@ pub(crate) fn decide(
         anything: false,
         any_gets: false,
         any_lends: false,
+        max_bytes: 0,
+        total_bytes: 0,
     };
     let (mut returned, mut syncing, mut mismatch) = (None, None, None);
     // One pass: this runs in every sync, over p rows.
@@ -267,6 +323,8 @@ pub(crate) fn decide(
             mismatch = mismatch.or(Some((q, r)));
         }
         decision.anything |= r.bytes != 0;
+        decision.max_bytes = decision.max_bytes.max(r.bytes);
+        decision.total_bytes += r.bytes;
         decision.any_gets |= r.has_gets;
         decision.any_lends |= r.lends;
     }
@@ -339,7 +397,7 @@ mod tests {
     fn rows_round_trip_through_words() {
         let mut r = row(Status::Returned, 7);
         r.has_gets = true;
-        r.previous.route.header_bytes = 123;
+        r.previous.routes[1].header_bytes = 123;
         let words = r.to_words();
         assert_eq!(SyncRow::from_words(&words), r);
         let all: Vec<u64> = [words, row(Status::Syncing, 1).to_words()].concat();
@@ -354,13 +412,21 @@ mod tests {
             SyncDecision {
                 anything: false,
                 any_gets: false,
-                any_lends: false
+                any_lends: false,
+                max_bytes: 0,
+                total_bytes: 0,
             }
         );
         rows[1].bytes = 10;
+        rows[2].bytes = 2;
         rows[2].lends = true;
         let d = decide(&words(&rows), |_| Vec::new()).unwrap();
         assert!(d.anything && d.any_lends && !d.any_gets);
+        assert_eq!((d.max_bytes, d.total_bytes, d.h_estimate(3)), (10, 12, 10));
+        rows[0].bytes = 9;
+        rows[1].bytes = 9;
+        let d = decide(&words(&rows), |_| Vec::new()).unwrap();
+        assert_eq!(d.h_estimate(2), 10);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use crate::ctx::Ctx;
 use crate::env::{ON_FAILURE_ENV, PROCS_ENV, ROUTER_ENV, SYNC_TIMEOUT_ENV};
 use crate::error::{Error, ErrorKind, Result};
 use crate::launch;
+use crate::machine::Machine;
 use crate::router::Router;
 use crate::transport::{self, OnFailure, RunLimits, Transport};
 
@@ -53,6 +54,7 @@ pub struct Runtime {
     sync_timeout: Option<Duration>,
     /// Set by [`Runtime::on_failure`]; `None`: from `BSP_ON_FAILURE`.
     on_failure: Option<OnFailure>,
+    machine: Option<Machine>,
     config_error: Option<String>,
 }
 
@@ -73,6 +75,7 @@ impl Runtime {
             router: Router::default(),
             sync_timeout: None,
             on_failure: None,
+            machine: None,
             config_error: None,
         }
     }
@@ -110,6 +113,7 @@ impl Runtime {
             router: Router::default(),
             sync_timeout: None,
             on_failure: None,
+            machine: None,
             config_error: None,
         }
     }
@@ -117,7 +121,7 @@ impl Runtime {
     /// The runtime the environment asks for: MPI when this binary was built
     /// with feature `mpi` and started by `mpirun`, threads otherwise, with
     /// `BSP_PROCS` processors (default: the number of cores) and the router
-    /// named by `BSP_ROUTER` (default: two-phase). A malformed variable is
+    /// named by `BSP_ROUTER` (`auto`, the default, `two-phase` or `direct`). A malformed variable is
     /// reported by [`run`](Runtime::run) as an [`ErrorKind::Config`] error.
     pub fn from_env() -> Self {
         #[cfg(feature = "mpi")]
@@ -147,9 +151,17 @@ impl Runtime {
         self
     }
 
-    /// Sets the router (default [`Router::TwoPhase`]).
+    /// Sets the router (default [`Router::Auto`]).
     pub fn with_router(mut self, router: Router) -> Self {
         self.router = router;
+        self
+    }
+
+    /// Gives the machine's parameters, for [`Router::Auto`] and the
+    /// predicted costs in the statistics, instead of finding them with
+    /// [`Machine::of`] when the run starts.
+    pub fn with_machine(mut self, machine: Machine) -> Self {
+        self.machine = Some(machine);
         self
     }
 
@@ -294,7 +306,11 @@ impl Runtime {
         }
         let limits = self.limits()?;
         let (router, transport) = (self.router, self.transport);
-        let body = |comm| launch::processor(comm, router, transport, &f);
+        let machine = match (self.machine, router) {
+            (None, Router::Auto) => Some(Machine::of(self)?),
+            (given, _) => given,
+        };
+        let body = |comm| launch::processor(comm, router, machine, transport, &f);
         transport::launch(transport, self.procs, limits, &body)
     }
 

@@ -20,6 +20,7 @@ pub(crate) fn segments_len(segments: &[Bytes]) -> usize {
 
 /// Appends to `out` the zero-copy sub-range `[start, start + len)` of a
 /// segment list.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the eager MPI transpose
 pub(crate) fn slice_segments(
     segments: &[Bytes],
     mut start: usize,
@@ -40,6 +41,62 @@ pub(crate) fn slice_segments(
         len -= take;
     }
     debug_assert_eq!(len, 0, "slice past the end of the segments");
+}
+
+/// Cuts a segment list into consecutive pieces front to back, without
+/// copying: each call continues where the previous one ended, so cutting a
+/// list of s segments into k pieces costs O(k + s), not O(k · s).
+pub(crate) struct SegmentCursor<'a> {
+    segments: &'a [Bytes],
+    segment: usize,
+    pos: usize,
+}
+
+impl<'a> SegmentCursor<'a> {
+    pub(crate) fn new(segments: &'a [Bytes]) -> Self {
+        SegmentCursor {
+            segments,
+            segment: 0,
+            pos: 0,
+        }
+    }
+
+    /// Appends the next `len` bytes to `out` as zero-copy slices.
+    ///
+    /// # Panics
+    ///
+    /// If fewer than `len` bytes are left, which would be a bug in the runtime.
+    pub(crate) fn take(&mut self, mut len: usize, out: &mut Segments) {
+        while len > 0 {
+            let seg = self
+                .segments
+                .get(self.segment)
+                .expect("bsp: a cut past the end of the segments");
+            let n = (seg.len() - self.pos).min(len);
+            if n > 0 {
+                out.push(seg.slice(self.pos..self.pos + n));
+            }
+            self.pos += n;
+            len -= n;
+            if self.pos == seg.len() {
+                self.segment += 1;
+                self.pos = 0;
+            }
+        }
+    }
+
+    /// The next byte, or `None` at the end.
+    pub(crate) fn next_byte(&mut self) -> Option<u8> {
+        loop {
+            let seg = self.segments.get(self.segment)?;
+            if self.pos < seg.len() {
+                self.pos += 1;
+                return Some(seg[self.pos - 1]);
+            }
+            self.segment += 1;
+            self.pos = 0;
+        }
+    }
 }
 
 /// Copies the first `out.len()` bytes of `segments` into `out` (fewer if
@@ -156,6 +213,14 @@ mod tests {
         );
         assert!(r.is_at_end());
         assert!(!r.skip(1));
+        let mut cursor = SegmentCursor::new(&tiny);
+        let mut cut = Vec::new();
+        cursor.take(3, &mut cut);
+        assert_eq!(cursor.next_byte(), Some(3));
+        cursor.take(4, &mut cut);
+        assert_eq!(cut.concat(), [0, 1, 2, 4, 5, 6, 7]);
+        cursor.take(12, &mut cut);
+        assert_eq!(cursor.next_byte(), None);
         let mut prefix = [0u8; 3];
         copy_prefix(&tiny, &mut prefix);
         assert_eq!(prefix, [0, 1, 2]);

@@ -9,10 +9,12 @@ use crate::transport::Transport;
 ///
 /// Byte counts are bytes of the routed streams: the records a processor
 /// requested (each put, get request, reply or run of queue messages is a
-/// 24-byte record header plus its payload). This is also the unit in which
-/// the two-phase router deals, so the block sizes below can be compared
-/// directly with its bounds `s/p + (p−1)/2` and `h/p + (p−1)/2`. Router
-/// headers (p 8-byte lengths per block) are counted separately.
+/// 24-byte record header plus its payload). The two-phase router deals
+/// these bytes in words of 8, and its block sizes can be compared with its
+/// bounds `s/p + (p−1)/2` and `h/p + (p−1)/2` (in words of 8
+/// bytes, route by route: [`routes`](SuperstepStats::routes)). Router
+/// headers (a few bytes per non-empty part of a block) are counted
+/// separately.
 ///
 /// Every field except the times is identical on every processor, every run
 /// and every transport.
@@ -21,7 +23,11 @@ use crate::transport::Transport;
 pub struct SuperstepStats {
     /// The superstep's number (0 for the work before the first `sync`).
     pub superstep: usize,
-    /// Bytes each processor sent.
+    /// Bytes each processor requested in the superstep (its puts, get
+    /// requests and messages, before any reply): what every processor
+    /// knows of the h-relation before it is routed.
+    pub requested_bytes: Vec<u64>,
+    /// Bytes each processor sent (get replies included).
     pub sent_bytes: Vec<u64>,
     /// Bytes each processor received.
     pub recv_bytes: Vec<u64>,
@@ -37,10 +43,90 @@ pub struct SuperstepStats {
     pub second_block_bytes: Vec<u64>,
     /// Router header bytes each processor sent.
     pub router_header_bytes: Vec<u64>,
+    /// Each routing of the superstep's h-relation: none when nothing was
+    /// requested, the requests, and the replies when some processor asked
+    /// for a get. The block fields above are the largest over these.
+    pub routes: Vec<RouteStats>,
     /// Seconds each processor spent in local work during the superstep.
     pub work_seconds: Vec<f64>,
     /// Seconds each processor spent in the `sync` ending the superstep.
     pub sync_seconds: Vec<f64>,
+    /// Seconds the BSP cost model predicted for that `sync`, `l + g·h` of
+    /// the router that carried it (see [`Machine`](crate::Machine)), when
+    /// the run knows the machine (always under [`Router::Auto`]) and the
+    /// superstep routed anything. Compare with
+    /// [`max_sync_seconds`](SuperstepStats::max_sync_seconds).
+    pub predicted_seconds: Option<f64>,
+}
+
+/// One routing of a superstep's h-relation, for every processor.
+///
+/// The routers deal in words of 8 bytes (a stream of m bytes is ⌈m/8⌉
+/// words, its last word possibly short); the `_words` fields are in that
+/// unit. For [`Router::TwoPhase`], the bounds of Bader, Helman and JáJá
+/// hold for every processor q: `first_block_words[q] ≤ dealt_words[q]/p +
+/// (p−1)/2` and `second_block_words[q] ≤ through_words[q]/p + (p−1)/2`
+/// ([`RouteStats::within_bounds`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RouteStats {
+    /// The router that carried it.
+    pub router: Router,
+    /// Largest payload of a block each processor sent in the first
+    /// exchange (for [`Router::Direct`], its only exchange), in bytes.
+    pub first_block_bytes: Vec<u64>,
+    /// The same in words.
+    pub first_block_words: Vec<u64>,
+    /// Largest payload of a block each processor received in the second
+    /// exchange (two-phase only; 0 for the direct router), in bytes.
+    pub second_block_bytes: Vec<u64>,
+    /// The same in words.
+    pub second_block_words: Vec<u64>,
+    /// Words each processor sent to others (its stream to itself stays
+    /// local): the s of the stage-1 bound.
+    pub dealt_words: Vec<u64>,
+    /// Words each processor received from others: the h of the stage-2
+    /// bound.
+    pub through_words: Vec<u64>,
+}
+
+impl RouteStats {
+    /// Whether every processor's blocks keep the bounds of Bader, Helman
+    /// and JáJá, in words: stage-1 block ≤ s/p + (p−1)/2 and stage-2 block
+    /// ≤ h/p + (p−1)/2, with s the words the processor dealt and h the
+    /// words it received through the intermediates. Always true for a
+    /// route that was not two-phase.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_core::{Router, Runtime};
+    ///
+    /// let stats = Runtime::threads(3)
+    ///     .with_router(Router::TwoPhase)
+    ///     .run(|ctx| {
+    ///         let q = ctx.queue::<u8>();
+    ///         for k in 0..100 {
+    ///             ctx.send(k % 3, &q, &7);
+    ///         }
+    ///         ctx.sync();
+    ///         ctx.sync();
+    ///         ctx.stats()
+    ///     })
+    ///     .unwrap();
+    /// let route = &stats[0].supersteps[0].routes[0];
+    /// assert_eq!(route.router, Router::TwoPhase);
+    /// assert!(route.within_bounds());
+    /// ```
+    pub fn within_bounds(&self) -> bool {
+        let p = self.first_block_words.len() as u64;
+        let ok = |block: u64, total: u64| 2 * p * block <= 2 * total + p * (p - 1);
+        self.router != Router::TwoPhase
+            || (0..self.first_block_words.len()).all(|q| {
+                ok(self.first_block_words[q], self.dealt_words[q])
+                    && ok(self.second_block_words[q], self.through_words[q])
+            })
+    }
 }
 
 fn max(v: &[u64]) -> u64 {
@@ -110,7 +196,7 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "{:>9} {:>12} {:>10} {:>12} {:>12} {:>12} {:>12} {:>12}",
+            "{:>9} {:>12} {:>10} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10} {:>10}",
             "superstep",
             "h bytes",
             "h records",
@@ -118,12 +204,18 @@ impl fmt::Display for Stats {
             "max recv",
             "block 1",
             "block 2",
-            "w / sync ms"
+            "w / sync ms",
+            "router",
+            "model ms"
         )?;
         for s in &self.supersteps {
+            let router = s.routes.first().map_or("-", |r| r.router.name());
+            let model = s
+                .predicted_seconds
+                .map_or("-".into(), |t| format!("{:.3}", t * 1e3));
             writeln!(
                 f,
-                "{:>9} {:>12} {:>10} {:>12} {:>12} {:>12} {:>12} {:>6.3}/{:<6.3}",
+                "{:>9} {:>12} {:>10} {:>12} {:>12} {:>12} {:>12} {:>6.3}/{:<6.3} {router:>10} {model:>10}",
                 s.superstep,
                 s.h_bytes(),
                 s.h_records(),

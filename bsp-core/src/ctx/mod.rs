@@ -17,14 +17,15 @@ use std::time::Instant;
 
 use crate::delivery::{DeferredPut, Inbound, PendingGets};
 use crate::error::{Error, ErrorKind};
+use crate::machine::Machine;
 use crate::outbox::Outbox;
 use crate::protocol::{self, Status, SyncDecision, SyncFigures, SyncRow, Texts};
 use crate::registry::{Registry, Unusable};
 use crate::router::{route, Router};
-use crate::segments::{segments_len, Segments};
+use crate::segments::segments_len;
 use crate::stats::Stats;
-use crate::stats_log::StatsLog;
-use crate::transport::{Aborted, Comm, Transport};
+use crate::stats_log::{Choice, StatsLog};
+use crate::transport::{Aborted, Blocks, Comm, Transport};
 
 /// Ends the run with an error of `kind` blaming processor `pid` in
 /// `superstep`: unwinds with the error as the payload, which the
@@ -88,6 +89,9 @@ pub struct Ctx {
     nprocs: usize,
     superstep: usize,
     router: Router,
+    /// The machine's parameters, when the run knows them (always under
+    /// [`Router::Auto`]).
+    machine: Option<Machine>,
     transport: Transport,
     comm: Box<dyn Comm>,
     registry: Registry,
@@ -111,13 +115,19 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    pub(crate) fn new(comm: Box<dyn Comm>, router: Router, transport: Transport) -> Self {
+    pub(crate) fn new(
+        comm: Box<dyn Comm>,
+        router: Router,
+        machine: Option<Machine>,
+        transport: Transport,
+    ) -> Self {
         let (pid, nprocs) = (comm.pid(), comm.nprocs());
         Ctx {
             pid,
             nprocs,
             superstep: 0,
             router,
+            machine,
             transport,
             comm,
             registry: Registry::new(),
@@ -149,9 +159,34 @@ impl Ctx {
         self.superstep
     }
 
-    /// The router delivering this run's supersteps.
+    /// The router delivering this run's supersteps ([`Router::Auto`]
+    /// when each superstep's is chosen by the cost model; the choice is in
+    /// [`stats`](Ctx::stats)).
     pub fn router(&self) -> Router {
         self.router
+    }
+
+    /// Changes the router from the next sync on (every processor must do
+    /// the same; used by the machine probe).
+    pub(crate) fn set_router(&mut self, router: Router) {
+        self.router = router;
+    }
+
+    /// The machine's BSP parameters (l and g of each router), when the run
+    /// knows them: always under [`Router::Auto`], or when given by
+    /// [`Runtime::with_machine`](crate::Runtime::with_machine).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_core::{Cost, Machine, Router, Runtime};
+    ///
+    /// let m = Machine::new(Cost::default(), Cost::default());
+    /// let seen = Runtime::threads(2).with_machine(m).run(|ctx| ctx.machine()).unwrap();
+    /// assert_eq!(seen, vec![Some(m), Some(m)]);
+    /// ```
+    pub fn machine(&self) -> Option<Machine> {
+        self.machine
     }
 
     /// The transport of this run.
@@ -299,8 +334,9 @@ impl Ctx {
         }
     }
 
-    /// Exchanges the sync rows, checks them and logs them for the statistics.
-    fn exchange_rows(&mut self, status: Status) -> SyncDecision {
+    /// Exchanges the sync rows, checks them, picks the sync's router and
+    /// logs the rows and the choice for the statistics.
+    fn exchange_rows(&mut self, status: Status) -> (SyncDecision, Router) {
         let row = SyncRow {
             status,
             superstep: self.superstep as u64,
@@ -323,8 +359,26 @@ impl Ctx {
         });
         // Every processor reads the same rows: an error here is agreed.
         let decision = decision.unwrap_or_else(|error| self.comm.abort(error));
-        self.stats.push(words);
-        decision
+        let h = decision.h_estimate(self.nprocs);
+        let choice = match (self.router, self.machine) {
+            (Router::Auto, Some(m)) => {
+                let (router, predicted) = m.choose(h);
+                Choice {
+                    router,
+                    predicted: Some(predicted),
+                }
+            }
+            (Router::Auto, None) => Choice {
+                router: Router::TwoPhase,
+                predicted: None,
+            },
+            (router, m) => Choice {
+                router,
+                predicted: m.and_then(|m| m.cost(router)).map(|c| c.predict(h)),
+            },
+        };
+        self.stats.push(words, choice);
+        (decision, choice.router)
     }
 
     /// Ends the superstep: delivers every put, get and send requested by any
@@ -355,13 +409,15 @@ impl Ctx {
     ///
     /// # Cost
     ///
-    /// l (one all-gather of a 16-word row) plus, if anything was requested,
+    /// l (one all-gather of a 27-word row) plus, if anything was requested,
     /// h·g for the h-relation: two transposes for [`Router::TwoPhase`], one
-    /// irregular all-to-all for [`Router::Direct`]; gets add a second
-    /// h-relation for the replies.
+    /// irregular all-to-all for [`Router::Direct`], the cheaper by the cost
+    /// model for [`Router::Auto`]; gets add a second h-relation for the
+    /// replies, by the same router. Bookkeeping is proportional to the
+    /// processors written to and the parts routed, not to p.
     pub fn sync(&mut self) {
         let start = Instant::now();
-        let decision = self.exchange_rows(Status::Syncing);
+        let (decision, router) = self.exchange_rows(Status::Syncing);
         let mut figures = SyncFigures::default();
         figures.records.sent = self.outbox.records();
         if decision.anything {
@@ -369,11 +425,17 @@ impl Ctx {
             let lent = self.registry.lend(&std::mem::take(&mut self.lending));
             let streams = self.outbox.take(|id| lent[&id].clone());
             drop(lent);
-            let replies = self.deliver(streams, decision.any_gets, &mut figures, &mut deferred);
+            let replies = self.deliver(
+                router,
+                streams,
+                decision.any_gets,
+                &mut figures,
+                &mut deferred,
+            );
             if let Some(mut replies) = replies {
                 figures.records.sent += replies.records();
                 let streams = replies.take(|_| unreachable!("replies are copied"));
-                self.deliver(streams, false, &mut figures, &mut deferred);
+                self.deliver(router, streams, false, &mut figures, &mut deferred);
             }
             if decision.any_lends {
                 // Every reader of a lent coarray has finished once everyone
@@ -413,6 +475,7 @@ impl Ctx {
     fn inbound(&mut self) -> Inbound<'_> {
         Inbound {
             me: self.pid,
+            nprocs: self.nprocs,
             superstep: self.superstep,
             registry: &mut self.registry,
             gets: &mut self.gets,
@@ -423,16 +486,22 @@ impl Ctx {
     /// answers the get requests among it and returns the replies to send.
     fn deliver(
         &mut self,
-        streams: Vec<Segments>,
+        router: Router,
+        streams: Blocks,
         serve_gets: bool,
         figures: &mut SyncFigures,
         deferred: &mut Vec<DeferredPut>,
     ) -> Option<Outbox> {
-        figures.bytes.sent += streams.iter().map(|s| segments_len(s) as u64).sum::<u64>();
-        let router = self.router;
+        figures.bytes.sent += streams
+            .iter()
+            .map(|(_, s)| segments_len(s) as u64)
+            .sum::<u64>();
         let (incoming, route) = self.collective(|c| route(router, c, streams));
         figures.add_route(route);
-        figures.bytes.received += incoming.iter().map(|s| segments_len(s) as u64).sum::<u64>();
+        figures.bytes.received += incoming
+            .iter()
+            .map(|(_, s)| segments_len(s) as u64)
+            .sum::<u64>();
         let replies = if serve_gets {
             let served = self.inbound().serve_gets(&incoming);
             // Under `OnFailure::Return` a failed processor still sends (no)

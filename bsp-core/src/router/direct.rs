@@ -1,20 +1,31 @@
 //! Single-phase delivery: one irregular all-to-all.
 
-use super::RouteFigures;
-use crate::segments::{segments_len, Segments};
-use crate::transport::{Aborted, Comm};
+use super::{words, RouteFigures};
+use crate::segments::segments_len;
+use crate::transport::{Aborted, Blocks, Comm};
 
 pub(super) fn route(
     comm: &mut dyn Comm,
-    streams: Vec<Segments>,
-) -> Result<(Vec<Segments>, RouteFigures), Aborted> {
-    let figures = RouteFigures {
-        first_block: streams
+    streams: Blocks,
+) -> Result<(Blocks, RouteFigures), Aborted> {
+    let me = comm.pid();
+    // Bytes to or from other processors: the stream to itself stays local.
+    let others = |blocks: &Blocks| -> Vec<usize> {
+        blocks
             .iter()
-            .map(|b| segments_len(b) as u64)
-            .max()
-            .unwrap_or(0),
+            .filter(|&&(q, _)| q != me)
+            .map(|(_, b)| segments_len(b))
+            .collect()
+    };
+    let sent = others(&streams);
+    let largest = sent.iter().copied().max().unwrap_or(0);
+    let mut figures = RouteFigures {
+        first_block: largest as u64,
+        first_block_words: words(largest),
+        dealt_words: sent.iter().map(|&b| words(b)).sum(),
         ..RouteFigures::default()
     };
-    Ok((comm.alltoallv(streams)?, figures))
+    let received = comm.alltoallv(streams)?;
+    figures.received_words = others(&received).iter().map(|&b| words(b)).sum();
+    Ok((received, figures))
 }

@@ -6,24 +6,32 @@ mod two_phase;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::segments::Segments;
-use crate::transport::{Aborted, Comm};
+use crate::transport::{Aborted, Blocks, Comm};
 
 /// How the communication of a superstep (an h-relation) is delivered.
 ///
-/// Both routers deliver byte-identical results in the same order; they
+/// Every router delivers byte-identical results in the same order; they
 /// differ only in cost.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Router {
+    /// The default: each superstep, every processor picks the same router
+    /// from the BSP cost model, with what all know once the sync's rows are
+    /// exchanged (h, estimated as the larger of the most bytes any
+    /// processor sends and the bytes per processor) and the machine's l and
+    /// g of each router ([`Machine`](crate::Machine), measured once per
+    /// machine and cached). It keeps the two-phase router unless the direct
+    /// one is predicted at least [`DIRECT_MARGIN`](crate::DIRECT_MARGIN)
+    /// cheaper. The choice and its predicted cost are in the statistics.
+    #[default]
+    Auto,
     /// The deterministic two-transpose router of Bader, Helman and JáJá:
     /// each message is dealt evenly over all p processors, which regroup what
     /// they received by final destination and forward it in a second uniform
     /// exchange. Every exchange is a transpose whose blocks are at most
     /// `s/p + (p−1)/2` bytes (stage 1, s = bytes the sender sends) and
-    /// `h/p + (p−1)/2` bytes (stage 2, h = bytes the receiver receives), so
-    /// the cost depends on h and not on the pattern.
-    #[default]
+    /// `h/p + (p−1)/2` words (stage 2, h = words the receiver receives):
+    /// uniform exchanges whatever the pattern.
     TwoPhase,
     /// Single-phase delivery: each stream goes straight to its destination in
     /// one irregular all-to-all. The baseline.
@@ -31,9 +39,11 @@ pub enum Router {
 }
 
 impl Router {
-    /// The name used on command lines and in statistics: `two-phase` or `direct`.
+    /// The name used on command lines and in statistics: `auto`,
+    /// `two-phase` or `direct`.
     pub fn name(self) -> &'static str {
         match self {
+            Router::Auto => "auto",
             Router::TwoPhase => "two-phase",
             Router::Direct => "direct",
         }
@@ -54,7 +64,7 @@ impl fmt::Display for ParseRouterError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown router {:?} (expected `two-phase` or `direct`)",
+            "unknown router {:?} (expected `auto`, `two-phase` or `direct`)",
             self.0
         )
     }
@@ -65,9 +75,10 @@ impl std::error::Error for ParseRouterError {}
 impl FromStr for Router {
     type Err = ParseRouterError;
 
-    /// Parses `two-phase` (also `twophase`, `two_phase`) or `direct`.
+    /// Parses `auto`, `two-phase` (also `twophase`, `two_phase`) or `direct`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(Router::Auto),
             "two-phase" | "twophase" | "two_phase" => Ok(Router::TwoPhase),
             "direct" => Ok(Router::Direct),
             _ => Err(ParseRouterError(s.to_owned())),
@@ -75,27 +86,47 @@ impl FromStr for Router {
     }
 }
 
-/// What a router measured while routing, in bytes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct RouteFigures {
-    /// Largest payload of a block this processor sent in the first exchange.
-    pub(crate) first_block: u64,
-    /// Largest payload of a block this processor received in the second
-    /// exchange (two-phase only).
-    pub(crate) second_block: u64,
-    /// Bytes of router headers this processor sent.
-    pub(crate) header_bytes: u64,
+/// The unit the routers deal in, and in which the two-phase router's
+/// bounds hold: a word of 8 bytes. A stream of m bytes is ⌈m/8⌉ words, its
+/// last word possibly short.
+pub(crate) const WORD_BYTES: usize = 8;
+
+/// Words of a stream or part of `bytes` bytes.
+pub(crate) fn words(bytes: usize) -> u64 {
+    bytes.div_ceil(WORD_BYTES) as u64
 }
 
-/// Delivers `streams[j]` (this processor's stream for processor j) and
-/// returns the stream received from each processor, in pid order.
+/// What a router measured while routing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RouteFigures {
+    /// Largest payload of a block this processor sent in the first
+    /// exchange, in bytes and in words.
+    pub(crate) first_block: u64,
+    pub(crate) first_block_words: u64,
+    /// Largest payload of a block this processor received in the second
+    /// exchange (two-phase only), in bytes and in words.
+    pub(crate) second_block: u64,
+    pub(crate) second_block_words: u64,
+    /// Bytes of router headers this processor sent.
+    pub(crate) header_bytes: u64,
+    /// Words this processor sent to other processors (two-phase: dealt
+    /// over the intermediates; the s of the stage-1 bound).
+    pub(crate) dealt_words: u64,
+    /// Words that reached this processor from other processors (two-phase:
+    /// through the intermediates; the h of the stage-2 bound).
+    pub(crate) received_words: u64,
+}
+
+/// Delivers this processor's streams, listed by destination, and returns
+/// the non-empty streams received, listed by source.
 pub(crate) fn route(
     router: Router,
     comm: &mut dyn Comm,
-    streams: Vec<Segments>,
-) -> Result<(Vec<Segments>, RouteFigures), Aborted> {
+    streams: Blocks,
+) -> Result<(Blocks, RouteFigures), Aborted> {
     match router {
         Router::TwoPhase => two_phase::route(comm, streams),
         Router::Direct => direct::route(comm, streams),
+        Router::Auto => unreachable!("bsp: the automatic router is resolved before routing"),
     }
 }

@@ -1,125 +1,264 @@
 //! The deterministic two-transpose h-relation router (Bader, Helman and
 //! JáJá 1995, Sect. 3 and Appendix B).
 //!
-//! Processor i splits its stream for destination j (m bytes) into p
-//! contiguous parts of ⌊m/p⌋ or ⌈m/p⌉ bytes; part c goes to intermediate
-//! (i + j + c) mod p, the ⌈m/p⌉ parts coming first. This is the paper's
-//! cyclic dealing of words with the words of a part kept together, so the
-//! bound on bin sizes carries over unchanged with bytes as the unit. Each
-//! block of either exchange starts with a header of p little integers, the
-//! lengths of the parts it carries in destination (stage 1) or source
-//! (stage 2) order, so nothing else needs to be known to take it apart.
+//! The unit dealt is a word of 8 bytes (the last word of a stream may be
+//! short). Processor i splits its stream for destination j ≠ i (m words)
+//! into min(m, p) contiguous parts of ⌊m/p⌋ or ⌈m/p⌉ words; part c goes to
+//! intermediate (i + j + c) mod p, the ⌈m/p⌉ parts coming first. This is
+//! the paper's cyclic dealing of words with the words of a part kept
+//! together, so its bounds on bin sizes carry over unchanged: a stage-1
+//! block holds at most s/p + (p−1)/2 words (s: the words its sender deals)
+//! and a stage-2 block at most h/p + (p−1)/2 (h: the words its receiver
+//! receives), which debug builds assert. A processor's stream to itself is
+//! not dealt: it stays where it is.
+//!
+//! Each block starts with a header listing only its non-empty parts, in
+//! peer order (destination in stage 1, source in stage 2), as pairs of
+//! LEB128 integers: the gap to the previous part's peer and the part's
+//! length. An empty block is sent as nothing. A superstep whose processors
+//! send m messages therefore costs O(p + parts) bookkeeping per processor,
+//! parts ≤ min(bytes, m·p), and nothing of size p² exists anywhere.
 //!
 //! On the threads transport the parts are reference-counted slices of the
 //! sender's buffers: the intermediates re-bin pointers and the only copy of
 //! the payload is the one into the receiver's memory.
 
+use std::ops::Range;
+
 use bytes::Bytes;
 
-use super::RouteFigures;
-use crate::segments::{segments_len, slice_segments, SegmentReader, Segments};
-use crate::transport::{Aborted, Comm};
+use super::{words, RouteFigures, WORD_BYTES};
+use crate::segments::{segments_len, SegmentCursor, Segments};
+use crate::transport::{Aborted, Blocks, Comm};
 
-/// Length of part `c` when `len` bytes are split into `p` parts.
+/// Length in words of part `c` when `len` words are split into `p` parts.
 fn part_len(len: usize, p: usize, c: usize) -> usize {
     len / p + usize::from(c < len % p)
 }
 
-/// Offset of part `c` when `len` bytes are split into `p` parts.
+/// Word offset of part `c` when `len` words are split into `p` parts.
 fn part_start(len: usize, p: usize, c: usize) -> usize {
     c * (len / p) + c.min(len % p)
 }
 
-fn encode_header(lens: &[usize]) -> Bytes {
-    let mut raw = Vec::with_capacity(8 * lens.len());
-    for &len in lens {
-        raw.extend_from_slice(&(len as u64).to_ne_bytes());
+/// Whether a block of `block` words keeps the paper's bound for a
+/// processor that deals (stage 1) or receives (stage 2) `total` words:
+/// `block ≤ total/p + (p−1)/2`, in integers.
+fn within_bound(block: u64, total: u64, p: u64) -> bool {
+    2 * p * block <= 2 * total + p * (p - 1)
+}
+
+/// One part of a block: the processor it is for (stage 1) or from
+/// (stage 2), and its length in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Part {
+    peer: usize,
+    len: usize,
+}
+
+/// A part on its way into a block: the processor the block goes to, the
+/// part's header entry, and where its slices lie in the pool.
+struct Piece {
+    to: usize,
+    part: Part,
+    slices: Range<usize>,
+}
+
+/// The parts of one exchange (or of the reassembly), gathered in any order
+/// and then grouped by where they go. Cost: O(parts · log parts), never p.
+#[derive(Default)]
+struct Pieces {
+    pieces: Vec<Piece>,
+    pool: Segments,
+}
+
+impl Pieces {
+    /// Adds a part for `to`: the next `len` bytes of `from`.
+    fn push(&mut self, to: usize, peer: usize, len: usize, from: &mut SegmentCursor<'_>) {
+        let start = self.pool.len();
+        from.take(len, &mut self.pool);
+        self.pieces.push(Piece {
+            to,
+            part: Part { peer, len },
+            slices: start..self.pool.len(),
+        });
+    }
+
+    /// The parts grouped by `to`, ascending; within a group, in the order
+    /// they were added. Calls `group(to, parts)` for each and gathers the
+    /// blocks it returns.
+    fn group(
+        mut self,
+        mut group: impl FnMut(usize, &[Piece], &mut Segments) -> Segments,
+    ) -> Blocks {
+        self.pieces.sort_by_key(|piece| piece.to); // stable: keeps the order within `to`
+        self.pieces
+            .chunk_by(|a, b| a.to == b.to)
+            .map(|run| (run[0].to, group(run[0].to, run, &mut self.pool)))
+            .collect()
+    }
+}
+
+/// The payload of `run`'s parts, in bytes and in words.
+fn payload(run: &[Piece]) -> (u64, u64) {
+    run.iter().fold((0, 0), |(bytes, w), piece| {
+        (bytes + piece.part.len as u64, w + words(piece.part.len))
+    })
+}
+
+/// The block made of `run`'s parts: its header, then their payload, moved
+/// out of `pool`. Adds the header's length to `header_bytes`.
+fn block(run: &[Piece], pool: &mut Segments, header_bytes: &mut u64) -> Segments {
+    let header = encode_header(run.iter().map(|piece| piece.part));
+    *header_bytes += header.len() as u64;
+    let mut out = Vec::with_capacity(1 + run.len());
+    out.push(header);
+    for piece in run {
+        out.extend(pool[piece.slices.clone()].iter_mut().map(std::mem::take));
+    }
+    out
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(from: &mut SegmentCursor<'_>) -> u64 {
+    let (mut v, mut shift) = (0u64, 0);
+    loop {
+        let b = from.next_byte().expect("bsp: truncated router header");
+        v |= u64::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            return v;
+        }
+        shift += 7;
+    }
+}
+
+/// The header of a block: the number of parts, then for each part the gap
+/// between its peer and the previous part's peer + 1, and its length.
+fn encode_header(parts: impl ExactSizeIterator<Item = Part>) -> Bytes {
+    let mut raw = Vec::with_capacity(1 + 4 * parts.len());
+    put_varint(&mut raw, parts.len() as u64);
+    let mut next = 0;
+    for part in parts {
+        put_varint(&mut raw, (part.peer - next) as u64);
+        put_varint(&mut raw, part.len as u64);
+        next = part.peer + 1;
     }
     Bytes::from(raw)
 }
 
-/// Reads the p part lengths at the start of a block and returns the parts'
-/// offsets in the block: part x spans `offsets[x]..offsets[x + 1]`.
-fn decode_header(block: &[Bytes], p: usize) -> Vec<usize> {
-    let mut r = SegmentReader::new(block);
-    let mut offsets = Vec::with_capacity(p + 1);
-    let mut at = 8 * p;
-    offsets.push(at);
-    for _ in 0..p {
-        at += r.read_u64() as usize;
-        offsets.push(at);
+/// Reads the header at the front of a block into `parts` (emptied first);
+/// the cursor is left at the first part's payload.
+fn decode_header(from: &mut SegmentCursor<'_>, parts: &mut Vec<Part>) {
+    parts.clear();
+    let count = get_varint(from) as usize;
+    let mut next = 0;
+    for _ in 0..count {
+        let peer = next + get_varint(from) as usize;
+        let len = get_varint(from) as usize;
+        parts.push(Part { peer, len });
+        next = peer + 1;
     }
-    offsets
 }
 
 pub(super) fn route(
     comm: &mut dyn Comm,
-    streams: Vec<Segments>,
-) -> Result<(Vec<Segments>, RouteFigures), Aborted> {
+    streams: Blocks,
+) -> Result<(Blocks, RouteFigures), Aborted> {
     let p = comm.nprocs();
     let me = comm.pid();
-    let header_len = 8 * p;
-    let span = |offsets: &[usize], x: usize| (offsets[x], offsets[x + 1] - offsets[x]);
-    let mut figures = RouteFigures {
-        header_bytes: 2 * (p * header_len) as u64,
-        ..RouteFigures::default()
-    };
+    let mut figures = RouteFigures::default();
+    let mut own = None;
 
     // Stage 1: deal every stream over the p intermediates.
-    let lens: Vec<usize> = streams.iter().map(|s| segments_len(s)).collect();
-    let mut first = Vec::with_capacity(p);
-    for k in 0..p {
-        // Part index c of destination j's stream that goes to intermediate k.
-        let part = |j: usize| (k + 2 * p - me - j) % p;
-        let part_lens: Vec<usize> = (0..p).map(|j| part_len(lens[j], p, part(j))).collect();
-        figures.first_block = figures
-            .first_block
-            .max(part_lens.iter().sum::<usize>() as u64);
-        let mut block = vec![encode_header(&part_lens)];
-        for j in 0..p {
-            slice_segments(
-                &streams[j],
-                part_start(lens[j], p, part(j)),
-                part_lens[j],
-                &mut block,
-            );
+    let mut pieces = Pieces::default();
+    for (j, stream) in streams {
+        if j == me {
+            own = Some(stream);
+            continue;
         }
-        first.push(block);
+        let len = segments_len(&stream);
+        let w = words(len) as usize;
+        figures.dealt_words += w as u64;
+        let mut cursor = SegmentCursor::new(&stream);
+        for c in 0..w.min(p) {
+            let start = WORD_BYTES * part_start(w, p, c);
+            let end = (start + WORD_BYTES * part_len(w, p, c)).min(len);
+            pieces.push((me + j + c) % p, j, end - start, &mut cursor);
+        }
     }
-    drop(streams);
+    let first = pieces.group(|_, run, pool| {
+        let (bytes, words) = payload(run);
+        figures.first_block = figures.first_block.max(bytes);
+        figures.first_block_words = figures.first_block_words.max(words);
+        block(run, pool, &mut figures.header_bytes)
+    });
+    debug_assert!(
+        within_bound(figures.first_block_words, figures.dealt_words, p as u64),
+        "two-phase stage-1 block of {} words exceeds s/p + (p-1)/2 with s = {}, p = {p}",
+        figures.first_block_words,
+        figures.dealt_words
+    );
     let received = comm.transpose(first)?;
 
-    // Stage 2: regroup what arrived by final destination.
-    let headers: Vec<Vec<usize>> = received.iter().map(|b| decode_header(b, p)).collect();
-    let mut second = Vec::with_capacity(p);
-    for j in 0..p {
-        let from_lens: Vec<usize> = headers.iter().map(|h| span(h, j).1).collect();
-        let mut block = vec![encode_header(&from_lens)];
-        for (i, h) in headers.iter().enumerate() {
-            let (start, len) = span(h, j);
-            slice_segments(&received[i], start, len, &mut block);
+    // Stage 2: regroup what arrived by final destination, in source order.
+    let mut pieces = Pieces::default();
+    let mut parts = Vec::new();
+    for (i, block) in &received {
+        let mut cursor = SegmentCursor::new(block);
+        decode_header(&mut cursor, &mut parts);
+        for part in &parts {
+            pieces.push(part.peer, *i, part.len, &mut cursor);
         }
-        second.push(block);
     }
+    let second = pieces.group(|_, run, pool| block(run, pool, &mut figures.header_bytes));
     drop(received);
     let arrived = comm.transpose(second)?;
 
-    // Reassemble each source's stream from its parts, in part order.
-    let headers: Vec<Vec<usize>> = arrived.iter().map(|b| decode_header(b, p)).collect();
-    for h in &headers {
-        figures.second_block = figures.second_block.max((h[p] - h[0]) as u64);
+    // Reassemble each source's stream. Source i's part c came through
+    // intermediate (i + me + c) mod p: in intermediate order, the parts
+    // from intermediate (i + me) mod p on come first.
+    let mut pieces = Pieces::default();
+    for (k, block) in &arrived {
+        let mut cursor = SegmentCursor::new(block);
+        decode_header(&mut cursor, &mut parts);
+        let (mut bytes, mut block_words) = (0, 0);
+        for part in &parts {
+            pieces.push(part.peer, *k, part.len, &mut cursor);
+            bytes += part.len as u64;
+            // Every part but a stream's last is whole words; the last one's
+            // short word is a word of its stream too.
+            block_words += words(part.len);
+        }
+        figures.received_words += block_words;
+        figures.second_block = figures.second_block.max(bytes);
+        figures.second_block_words = figures.second_block_words.max(block_words);
     }
-    let delivered = (0..p)
-        .map(|i| {
-            let mut stream = Vec::new();
-            for c in 0..p {
-                let k = (i + me + c) % p;
-                let (start, len) = span(&headers[k], i);
-                slice_segments(&arrived[k], start, len, &mut stream);
-            }
-            stream
-        })
-        .collect();
+    drop(arrived);
+    debug_assert!(
+        within_bound(figures.second_block_words, figures.received_words, p as u64),
+        "two-phase stage-2 block of {} words exceeds h/p + (p-1)/2 with h = {}, p = {p}",
+        figures.second_block_words,
+        figures.received_words
+    );
+    let mut delivered = pieces.group(|i, run, pool| {
+        let first = run.partition_point(|piece| piece.part.peer < (i + me) % p);
+        let mut stream = Segments::new();
+        for piece in run[first..].iter().chain(&run[..first]) {
+            stream.extend(pool[piece.slices.clone()].iter_mut().map(std::mem::take));
+        }
+        stream
+    });
+    if let Some(own) = own {
+        let at = delivered.partition_point(|&(i, _)| i < me);
+        delivered.insert(at, (me, own));
+    }
     Ok((delivered, figures))
 }
 
@@ -134,10 +273,38 @@ mod tests {
                 let mut next = 0;
                 for c in 0..p {
                     assert_eq!(part_start(len, p, c), next);
+                    assert_eq!(part_len(len, p, c) > 0, c < len.min(p));
                     next += part_len(len, p, c);
                 }
                 assert_eq!(next, len);
             }
         }
+    }
+
+    #[test]
+    fn headers_round_trip_and_list_only_parts() {
+        let parts = [
+            Part { peer: 0, len: 1 },
+            Part { peer: 1, len: 300 },
+            Part {
+                peer: 4000,
+                len: 1 << 40,
+            },
+        ];
+        let header = encode_header(parts.into_iter());
+        assert_eq!(header.len(), 1 + 2 + 3 + (2 + 6));
+        let block = vec![header];
+        let mut decoded = vec![Part { peer: 9, len: 9 }];
+        decode_header(&mut SegmentCursor::new(&block), &mut decoded);
+        assert_eq!(decoded, parts);
+        assert_eq!(&encode_header([].into_iter())[..], &[0]);
+    }
+
+    #[test]
+    fn the_bound_is_the_papers() {
+        // p = 4: s/p + 3/2.
+        assert!(within_bound(26, 100, 4));
+        assert!(!within_bound(27, 100, 4));
+        assert!(within_bound(0, 0, 1));
     }
 }

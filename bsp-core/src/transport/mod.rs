@@ -79,6 +79,37 @@ impl OnFailure {
 /// run has been aborted (by another processor's failure or its own).
 pub(crate) struct Aborted;
 
+/// The result of an all-gather: every processor's row, in pid order. Shared,
+/// not copied, between the processors of one process (the statistics log
+/// keeps it), so p processors holding the rows of a sync cost p rows, not p².
+pub(crate) type Rows = std::sync::Arc<[u64]>;
+
+/// The blocks of one processor in an exchange, each with the processor it
+/// goes to (or, received, came from): pids ascending, each at most once.
+/// A processor not listed is sent (or sent) nothing, so an exchange costs
+/// what its blocks cost, not p.
+pub(crate) type Blocks = Vec<(usize, Segments)>;
+
+/// The blocks listed in `blocks`, one per processor of `p` (empty where
+/// none is listed).
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // MPI's collectives take p-arrays
+pub(crate) fn dense(blocks: Blocks, p: usize) -> Vec<Segments> {
+    let mut all = vec![Segments::new(); p];
+    for (pid, block) in blocks {
+        all[pid] = block;
+    }
+    all
+}
+
+/// The non-empty blocks of `all` (one per processor), listed.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn listed(all: Vec<Segments>) -> Blocks {
+    all.into_iter()
+        .enumerate()
+        .filter(|(_, block)| !block.is_empty())
+        .collect()
+}
+
 /// The operations a router and the superstep protocol need from a transport.
 ///
 /// Every processor calls the collective operations in the same order; each
@@ -91,13 +122,13 @@ pub(crate) trait Comm: Send {
     fn nprocs(&self) -> usize;
     /// All-gather: every processor contributes a row of the same length and
     /// receives all rows, concatenated in pid order.
-    fn allgather(&mut self, row: &[u64]) -> Result<Vec<u64>, Aborted>;
-    /// Uniform all-to-all: `blocks[k]` goes to processor k; the result holds
-    /// the segments received from each processor, in pid order. The router
+    fn allgather(&mut self, row: &[u64]) -> Result<Rows, Aborted>;
+    /// Uniform all-to-all: each listed block goes to its processor; the
+    /// result lists the non-empty blocks received, by sender. The router
     /// guarantees that their sizes are close to each other.
-    fn transpose(&mut self, blocks: Vec<Segments>) -> Result<Vec<Segments>, Aborted>;
-    /// Irregular all-to-all with arbitrary sizes.
-    fn alltoallv(&mut self, blocks: Vec<Segments>) -> Result<Vec<Segments>, Aborted>;
+    fn transpose(&mut self, blocks: Blocks) -> Result<Blocks, Aborted>;
+    /// Irregular all-to-all with arbitrary sizes, listed as for `transpose`.
+    fn alltoallv(&mut self, blocks: Blocks) -> Result<Blocks, Aborted>;
     /// The superstep the coming collectives belong to, for error reports
     /// (a timeout names it).
     fn set_superstep(&mut self, superstep: usize);

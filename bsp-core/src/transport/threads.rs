@@ -6,9 +6,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::barrier::{Barrier, Interrupted};
-use super::{timeout_message, Aborted, Body, Comm, RunLimits};
+use super::{timeout_message, Aborted, Blocks, Body, Comm, Rows, RunLimits};
 use crate::error::{Error, ErrorKind, Result};
-use crate::segments::Segments;
 
 /// After a run with a sync time limit has failed, how long the processors
 /// still in their own code get to reach bsp (where they unwind) before
@@ -23,12 +22,17 @@ const MIN_GRACE: Duration = Duration::from_secs(5);
 /// `e + 2`, after passing the barrier of `e + 1`, which nobody passes before
 /// every processor has finished reading collective `e`. One barrier per
 /// collective is therefore enough.
+///
+/// Nothing here grows with p²: an all-gather fills one shared table of
+/// rows, read as one shared snapshot, and an exchange leaves each block in
+/// its receiver's inbox, so a processor touches only its own inbox and
+/// the inboxes of the processors it sends to.
 pub(crate) struct ThreadsShared {
     nprocs: usize,
     barrier: Barrier,
-    rows: [Vec<Mutex<Vec<u64>>>; 2],
-    /// `slots[set][from * p + to]`.
-    slots: [Vec<Mutex<Segments>>; 2],
+    rows: [Mutex<RowTable>; 2],
+    /// `inboxes[set][to]`: the non-empty blocks sent to `to`, with their senders.
+    inboxes: [Vec<Mutex<Blocks>>; 2],
     /// `entered[q]`: the number of collectives processor q has entered,
     /// to name the missing ones when a wait times out.
     entered: Vec<AtomicUsize>,
@@ -40,19 +44,23 @@ pub(crate) struct ThreadsShared {
     finished_signal: Condvar,
 }
 
+/// The rows of one all-gather, and the snapshot every processor returns.
+#[derive(Default)]
+struct RowTable {
+    /// The collective (epoch) the table is for.
+    epoch: usize,
+    words: Vec<u64>,
+    snapshot: Option<Rows>,
+}
+
 impl ThreadsShared {
     fn new(nprocs: usize, limits: RunLimits) -> Arc<Self> {
-        let rows = || (0..nprocs).map(|_| Mutex::new(Vec::new())).collect();
-        let slots = || {
-            (0..nprocs * nprocs)
-                .map(|_| Mutex::new(Vec::new()))
-                .collect()
-        };
+        let inboxes = || (0..nprocs).map(|_| Mutex::new(Vec::new())).collect();
         Arc::new(ThreadsShared {
             nprocs,
             barrier: Barrier::new(nprocs),
-            rows: [rows(), rows()],
-            slots: [slots(), slots()],
+            rows: Default::default(),
+            inboxes: [inboxes(), inboxes()],
             entered: (0..nprocs).map(|_| AtomicUsize::new(0)).collect(),
             limits,
             first_error: Mutex::new(None),
@@ -190,18 +198,18 @@ impl ThreadsComm {
         }
     }
 
-    fn exchange(&mut self, blocks: Vec<Segments>) -> Result<Vec<Segments>, Aborted> {
-        let p = self.shared.nprocs;
-        assert_eq!(blocks.len(), p, "one block per destination");
+    fn exchange(&mut self, blocks: Blocks) -> Result<Blocks, Aborted> {
         let set = self.next_set();
-        let slots = &self.shared.slots[set];
-        for (to, block) in blocks.into_iter().enumerate() {
-            *lock(&slots[self.pid * p + to]) = block;
+        let inboxes = &self.shared.inboxes[set];
+        for (to, block) in blocks {
+            if !block.is_empty() {
+                lock(&inboxes[to]).push((self.pid, block));
+            }
         }
         self.arrive()?;
-        Ok((0..p)
-            .map(|from| std::mem::take(&mut *lock(&slots[from * p + self.pid])))
-            .collect())
+        let mut received = std::mem::take(&mut *lock(&inboxes[self.pid]));
+        received.sort_unstable_by_key(|&(from, _)| from);
+        Ok(received)
     }
 }
 
@@ -214,27 +222,33 @@ impl Comm for ThreadsComm {
         self.shared.nprocs
     }
 
-    fn allgather(&mut self, row: &[u64]) -> Result<Vec<u64>, Aborted> {
+    fn allgather(&mut self, row: &[u64]) -> Result<Rows, Aborted> {
+        let (p, epoch) = (self.shared.nprocs, self.epoch);
         let set = self.next_set();
-        let rows = &self.shared.rows[set];
+        let table = &self.shared.rows[set];
         {
-            let mut mine = lock(&rows[self.pid]);
-            mine.clear();
-            mine.extend_from_slice(row);
+            let mut t = lock(table);
+            if t.epoch != epoch || t.words.len() != p * row.len() {
+                t.epoch = epoch;
+                t.snapshot = None;
+                t.words.clear();
+                t.words.resize(p * row.len(), 0);
+            }
+            t.words[self.pid * row.len()..(self.pid + 1) * row.len()].copy_from_slice(row);
         }
         self.arrive()?;
-        let mut all = Vec::with_capacity(row.len() * rows.len());
-        for r in rows {
-            all.extend_from_slice(&lock(r));
-        }
-        Ok(all)
+        let mut t = lock(table);
+        let t = &mut *t;
+        Ok(t.snapshot
+            .get_or_insert_with(|| Rows::from(&t.words[..]))
+            .clone())
     }
 
-    fn transpose(&mut self, blocks: Vec<Segments>) -> Result<Vec<Segments>, Aborted> {
+    fn transpose(&mut self, blocks: Blocks) -> Result<Blocks, Aborted> {
         self.exchange(blocks)
     }
 
-    fn alltoallv(&mut self, blocks: Vec<Segments>) -> Result<Vec<Segments>, Aborted> {
+    fn alltoallv(&mut self, blocks: Blocks) -> Result<Blocks, Aborted> {
         self.exchange(blocks)
     }
 

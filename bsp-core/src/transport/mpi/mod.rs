@@ -76,9 +76,10 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use mpi::Threading;
 
-use super::{timeout_message, Aborted, Body, Comm, OnFailure, RunLimits};
+use super::{
+    dense, listed, timeout_message, Aborted, Blocks, Body, Comm, OnFailure, Rows, RunLimits,
+};
 use crate::error::{Error, ErrorKind, Result};
-use crate::segments::Segments;
 use pool::Pool;
 
 /// Environment variable choosing how `transpose` is carried out:
@@ -280,10 +281,10 @@ impl Comm for MpiComm {
         self.nprocs
     }
 
-    fn allgather(&mut self, row: &[u64]) -> Result<Vec<u64>, Aborted> {
+    fn allgather(&mut self, row: &[u64]) -> Result<Rows, Aborted> {
         if let Some(limit) = self.limits.sync_timeout {
             return match self.timed_allgather(row, limit) {
-                Ok(all) => Ok(all),
+                Ok(all) => Ok(all.into()),
                 Err(missing) => {
                     let culprit = missing.first().copied().unwrap_or(self.pid);
                     let msg = timeout_message(&missing, self.nprocs, limit);
@@ -296,20 +297,20 @@ impl Comm for MpiComm {
         }
         let mut all = vec![0u64; row.len() * self.nprocs];
         self.comm().all_gather_into(row, &mut all[..]);
-        Ok(all)
+        Ok(all.into())
     }
 
-    fn transpose(&mut self, blocks: Vec<Segments>) -> Result<Vec<Segments>, Aborted> {
-        assert_eq!(blocks.len(), self.nprocs, "one block per destination");
-        Ok(match self.mode {
+    fn transpose(&mut self, blocks: Blocks) -> Result<Blocks, Aborted> {
+        let blocks = dense(blocks, self.nprocs);
+        Ok(listed(match self.mode {
             TransposeMode::Alltoall => self.eager_transpose(blocks),
             TransposeMode::Alltoallv => self.counted_alltoallv(blocks),
-        })
+        }))
     }
 
-    fn alltoallv(&mut self, blocks: Vec<Segments>) -> Result<Vec<Segments>, Aborted> {
-        assert_eq!(blocks.len(), self.nprocs, "one block per destination");
-        Ok(self.counted_alltoallv(blocks))
+    fn alltoallv(&mut self, blocks: Blocks) -> Result<Blocks, Aborted> {
+        let blocks = dense(blocks, self.nprocs);
+        Ok(listed(self.counted_alltoallv(blocks)))
     }
 
     fn set_superstep(&mut self, superstep: usize) {
