@@ -4,9 +4,10 @@
 //! ratios to `bsp`.
 //!
 //! ```text
-//! cargo run --release --example bench_sort -- --n 16777216,67108864 --procs 2
+//! cargo run --release -p bsp-benchmarks --example bench_sort -- --n 16777216,67108864 --procs 2
 //! ```
 
+#[path = "../../examples/common/mod.rs"]
 mod common;
 
 use std::cmp::Ordering;
