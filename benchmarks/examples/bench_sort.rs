@@ -191,6 +191,7 @@ fn time_bsp<T: Item>(
             (times, data)
         })
         .expect("bsp run failed")
+        .into_vec()
     };
     let outs: Vec<(Vec<f64>, Vec<T>)> = if reuse {
         one_run(args.reps)

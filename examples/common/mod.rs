@@ -138,7 +138,7 @@ pub fn ran<T, E: Display>(name: &str, outcome: Result<T, E>) -> T {
 
 /// Exit status 1 if any processor reported a wrong answer (`Some(false)`;
 /// `None` is a processor that had nothing to check), success otherwise.
-pub fn verdict(results: &[Option<bool>]) -> std::process::ExitCode {
+pub fn verdict(results: &bsp::Outcome<Option<bool>>) -> std::process::ExitCode {
     if results.iter().all(|r| *r != Some(false)) {
         std::process::ExitCode::SUCCESS
     } else {
