@@ -63,7 +63,7 @@ pub use ctx::Ctx;
 pub use env::{PROCS_ENV, PROFILE_ENV, ROUTER_ENV};
 pub use error::{Error, ErrorKind, Result};
 pub use outcome::Outcome;
-pub use queue::{Encoding, Queue, Raw, Serde};
+pub use queue::{Encoding, Queue, Raw, Serde, Tag, Tagged};
 pub use router::{ParseRouterError, Router};
 pub use runtime::{launched_by_mpirun, run, Runtime};
 pub use stats::{Stats, SuperstepStats};

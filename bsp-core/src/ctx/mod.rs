@@ -9,7 +9,9 @@
 //! (registration and local access), `remote.rs` (puts and gets) and
 //! `queues.rs` (messages).
 
+mod clock;
 mod coarrays;
+mod inbox;
 mod queues;
 mod remote;
 
@@ -52,6 +54,10 @@ pub struct Ctx {
     /// Whether the end-of-run exchange has happened.
     finished: bool,
     work_start: Instant,
+    /// When this processor's run began ([`Ctx::time`]).
+    started: Instant,
+    /// What [`Ctx::get_into`] copies into local coarrays after the sync.
+    landing: Vec<remote::Landing>,
 }
 
 impl Ctx {
@@ -73,6 +79,8 @@ impl Ctx {
             stats: StatsLog::new(),
             finished: false,
             work_start: Instant::now(),
+            started: Instant::now(),
+            landing: Vec::new(),
         }
     }
 
@@ -246,6 +254,7 @@ impl Ctx {
         }
         self.has_gets = false;
         self.superstep += 1;
+        self.land_gets();
         figures.sync_ns = start.elapsed().as_nanos() as u64;
         self.last_sync = figures;
         self.work_start = Instant::now();
