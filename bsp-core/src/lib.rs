@@ -47,6 +47,7 @@ mod error;
 mod launch;
 mod outbox;
 mod outcome;
+mod profile;
 mod protocol;
 mod queue;
 mod registry;
@@ -60,13 +61,13 @@ mod wire;
 
 pub use coarray::{Coarray, GetHandle};
 pub use ctx::Ctx;
-pub use env::{PROCS_ENV, PROFILE_ENV, ROUTER_ENV};
+pub use env::{COST_ENV, PROCS_ENV, PROFILE_ENV, ROUTER_ENV, TRACE_FILE_ENV};
 pub use error::{Error, ErrorKind, Result};
 pub use outcome::Outcome;
 pub use queue::{Encoding, Queue, Raw, Serde, Tag, Tagged};
 pub use router::{ParseRouterError, Router};
 pub use runtime::{launched_by_mpirun, run, Runtime};
-pub use stats::{Stats, SuperstepStats};
+pub use stats::{CostParams, Stats, SuperstepStats};
 pub use transport::Transport;
 
 /// The `mpi` crate (rsmpi 0.8) that the MPI transport is built on, for

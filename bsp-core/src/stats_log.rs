@@ -2,7 +2,8 @@
 //! so that a sync costs no more than storing the all-gather's result, and
 //! turned into [`SuperstepStats`] only when asked.
 
-use std::collections::VecDeque;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::protocol::SyncRow;
 use crate::stats::SuperstepStats;
@@ -18,6 +19,8 @@ pub(crate) struct StatsLog {
     rows: VecDeque<Vec<u64>>,
     /// The superstep of the oldest kept exchange.
     first: usize,
+    /// The supersteps' labels ([`Ctx::label`](crate::Ctx::label)), by superstep.
+    labels: BTreeMap<usize, Cow<'static, str>>,
 }
 
 impl StatsLog {
@@ -25,13 +28,20 @@ impl StatsLog {
         StatsLog {
             rows: VecDeque::new(),
             first: 0,
+            labels: BTreeMap::new(),
         }
+    }
+
+    /// Names superstep `step`.
+    pub(crate) fn label(&mut self, step: usize, name: Cow<'static, str>) {
+        self.labels.insert(step, name);
     }
 
     /// Keeps the rows of one exchange (all processors' words).
     pub(crate) fn push(&mut self, words: Vec<u64>) {
         if self.rows.len() > STATS_HISTORY {
             self.rows.pop_front();
+            self.labels.remove(&self.first);
             self.first += 1;
         }
         self.rows.push_back(words);
@@ -52,6 +62,9 @@ impl StatsLog {
                 out.push(superstep(self.first + self.rows.len() - 1, last, None));
             }
         }
+        for s in &mut out {
+            s.label = self.labels.get(&s.superstep).map(|l| l.to_string());
+        }
         out
     }
 }
@@ -70,6 +83,7 @@ fn superstep(step: usize, now: &[u64], next: Option<&Vec<u64>>) -> SuperstepStat
     };
     SuperstepStats {
         superstep: step,
+        label: None,
         work_seconds: now.iter().map(|r| seconds(r.work_ns)).collect(),
         sent_bytes: figure(|r| r.previous.bytes.sent),
         recv_bytes: figure(|r| r.previous.bytes.received),

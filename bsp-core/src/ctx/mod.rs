@@ -172,6 +172,7 @@ impl Ctx {
             router: self.router,
             transport: self.transport,
             supersteps: self.stats.supersteps(self.finished),
+            cost_params: None,
         }
     }
 
