@@ -54,6 +54,11 @@ fn fmax(v: &[f64]) -> f64 {
     v.iter().copied().fold(0.0, f64::max)
 }
 
+/// The least of `v`, 0 when empty.
+fn fmin(v: &[f64]) -> f64 {
+    v.iter().copied().reduce(f64::min).unwrap_or(0.0)
+}
+
 impl SuperstepStats {
     /// h in bytes: the most any processor sent or received.
     pub fn h_bytes(&self) -> u64 {
@@ -77,20 +82,12 @@ impl SuperstepStats {
 
     /// The shortest local work of any processor, in seconds.
     pub fn min_work_seconds(&self) -> f64 {
-        self.work_seconds
-            .iter()
-            .copied()
-            .fold(f64::INFINITY, f64::min)
-            .min(self.max_work_seconds())
+        fmin(&self.work_seconds)
     }
 
     /// The shortest `sync` of any processor, in seconds.
     pub fn min_sync_seconds(&self) -> f64 {
-        self.sync_seconds
-            .iter()
-            .copied()
-            .fold(f64::INFINITY, f64::min)
-            .min(self.max_sync_seconds())
+        fmin(&self.sync_seconds)
     }
 
     /// Work imbalance: the longest local work over the mean (1 when every
