@@ -20,7 +20,8 @@ use std::time::Instant;
 
 use bsp::algos::{self, Block, Combine, Max, Sum};
 use bsp::prelude::*;
-use common::{upper_median, Args, Json};
+use common::{upper_median, Args};
+use serde_json::json;
 
 const HELP: &str = "bench_access: RAW (sum) with hot spots, bucket stretching vs naive
 
@@ -216,15 +217,18 @@ fn main() -> ExitCode {
             let base = *uniform.get_or_insert(bsp);
             if args.json {
                 for (variant, t) in [("bsp", bsp), ("naive", naive)] {
-                    Json::new()
-                        .str("variant", variant)
-                        .str("dist", dist)
-                        .num("procs", p)
-                        .num("n", args.n)
-                        .num("seconds", format!("{:.6}", t.wall))
-                        .num("cpu_seconds", format!("{:.6}", t.cpu))
-                        .num("verified", true)
-                        .print();
+                    println!(
+                        "{}",
+                        json!({
+                            "variant": variant,
+                            "dist": dist,
+                            "procs": p,
+                            "n": args.n,
+                            "seconds": t.wall,
+                            "cpu_seconds": t.cpu,
+                            "verified": true,
+                        })
+                    );
                 }
             } else {
                 println!(

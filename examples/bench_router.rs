@@ -21,8 +21,10 @@ mod common;
 
 use std::time::Instant;
 
+use bsp::algos::{all_reduce, Max};
 use bsp::prelude::*;
-use common::{max_over_procs, median, Args, Json};
+use common::{median, Args};
+use serde_json::json;
 
 const USAGE: &str = "bench_router: h-relation routing, two-phase vs direct vs a baseline (memcpy; MPI_Alltoallv under MPI)
 
@@ -139,7 +141,9 @@ fn run_bsp(rt: &Runtime, router: Router, c: &[Vec<usize>], reps: usize) -> Vec<f
                     at += 1;
                 }
             }
-            max_over_procs(ctx, &secs)
+            // The slowest processor's time of each repetition.
+            all_reduce(ctx, &mut secs, &Max);
+            secs
         })
         .unwrap_or_else(|e| {
             eprintln!("bench_router: {e}");
@@ -349,16 +353,19 @@ fn main() {
                 let secs = median(s);
                 let gbs = bytes as f64 / secs / 1e9;
                 if json {
-                    Json::new()
-                        .str("router", name)
-                        .str("shape", shape)
-                        .num("procs", p)
-                        .num("bytes", bytes)
-                        .num("seconds", secs)
-                        .num("gb_per_second", gbs)
-                        .num("ratio_to_baseline", base / secs)
-                        .str("transport", transport)
-                        .print();
+                    println!(
+                        "{}",
+                        json!({
+                            "router": name,
+                            "shape": shape,
+                            "procs": p,
+                            "bytes": bytes,
+                            "seconds": secs,
+                            "gb_per_second": gbs,
+                            "ratio_to_baseline": base / secs,
+                            "transport": transport,
+                        })
+                    );
                 } else {
                     println!(
                         "{p:>5} {shape:>7} {name:>10} {bytes:>12} {secs:>10.4} {gbs:>8.2} {:>8.2}x",

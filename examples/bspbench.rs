@@ -19,8 +19,10 @@ mod common;
 
 use std::time::Instant;
 
+use bsp::algos::{all_reduce, Max};
 use bsp::prelude::*;
-use common::{max_over_procs, median, Args, Json};
+use common::{median, Args};
+use serde_json::json;
 
 const USAGE: &str =
     "bspbench: measure l (empty superstep) and g (seconds per byte of an h-relation)
@@ -78,7 +80,8 @@ fn measure(ctx: &mut Ctx, max_bytes: usize) -> Fit {
         }
         batches.push(start.elapsed().as_secs_f64() / syncs as f64);
     }
-    let l_seconds = median(&mut max_over_procs(ctx, &batches));
+    all_reduce(ctx, &mut batches, &Max); // the slowest processor's times
+    let l_seconds = median(&mut batches);
 
     // g: full h-relations of h bytes per processor, h/p to each processor.
     let words = (max_bytes / 8).max(p);
@@ -101,7 +104,8 @@ fn measure(ctx: &mut Ctx, max_bytes: usize) -> Fit {
             }
             samples.push(start.elapsed().as_secs_f64() / reps as f64);
         }
-        points.push((per * p * 8, median(&mut max_over_procs(ctx, &samples))));
+        all_reduce(ctx, &mut samples, &Max);
+        points.push((per * p * 8, median(&mut samples)));
         h *= 2;
     }
     let (l_h_seconds, g_seconds_per_byte) = fit_line(&points);
@@ -176,20 +180,20 @@ fn main() {
     );
     let p = rt.nprocs();
     if json {
-        let mut out = Json::new()
-            .str("backend", transport)
-            .num("procs", p)
-            .str("router", router.name())
-            .num("l_seconds", fit.l_seconds)
-            .num("g_seconds_per_byte", fit.g_seconds_per_byte)
-            .num("l_h_seconds", fit.l_h_seconds)
-            .num("gb_per_second_per_processor", 1e-9 / fit.g_seconds_per_byte);
+        let mut out = json!({
+            "backend": transport,
+            "procs": p,
+            "router": router.name(),
+            "l_seconds": fit.l_seconds,
+            "g_seconds_per_byte": fit.g_seconds_per_byte,
+            "l_h_seconds": fit.l_h_seconds,
+            "gb_per_second_per_processor": 1e-9 / fit.g_seconds_per_byte,
+        });
         if let Some(floor) = mpi_floor {
-            out = out
-                .num("mpi_barrier_alltoall_seconds", floor)
-                .num("l_ratio_to_mpi", fit.l_seconds / floor);
+            out["mpi_barrier_alltoall_seconds"] = json!(floor);
+            out["l_ratio_to_mpi"] = json!(fit.l_seconds / floor);
         }
-        out.print();
+        println!("{out}");
     } else {
         println!("bspbench: backend {transport}, p = {p}, router {router}");
         println!(

@@ -21,6 +21,7 @@ use std::time::Instant;
 use bsp::algos::{self, Max};
 use bsp::prelude::*;
 use common::{ran, upper_median, Args};
+use serde_json::json;
 
 const HELP: &str = "histogram: counts of u32 values into K bins, checked against a sequential count
 
@@ -203,14 +204,23 @@ fn main() -> ExitCode {
     let per_proc = |t: Seconds| (seq.wall / (p as f64 * t.wall), seq.cpu / (p as f64 * t.cpu));
     let ((wall_ratio, cpu_ratio), (local_wall, local_cpu)) = (per_proc(bsp), per_proc(local));
     if args.json {
-        println!(
-            "{{\"n\":{n},\"bins\":{bins},\"dist\":\"{dist}\",\"procs\":{p},\"seconds\":{:.6},\
-             \"elements_per_second\":{rate:.1},\"cpu_seconds\":{:.6},\"local_count_seconds\":{:.6},\
-             \"sequential_seconds\":{:.6},\"sequential_cpu_seconds\":{:.6},\
-             \"per_processor_vs_sequential\":{wall_ratio:.3},\"per_processor_cpu_vs_sequential\":{cpu_ratio:.3},\
-             \"local_count_per_processor_vs_sequential\":{local_wall:.3},\"verified\":{verified}}}",
-            bsp.wall, bsp.cpu, local.wall, seq.wall, seq.cpu
-        );
+        let json = json!({
+            "n": n,
+            "bins": bins,
+            "dist": dist.to_string(),
+            "procs": p,
+            "seconds": bsp.wall,
+            "elements_per_second": rate,
+            "cpu_seconds": bsp.cpu,
+            "local_count_seconds": local.wall,
+            "sequential_seconds": seq.wall,
+            "sequential_cpu_seconds": seq.cpu,
+            "per_processor_vs_sequential": wall_ratio,
+            "per_processor_cpu_vs_sequential": cpu_ratio,
+            "local_count_per_processor_vs_sequential": local_wall,
+            "verified": verified,
+        });
+        println!("{json}");
     } else {
         println!(
             "histogram of {n} {dist} u32 values into {bins} bins on {p} processors, median of {}",

@@ -13,11 +13,13 @@ mod common;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use bsp::algos::{all_reduce, gather, Max, Sum};
 use bsp::prelude::*;
 use bsp::sort::inputs::block_range;
 use bsp::sort::nas::Class;
 use bsp::sort::CountingSort;
-use common::{ran, verdict, Args, Json};
+use common::{ran, verdict, Args};
+use serde_json::json;
 
 const ITERATIONS: usize = 10;
 
@@ -66,9 +68,6 @@ fn nas_is(ctx: &mut Ctx, class: Class, move_keys: bool) -> Option<Outcome> {
     let mut keys = class.keys(range.clone());
     let mut sorted = vec![0u32; keys.len()];
     let mut counting = CountingSort::new(ctx, keys.len(), class.max_key as usize);
-    // Per processor: passed partial checks, seconds, first and last sorted
-    // key (or u64::MAX / 0 when empty), and whether its part is sorted.
-    let report = ctx.coarray::<u64>(if me == 0 { 5 * p } else { 0 });
 
     let mut iteration = |ctx: &mut Ctx, it: usize| -> u64 {
         for (index, key) in class.modifications(it) {
@@ -91,6 +90,7 @@ fn nas_is(ctx: &mut Ctx, class: Class, move_keys: bool) -> Option<Outcome> {
             .count() as u64
     };
     iteration(ctx, 1); // untimed warm-up, as NPB does
+    ctx.label("start line");
     ctx.sync();
     let start = Instant::now();
     let passed: u64 = (1..=ITERATIONS).map(|it| iteration(ctx, it)).sum();
@@ -101,34 +101,26 @@ fn nas_is(ctx: &mut Ctx, class: Class, move_keys: bool) -> Option<Outcome> {
         counting.sort_into(ctx, &keys, &mut sorted, |&k| k as usize);
     }
 
+    // The figures over all processors, from bsp's collectives: the slowest
+    // time, the partial checks passed, and each part's first and last key
+    // (u64::MAX / 0 when empty) with whether it is sorted, on processor 0.
+    let mut slowest = [seconds];
+    all_reduce(ctx, &mut slowest, &Max);
+    let mut passed = [passed];
+    all_reduce(ctx, &mut passed, &Sum);
     let locally_sorted = sorted.windows(2).all(|w| w[0] <= w[1]);
     let first = sorted.first().map_or(u64::MAX, |&k| u64::from(k));
     let last = sorted.last().map_or(0, |&k| u64::from(k));
-    let row = [
-        passed,
-        seconds.to_bits(),
-        first,
-        last,
-        u64::from(locally_sorted),
-    ];
-    ctx.put(0, &report, 5 * me, &row);
-    ctx.sync();
-    if me != 0 {
-        return None;
-    }
-    let rows: Vec<&[u64]> = ctx.local(&report).chunks_exact(5).collect();
-    let mut full = rows.iter().all(|r| r[4] == 1);
+    let parts = gather(ctx, 0, &[first, last, u64::from(locally_sorted)])?;
+    let mut full = parts.iter().all(|r| r[2] == 1);
     let mut highest = 0;
-    for r in rows.iter().filter(|r| r[2] != u64::MAX) {
-        full &= r[2] >= highest;
-        highest = r[3];
+    for r in parts.iter().filter(|r| r[0] != u64::MAX) {
+        full &= r[0] >= highest;
+        highest = r[1];
     }
     Some(Outcome {
-        seconds: rows
-            .iter()
-            .map(|r| f64::from_bits(r[1]))
-            .fold(0.0, f64::max),
-        passed: rows.iter().map(|r| r[0]).sum(),
+        seconds: slowest[0],
+        passed: passed[0],
         full,
     })
 }
@@ -142,19 +134,22 @@ fn main() -> ExitCode {
         let verified = outcome.full && outcome.passed == 5 * ITERATIONS as u64;
         let mops = (ITERATIONS * class.total_keys) as f64 / outcome.seconds / 1e6;
         if json {
-            Json::new()
-                .str("class", &class.name.to_string())
-                .num("procs", ctx.nprocs())
-                .str("router", &ctx.router().to_string())
-                .num("total_keys", class.total_keys)
-                .num("iterations", ITERATIONS)
-                .num("move_keys", move_keys)
-                .num("seconds", format!("{:.6}", outcome.seconds))
-                .num("mops", format!("{mops:.2}"))
-                .num("partial_passed", outcome.passed)
-                .num("full_verification", outcome.full)
-                .num("verified", verified)
-                .print();
+            println!(
+                "{}",
+                json!({
+                    "class": class.name.to_string(),
+                    "procs": ctx.nprocs(),
+                    "router": ctx.router().to_string(),
+                    "total_keys": class.total_keys,
+                    "iterations": ITERATIONS,
+                    "move_keys": move_keys,
+                    "seconds": outcome.seconds,
+                    "mops": mops,
+                    "partial_passed": outcome.passed,
+                    "full_verification": outcome.full,
+                    "verified": verified,
+                })
+            );
         } else {
             println!(
                 "NAS IS class {}: {} keys in [0, {}), p = {}, router {}\n  \

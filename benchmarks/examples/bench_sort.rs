@@ -14,12 +14,14 @@ use std::cmp::Ordering;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use bsp::algos::{all_reduce, Max};
 use bsp::prelude::*;
 use bsp::sort::inputs::{block_range, Dist};
 use bsp::sort::RadixSorter;
 use bytemuck::{Pod, Zeroable};
-use common::{upper_median, Args, Json};
+use common::{upper_median, Args};
 use rayon::prelude::*;
+use serde_json::json;
 use voracious_radix_sort::{RadixSort as _, Radixable};
 
 const HELP: &str = "\
@@ -188,6 +190,7 @@ fn time_bsp<T: Item>(
                 sorter.sort_vec_by_key(ctx, &mut data, |x| x.sort_key());
                 times.push(t.elapsed().as_secs_f64());
             }
+            all_reduce(ctx, &mut times, &Max); // the slowest processor's
             (times, data)
         })
         .expect("bsp run failed")
@@ -217,9 +220,8 @@ fn time_bsp<T: Item>(
         }
         merged
     };
-    let per_rep = (0..args.reps)
-        .map(|r| outs.iter().map(|(t, _)| t[r]).fold(0.0, f64::max))
-        .collect();
+    // Every processor holds the slowest times (all_reduce above).
+    let per_rep = outs[0].0.clone();
     let all: Vec<T> = outs.into_iter().flat_map(|(_, d)| d).collect();
     (upper_median(per_rep), check(&all))
 }
@@ -327,17 +329,20 @@ where
     for (name, s, ok) in &rows {
         let rate = n as f64 / s;
         if args.json {
-            Json::new()
-                .str("sorter", name)
-                .str("kind", kind)
-                .str("dist", &dist.to_string())
-                .num("n", n)
-                .num("procs", p)
-                .num("seconds", format!("{s:.6}"))
-                .num("keys_per_second", format!("{rate:.0}"))
-                .num("time_vs_bsp", format!("{:.3}", s / base))
-                .num("correct", ok)
-                .print();
+            println!(
+                "{}",
+                json!({
+                    "sorter": name,
+                    "kind": kind,
+                    "dist": dist.to_string(),
+                    "n": n,
+                    "procs": p,
+                    "seconds": s,
+                    "keys_per_second": rate,
+                    "time_vs_bsp": s / base,
+                    "correct": ok,
+                })
+            );
         } else {
             let flag = if *ok { "" } else { "  WRONG OUTPUT" };
             println!(

@@ -1,4 +1,6 @@
-//! Helpers shared by the examples: command-line parsing and JSON output.
+//! Helpers shared by the examples: command-line parsing and medians. JSON
+//! output is serde_json's, and figures across processors come from
+//! `bsp::algos` collectives.
 //!
 //! Each example includes this module with `mod common;`. Not every example
 //! uses every helper.
@@ -146,47 +148,6 @@ pub fn verdict(results: &bsp::Outcome<Option<bool>>) -> std::process::ExitCode {
     }
 }
 
-/// A JSON object built field by field, printed on one line.
-#[derive(Default)]
-pub struct Json(Vec<String>);
-
-impl Json {
-    pub fn new() -> Json {
-        Json::default()
-    }
-
-    /// Adds a string field.
-    pub fn str(mut self, key: &str, value: &str) -> Json {
-        let escaped: String = value
-            .chars()
-            .flat_map(|c| match c {
-                '"' => "\\\"".chars().collect::<Vec<_>>(),
-                '\\' => "\\\\".chars().collect(),
-                c if (c as u32) < 0x20 => format!("\\u{:04x}", c as u32).chars().collect(),
-                c => vec![c],
-            })
-            .collect();
-        self.0.push(format!("\"{key}\":\"{escaped}\""));
-        self
-    }
-
-    /// Adds a number or boolean field.
-    pub fn num(mut self, key: &str, value: impl Display) -> Json {
-        let text = value.to_string();
-        let text = if text == "NaN" || text.contains("inf") {
-            "null".into()
-        } else {
-            text
-        };
-        self.0.push(format!("\"{key}\":{text}"));
-        self
-    }
-
-    pub fn print(&self) {
-        println!("{{{}}}", self.0.join(","));
-    }
-}
-
 /// The median of `xs` (which must not be empty).
 pub fn median(xs: &mut [f64]) -> f64 {
     xs.sort_by(f64::total_cmp);
@@ -203,21 +164,4 @@ pub fn median(xs: &mut [f64]) -> f64 {
 pub fn upper_median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
-}
-
-/// The element-wise maximum of `xs` over all processors: collective, every
-/// processor calls it with a slice of the same length and gets the same
-/// answer. Benchmarks time a phase on every processor (after a sync, which
-/// is a barrier) and report the slowest, on threads and under MPI alike.
-pub fn max_over_procs(ctx: &mut bsp::Ctx, xs: &[f64]) -> Vec<f64> {
-    let (me, p, n) = (ctx.pid(), ctx.nprocs(), xs.len());
-    let all = ctx.coarray::<f64>(n * p);
-    for t in 0..p {
-        ctx.put(t, &all, me * n, xs);
-    }
-    ctx.sync();
-    let all = ctx.local(&all);
-    (0..n)
-        .map(|i| (0..p).map(|q| all[q * n + i]).fold(f64::MIN, f64::max))
-        .collect()
 }
