@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use bsp::algos::{all_reduce, Max};
 use bsp::prelude::*;
-use common::{median, Args};
+use common::{median, Args, Progress};
 use serde_json::json;
 
 const USAGE: &str =
@@ -64,14 +64,19 @@ fn l_syncs(p: usize) -> usize {
     }
 }
 
-fn measure(ctx: &mut Ctx, max_bytes: usize) -> Fit {
+fn measure(ctx: &mut Ctx, max_bytes: usize, progress: &Progress) -> Fit {
     let p = ctx.nprocs();
+    let lead = ctx.pid() == 0;
     // Every time below is measured on every processor, starting right after
     // a sync (a barrier), and the slowest processor's is kept: under MPI,
     // ranks do not share a clock, and rank 0 alone could be early or late.
     // l: median over batches of the mean time of many empty syncs.
     let syncs = l_syncs(p);
     let mut batches = Vec::new();
+    ctx.label("measure l");
+    if lead {
+        progress.step("l: empty supersteps");
+    }
     for _ in 0..L_BATCHES {
         ctx.sync();
         let start = Instant::now();
@@ -79,6 +84,9 @@ fn measure(ctx: &mut Ctx, max_bytes: usize) -> Fit {
             ctx.sync();
         }
         batches.push(start.elapsed().as_secs_f64() / syncs as f64);
+        if lead {
+            progress.tick();
+        }
     }
     all_reduce(ctx, &mut batches, &Max); // the slowest processor's times
     let l_seconds = median(&mut batches);
@@ -93,6 +101,10 @@ fn measure(ctx: &mut Ctx, max_bytes: usize) -> Fit {
         let per = h / 8 / p; // words to each processor
         let reps = ((64 << 20) / h.max(1 << 16)).max(4);
         let mut samples = Vec::new();
+        ctx.label("measure g");
+        if lead {
+            progress.step(format!("g: h = {h} bytes"));
+        }
         for _ in 0..3 {
             ctx.sync();
             let start = Instant::now();
@@ -107,6 +119,12 @@ fn measure(ctx: &mut Ctx, max_bytes: usize) -> Fit {
         all_reduce(ctx, &mut samples, &Max);
         points.push((per * p * 8, median(&mut samples)));
         h *= 2;
+        if lead {
+            progress.tick();
+        }
+    }
+    if lead {
+        progress.finish();
     }
     let (l_h_seconds, g_seconds_per_byte) = fit_line(&points);
     Fit {
@@ -162,8 +180,11 @@ fn main() {
     let json = args.flag("json");
     let rt = rt.with_router(router);
     let transport = rt.transport().name();
+    // L_BATCHES steps for l, one per doubling of h from 1 KiB for g.
+    let g_steps = (max_bytes.max(1024) / 1024).ilog2() as u64 + 1;
+    let progress = Progress::new(L_BATCHES as u64 + g_steps, "bspbench", json);
     let fits = rt
-        .run(|ctx| (ctx.pid(), measure(ctx, max_bytes)))
+        .run(|ctx| (ctx.pid(), measure(ctx, max_bytes, &progress)))
         .unwrap_or_else(|e| {
             eprintln!("bspbench: {e}");
             std::process::exit(1)

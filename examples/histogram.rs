@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use bsp::algos::{self, Max};
 use bsp::prelude::*;
-use common::{ran, upper_median, Args};
+use common::{ran, upper_median, Args, Progress};
 use serde_json::json;
 
 const HELP: &str = "histogram: counts of u32 values into K bins, checked against a sequential count
@@ -150,6 +150,7 @@ fn main() -> ExitCode {
     let cmdline = Args::parse(HELP, &["json"]);
     let args = parse_opts(&cmdline);
     let (n, bins, dist) = (args.n, args.bins, args.dist.as_str());
+    let progress = Progress::new(args.reps as u64, "histogram", args.json);
     let result = cmdline.runtime().run(|ctx| {
         let (p, me) = (ctx.nprocs(), ctx.pid());
         let blocks = algos::Block::new(n, p);
@@ -183,8 +184,14 @@ fn main() -> ExitCode {
                 // The sequential count is processor 0's alone.
                 times[which].push(clock.slowest(ctx, which == 2));
             }
+            if me == 0 {
+                progress.tick();
+            }
         }
         let all = algos::gather(ctx, 0, &counts);
+        if me == 0 {
+            progress.finish();
+        }
         all.map(|parts| {
             (
                 parts.concat() == want,

@@ -18,7 +18,7 @@ use bsp::prelude::*;
 use bsp::sort::inputs::block_range;
 use bsp::sort::nas::Class;
 use bsp::sort::CountingSort;
-use common::{ran, verdict, Args};
+use common::{ran, verdict, Args, Progress};
 use serde_json::json;
 
 const ITERATIONS: usize = 10;
@@ -62,8 +62,14 @@ struct Outcome {
 /// and moves the keys to their ranks (as NPB's MPI version redistributes
 /// keys every iteration); otherwise that happens once, after the timed
 /// loop, for the full verification.
-fn nas_is(ctx: &mut Ctx, class: Class, move_keys: bool) -> Option<Outcome> {
+fn nas_is(ctx: &mut Ctx, class: Class, move_keys: bool, progress: &Progress) -> Option<Outcome> {
     let (p, me) = (ctx.nprocs(), ctx.pid());
+    let tick = |what: &str| {
+        if me == 0 {
+            progress.step(what);
+            progress.tick();
+        }
+    };
     let range = block_range(me, p, class.total_keys);
     let mut keys = class.keys(range.clone());
     let mut sorted = vec![0u32; keys.len()];
@@ -89,16 +95,27 @@ fn nas_is(ctx: &mut Ctx, class: Class, move_keys: bool) -> Option<Outcome> {
             })
             .count() as u64
     };
+    tick("keys generated; warm-up");
     iteration(ctx, 1); // untimed warm-up, as NPB does
     ctx.label("start line");
     ctx.sync();
     let start = Instant::now();
-    let passed: u64 = (1..=ITERATIONS).map(|it| iteration(ctx, it)).sum();
+    let passed: u64 = (1..=ITERATIONS)
+        .map(|it| {
+            let passed = iteration(ctx, it);
+            tick("timed iterations");
+            passed
+        })
+        .sum();
     let seconds = start.elapsed().as_secs_f64();
     // Full verification, untimed as in NPB: place every key at its rank
     // (step 6 of the counting sort) and check the order.
     if !move_keys {
         counting.sort_into(ctx, &keys, &mut sorted, |&k| k as usize);
+    }
+    tick("full verification");
+    if me == 0 {
+        progress.finish();
     }
 
     // The figures over all processors, from bsp's collectives: the slowest
@@ -129,8 +146,10 @@ fn main() -> ExitCode {
     let args = Args::parse(HELP, &["json", "move-keys"]);
     args.reject_unknown(&["class", "procs", "router", "json", "move-keys"]);
     let (class, move_keys, json) = (class(&args), args.flag("move-keys"), args.flag("json"));
+    // Steps: key generation, each timed iteration, the full verification.
+    let progress = Progress::new(ITERATIONS as u64 + 2, "nas_is", json);
     let result = args.runtime().run(|ctx| {
-        let outcome = nas_is(ctx, class, move_keys)?;
+        let outcome = nas_is(ctx, class, move_keys, &progress)?;
         let verified = outcome.full && outcome.passed == 5 * ITERATIONS as u64;
         let mops = (ITERATIONS * class.total_keys) as f64 / outcome.seconds / 1e6;
         if json {

@@ -19,7 +19,7 @@ use bsp::prelude::*;
 use bsp::sort::inputs::{block_range, Dist};
 use bsp::sort::RadixSorter;
 use bytemuck::{Pod, Zeroable};
-use common::{upper_median, Args};
+use common::{upper_median, Args, Progress};
 use rayon::prelude::*;
 use serde_json::json;
 use voracious_radix_sort::{RadixSort as _, Radixable};
@@ -226,7 +226,14 @@ fn time_bsp<T: Item>(
     (upper_median(per_rep), check(&all))
 }
 
-fn run_case<T>(args: &Opts, kind: &str, dist: Dist, n: usize, pool: &rayon::ThreadPool) -> bool
+fn run_case<T>(
+    args: &Opts,
+    kind: &str,
+    dist: Dist,
+    n: usize,
+    pool: &rayon::ThreadPool,
+    progress: &Progress,
+) -> bool
 where
     T: Item + rdst::RadixKey + Radixable<u32>,
 {
@@ -304,6 +311,7 @@ where
     let mut rows: Vec<(String, f64, bool)> = Vec::new();
     for (name, reuse) in [("bsp", false), ("bsp_reused", true)] {
         if wanted(name) {
+            progress.step(format!("{kind} [{dist}] n = {n}: {name}"));
             let (s, ok) = time_bsp(&input, args, reuse, &stable_ok);
             rows.push((name.to_owned(), s, ok));
         }
@@ -311,10 +319,25 @@ where
     for (name, stable, sort) in &peers {
         if wanted(name) {
             let check: &dyn Fn(&[T]) -> bool = if *stable { &stable_ok } else { &keys_ok };
+            progress.step(format!("{kind} [{dist}] n = {n}: {name}"));
             let (s, ok) = time_peer(&input, args.reps, check, sort.as_ref());
             rows.push(((*name).to_owned(), s, ok));
         }
     }
+    progress.tick();
+    progress.suspend(|| print_rows(args, kind, dist, n, p, &rows));
+    rows.iter().all(|r| r.2)
+}
+
+/// Prints one case's table (or JSON lines).
+fn print_rows(
+    args: &Opts,
+    kind: &str,
+    dist: Dist,
+    n: usize,
+    p: usize,
+    rows: &[(String, f64, bool)],
+) {
     let base = rows.first().map_or(f64::NAN, |r| r.1);
     if !args.json {
         println!(
@@ -326,7 +349,7 @@ where
             "sorter", "seconds", "Mkeys/s", "vs bsp"
         );
     }
-    for (name, s, ok) in &rows {
+    for (name, s, ok) in rows {
         let rate = n as f64 / s;
         if args.json {
             println!(
@@ -352,7 +375,6 @@ where
             );
         }
     }
-    rows.iter().all(|r| r.2)
 }
 
 fn main() -> ExitCode {
@@ -362,16 +384,19 @@ fn main() -> ExitCode {
         .build()
         .expect("cannot build the rayon pool");
     let mut all_ok = true;
+    let cases = args.kinds.len() * args.dists.len() * args.ns.len();
+    let progress = Progress::new(cases as u64, "bench_sort", args.json);
     for kind in &args.kinds {
         for &dist in &args.dists {
             for &n in &args.ns {
                 all_ok &= match kind.as_str() {
-                    "keys" => run_case::<u32>(&args, kind, dist, n, &pool),
-                    _ => run_case::<Rec>(&args, kind, dist, n, &pool),
+                    "keys" => run_case::<u32>(&args, kind, dist, n, &pool, &progress),
+                    _ => run_case::<Rec>(&args, kind, dist, n, &pool, &progress),
                 };
             }
         }
     }
+    progress.finish();
     if all_ok {
         ExitCode::SUCCESS
     } else {

@@ -8,7 +8,10 @@
 
 use std::collections::HashMap;
 use std::fmt::Display;
+use std::io::IsTerminal;
 use std::str::FromStr;
+
+use indicatif::{ProgressBar, ProgressStyle};
 
 /// Command-line flags of the form `--name value` and `--switch`.
 pub struct Args {
@@ -164,4 +167,64 @@ pub fn median(xs: &mut [f64]) -> f64 {
 pub fn upper_median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
+}
+
+/// A progress bar on standard error for a long benchmark: drawn only when
+/// standard error is a terminal, `quiet` is false (pass `--json`) and this
+/// process prints (processor 0's); otherwise every call does nothing.
+pub struct Progress(Option<ProgressBar>);
+
+impl Progress {
+    /// A bar of `steps` steps, described by `what`.
+    pub fn new(steps: u64, what: &str, quiet: bool) -> Progress {
+        let shown = !quiet && std::io::stderr().is_terminal() && !under_mpi_rank_other_than_0();
+        Progress(shown.then(|| {
+            let bar = ProgressBar::new(steps);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg} (eta {eta})",
+                )
+                .expect("a valid template"),
+            );
+            bar.set_prefix(what.to_owned());
+            bar
+        }))
+    }
+
+    /// Says what runs now.
+    pub fn step(&self, now: impl Into<String>) {
+        if let Some(bar) = &self.0 {
+            bar.set_message(now.into());
+        }
+    }
+
+    /// One step done.
+    pub fn tick(&self) {
+        if let Some(bar) = &self.0 {
+            bar.inc(1);
+        }
+    }
+
+    /// Runs `f` (which prints results) with the bar hidden.
+    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+        match &self.0 {
+            Some(bar) => bar.suspend(f),
+            None => f(),
+        }
+    }
+
+    /// Removes the bar, so that the results print on a clean screen.
+    pub fn finish(&self) {
+        if let Some(bar) = &self.0 {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// Whether this process is an MPI rank other than 0 (which print nothing).
+fn under_mpi_rank_other_than_0() -> bool {
+    ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"]
+        .iter()
+        .filter_map(|v| std::env::var(v).ok())
+        .any(|rank| rank != "0")
 }
