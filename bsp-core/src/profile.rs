@@ -4,12 +4,14 @@
 //!
 //! Each processor measures its own work (from the end of one sync to the
 //! start of the next) and sync times; the sync rows bring every
-//! processor's figures to every processor. The trace draws each superstep
-//! from these figures: every processor starts the superstep together (a
-//! sync ends with a collective), works for its work time, then waits at
-//! the sync until the slowest processor's work is done, and spends the
-//! rest of its sync time communicating. The waiting is thus the work
-//! imbalance, and communication is what the sync costs beyond it.
+//! processor's figures to every processor. The trace draws them: each
+//! processor's track is its supersteps end to end (work, then sync), and
+//! the tracks are aligned where the first sync ends (processors may start
+//! at slightly different moments, but leave the first sync together).
+//! Within a sync, a processor waits until the last processor has arrived
+//! (the sync's first exchange is a barrier) and spends the rest of its
+//! sync time communicating. The waiting thus shows the work imbalance,
+//! and communication what the sync costs beyond it.
 
 use std::fmt;
 use std::path::Path;
@@ -227,15 +229,38 @@ pub(crate) fn trace_json(stats: &Stats) -> Value {
             "args": { "sort_index": pid },
         }));
     }
-    let mut start = 0.0;
+    // Each processor's clock: where its next superstep starts. Aligned so
+    // that the first sync ends at the same moment everywhere.
+    let first_len = |s: &SuperstepStats| -> Vec<f64> {
+        s.work_seconds
+            .iter()
+            .zip(&s.sync_seconds)
+            .map(|(w, y)| w + y)
+            .collect()
+    };
+    let mut clock: Vec<f64> = match stats.supersteps.first() {
+        Some(s) => {
+            let lens = first_len(s);
+            let end = lens.iter().copied().fold(0.0, f64::max);
+            lens.iter().map(|len| end - len).collect()
+        }
+        None => Vec::new(),
+    };
     for s in &stats.supersteps {
-        let w_max = s.max_work_seconds();
         let name = match &s.label {
             Some(label) => format!("{}: {label}", s.superstep),
             None => format!("superstep {}", s.superstep),
         };
+        // The barrier opens when the last processor arrives.
+        let arrivals: Vec<f64> = clock
+            .iter()
+            .zip(&s.work_seconds)
+            .map(|(c, w)| c + w)
+            .collect();
+        let opens = arrivals.iter().copied().fold(0.0, f64::max);
         for (pid, (&work, &sync)) in s.work_seconds.iter().zip(&s.sync_seconds).enumerate() {
-            let waiting = (w_max - work).clamp(0.0, sync);
+            let start = clock[pid];
+            let waiting = (opens - arrivals[pid]).clamp(0.0, sync);
             let communication = sync - waiting;
             let args = json!({
                 "superstep": s.superstep,
@@ -262,8 +287,8 @@ pub(crate) fn trace_json(stats: &Stats) -> Value {
                     communication,
                 );
             }
+            clock[pid] = start + work + sync;
         }
-        start += s.measured_seconds();
     }
     json!({ "traceEvents": events, "displayTimeUnit": "ms", "otherData": { "bsp stats": stats } })
 }
@@ -377,5 +402,32 @@ mod tests {
         // Processor 0 was the slowest: no waiting.
         assert!(slices(0).iter().all(|s| s.0 != "waiting"));
         assert_eq!(trace["otherData"]["bsp stats"]["router"], "two-phase");
+    }
+
+    #[test]
+    fn processors_that_start_late_are_aligned_where_the_first_sync_ends() {
+        let mut stats = two_steps();
+        // Processor 1 started 2 ms late: its first superstep is 3 ms long.
+        stats.supersteps[0].sync_seconds = vec![0.001, 0.002];
+        let trace = trace_json(&stats);
+        let events = trace["traceEvents"].as_array().expect("traceEvents");
+        let p1: Vec<(&str, f64, f64)> = events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["tid"] == 1)
+            .map(|e| {
+                let at = |k: &str| e[k].as_f64().unwrap() / 1e3;
+                (e["name"].as_str().unwrap(), at("ts"), at("dur"))
+            })
+            .collect();
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        // Starts at 2 ms, works 1, waits for processor 0 until 4, then
+        // communicates 1 ms; its next superstep starts right after, at 5.
+        assert!(near(p1[0].1, 2.0) && near(p1[0].2, 3.0), "{p1:?}");
+        assert!(
+            p1[2].0 == "waiting" && near(p1[2].1, 3.0) && near(p1[2].2, 1.0),
+            "{p1:?}"
+        );
+        assert!(p1[3].0 == "communication" && near(p1[3].2, 1.0), "{p1:?}");
+        assert!(p1[4].0 == "superstep 1" && near(p1[4].1, 5.0), "{p1:?}");
     }
 }
