@@ -122,6 +122,7 @@ fn nas_is(ctx: &mut Ctx, class: Class, move_keys: bool, progress: &Progress) -> 
     // time, the partial checks passed, and each part's first and last key
     // (u64::MAX / 0 when empty) with whether it is sorted, on processor 0.
     let mut slowest = [seconds];
+    ctx.label("figures over processors");
     all_reduce(ctx, &mut slowest, &Max);
     let mut passed = [passed];
     all_reduce(ctx, &mut passed, &Sum);

@@ -99,12 +99,14 @@ where
     let info = sorter.sort_vec(ctx, &mut keys);
     // The sort's time is the slowest processor's.
     let mut seconds = [start.elapsed().as_secs_f64()];
+    ctx.label("slowest time");
     all_reduce(ctx, &mut seconds, &Max);
     ctx.label("gather for verification");
     if args.verify {
         ctx.put_vec(0, &gather, block_range(me, p, args.n).start, keys);
     }
     ctx.sync();
+    ctx.label("verify on processor 0");
     if me != 0 {
         return None;
     }
