@@ -32,7 +32,7 @@ run_np() {
 
 echo "== build (--features mpi)"
 cargo build --workspace --all-targets --features mpi
-cargo build --release --examples --features mpi
+cargo build --release --workspace --examples --features mpi
 
 START=$SECONDS
 echo "== tests (threads side, and the mpirun-spawning MPI tests)"
@@ -40,9 +40,9 @@ cargo test --workspace --features mpi
 
 echo "== test binaries as MPI ranks"
 # Every integration-test binary, run as the ranks of one job: the shared
-# harness (tests/support) switches to the MPI world; tests that spawn
+# harness (bsp-tests/tests/support) switches to the MPI world; tests that spawn
 # mpirun themselves skip inside a job.
-mapfile -t TESTS < <(cargo test --features mpi --tests --no-run --message-format=json 2>/dev/null |
+mapfile -t TESTS < <(cargo test -p bsp-tests --features mpi --tests --no-run --message-format=json 2>/dev/null |
     python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)
@@ -79,7 +79,7 @@ echo "== examples under mpirun (quick arguments; each checks its own answer)"
 # The examples' defaults are sized for benchmarking (GiBs, 2^26 keys): give
 # each one quick arguments here. An example without a case below is only
 # checked to start (--help) and flagged, until it gets one.
-for src in examples/*.rs; do
+for src in examples/*.rs benchmarks/examples/*.rs; do
     name=$(basename "$src" .rs)
     case "$name" in
         hello) args=() ;;

@@ -20,7 +20,8 @@ use std::time::Instant;
 
 use bsp::algos::{self, Block, Combine, Max, Sum};
 use bsp::prelude::*;
-use common::{upper_median, Args, Json};
+use common::{upper_median, Args, Progress};
+use serde_json::json;
 
 const HELP: &str = "bench_access: RAW (sum) with hot spots, bucket stretching vs naive
 
@@ -193,6 +194,7 @@ fn main() -> ExitCode {
         );
     };
     let mut done = Vec::new();
+    let progress = Progress::new(3 * args.procs.len() as u64, "bench_access", args.json);
     for &asked in &args.procs {
         // Under MPI every count is the mpirun size: measure it once.
         let p = Runtime::from_env().with_procs(asked).nprocs();
@@ -202,7 +204,10 @@ fn main() -> ExitCode {
         done.push(p);
         let mut uniform = None;
         for dist in ["uniform", "zipf", "single"] {
-            let (bsp, naive) = match measure(p, args.n, dist, args.reps) {
+            progress.step(format!("p = {p}, {dist}"));
+            let measured = measure(p, args.n, dist, args.reps);
+            progress.tick();
+            let (bsp, naive) = match measured {
                 Ok(Some(t)) => t,
                 Ok(None) => continue, // not rank 0 under MPI
                 Err(e) => {
@@ -210,24 +215,28 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            if done.len() == 1 && uniform.is_none() && !args.json {
-                header();
-            }
-            let base = *uniform.get_or_insert(bsp);
-            if args.json {
-                for (variant, t) in [("bsp", bsp), ("naive", naive)] {
-                    Json::new()
-                        .str("variant", variant)
-                        .str("dist", dist)
-                        .num("procs", p)
-                        .num("n", args.n)
-                        .num("seconds", format!("{:.6}", t.wall))
-                        .num("cpu_seconds", format!("{:.6}", t.cpu))
-                        .num("verified", true)
-                        .print();
+            progress.suspend(|| {
+                if done.len() == 1 && uniform.is_none() && !args.json {
+                    header();
                 }
-            } else {
-                println!(
+                let base = *uniform.get_or_insert(bsp);
+                if args.json {
+                    for (variant, t) in [("bsp", bsp), ("naive", naive)] {
+                        println!(
+                            "{}",
+                            json!({
+                                "variant": variant,
+                                "dist": dist,
+                                "procs": p,
+                                "n": args.n,
+                                "seconds": t.wall,
+                                "cpu_seconds": t.cpu,
+                                "verified": true,
+                            })
+                        );
+                    }
+                } else {
+                    println!(
                     "{p:>5} {dist:>8} {:>8.4} {:>8.4} {:>10.2} {:>12.2} {:>10.4} {:>10.4} {:>14.2}",
                     bsp.wall,
                     naive.wall,
@@ -237,8 +246,10 @@ fn main() -> ExitCode {
                     naive.cpu,
                     bsp.cpu / base.cpu
                 );
-            }
+                }
+            });
         }
     }
+    progress.finish();
     ExitCode::SUCCESS
 }

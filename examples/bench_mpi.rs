@@ -30,6 +30,7 @@ use bsp::mpi::topology::SimpleCommunicator;
 use bsp::mpi::traits::*;
 use bsp::mpi::Count;
 use bsp::{Router, Runtime};
+use serde_json::json;
 
 const TRIALS: usize = 5;
 /// The words of the row each processor contributes to the all-gather
@@ -160,13 +161,17 @@ fn main() {
     let ratio = sync / barrier_a2a;
     if lead {
         if json {
-            println!(
-                "{{\"bench\":\"empty_sync\",\"transport\":\"mpi\",\"np\":{p},\"bsp_us\":{:.3},\"barrier_alltoall_us\":{:.3},\"barrier_us\":{:.3},\"allgather_row_us\":{:.3},\"ratio\":{ratio:.3}}}",
-                sync * 1e6,
-                barrier_a2a * 1e6,
-                barrier * 1e6,
-                allgather * 1e6
-            );
+            let json = json!({
+                "bench": "empty_sync",
+                "transport": "mpi",
+                "np": p,
+                "bsp_us": sync * 1e6,
+                "barrier_alltoall_us": barrier_a2a * 1e6,
+                "barrier_us": barrier * 1e6,
+                "allgather_row_us": allgather * 1e6,
+                "ratio": ratio,
+            });
+            println!("{json}");
         } else {
             println!("bench_mpi: np = {p}");
             println!();
@@ -250,12 +255,19 @@ fn main() {
         if lead {
             for (label, router, mode, t) in rows {
                 if json {
-                    println!(
-                        "{{\"bench\":\"route\",\"transport\":\"mpi\",\"np\":{p},\"bytes_per_proc\":{n},\"router\":\"{router}\",\"send\":\"{mode}\",\"seconds\":{t:.9},\"gbps\":{:.4},\"baseline_gbps\":{:.4},\"ratio\":{:.3}}}",
-                        gbps(t),
-                        gbps(base),
-                        base / t
-                    );
+                    let json = json!({
+                        "bench": "route",
+                        "transport": "mpi",
+                        "np": p,
+                        "bytes_per_proc": n,
+                        "router": router,
+                        "send": mode,
+                        "seconds": t,
+                        "gbps": gbps(t),
+                        "baseline_gbps": gbps(base),
+                        "ratio": base / t,
+                    });
+                    println!("{json}");
                 } else {
                     println!(
                         "  {:>10} {:<28} {:>10.3} {:>9.3} {:>8.2}",

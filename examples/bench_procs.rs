@@ -16,7 +16,8 @@ mod common;
 use std::time::Instant;
 
 use bsp::prelude::*;
-use common::{median, ran, Args, Json};
+use common::{median, ran, Args};
+use serde_json::json;
 
 const USAGE: &str = "bench_procs: one 8-byte put per processor per superstep, for large p
 
@@ -75,13 +76,14 @@ fn main() {
             let per_step = median(&mut secs);
             let peak = peak_rss();
             if json {
-                Json::new()
-                    .str("router", router.name())
-                    .num("procs", p)
-                    .num("steps", steps)
-                    .num("seconds_per_superstep", per_step)
-                    .num("peak_rss_bytes", peak)
-                    .print();
+                let row = json!({
+                    "router": router.name(),
+                    "procs": p,
+                    "steps": steps,
+                    "seconds_per_superstep": per_step,
+                    "peak_rss_bytes": peak,
+                });
+                println!("{row}");
             } else {
                 println!(
                     "{p:>6} {:>10} {per_step:>12.6} {:>12.1}",

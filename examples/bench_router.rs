@@ -22,8 +22,10 @@ mod common;
 
 use std::time::Instant;
 
+use bsp::algos::{all_reduce, Max};
 use bsp::prelude::*;
-use common::{max_over_procs, median, Args, Json};
+use common::{median, Args, Progress};
+use serde_json::json;
 
 const USAGE: &str = "bench_router: h-relation routing, two-phase vs direct vs a baseline (memcpy; MPI_Alltoallv under MPI)
 
@@ -166,7 +168,9 @@ fn run_bsp(rt: &Runtime, router: Router, c: &[Vec<usize>], reps: usize) -> Vec<f
                     at += 1;
                 }
             }
-            max_over_procs(ctx, &secs)
+            // The slowest processor's time of each repetition.
+            all_reduce(ctx, &mut secs, &Max);
+            secs
         })
         .unwrap_or_else(|e| {
             eprintln!("bench_router: {e}");
@@ -346,53 +350,66 @@ fn main() {
             "procs", "shape", "router", "bytes", "seconds", "GB/s", "vs base"
         );
     }
+    let steps = (procs.len() * shapes.len() * rounds) as u64;
+    let progress = Progress::new(steps, "bench_router", json || !lead);
     for &p in &procs {
         for shape in &shapes {
             let Some(c) = counts(shape, n, p) else {
                 if lead && !json {
-                    println!("{p:>5} {shape:>7}  (skipped: h = k·n/p needs k <= p)");
+                    progress.suspend(|| {
+                        println!("{p:>5} {shape:>7}  (skipped: h = k·n/p needs k <= p)")
+                    });
                 }
+                progress.tick();
                 continue;
             };
             let bytes = 8 * c.iter().flatten().sum::<usize>();
             let mut samples: [Vec<f64>; 3] = Default::default();
             let mut base_name = "baseline";
-            for _ in 0..rounds {
+            for round in 0..rounds {
+                progress.step(format!("p = {p}, {shape}, round {}", round + 1));
                 // Interleave the contenders so drift on a shared machine hits all alike.
                 let (name, secs) = launch.baseline(&c, reps);
                 base_name = name;
                 samples[0].extend(secs);
                 samples[1].extend(run_bsp(&launch.rt, Router::TwoPhase, &c, reps));
                 samples[2].extend(run_bsp(&launch.rt, Router::Direct, &c, reps));
+                progress.tick();
             }
             if !lead {
                 continue;
             }
             let base = median(&mut samples[0]);
-            for (name, s) in [base_name, "two-phase", "direct"]
-                .iter()
-                .zip(samples.iter_mut())
-            {
-                let secs = median(s);
-                let gbs = bytes as f64 / secs / 1e9;
-                if json {
-                    Json::new()
-                        .str("router", name)
-                        .str("shape", shape)
-                        .num("procs", p)
-                        .num("bytes", bytes)
-                        .num("seconds", secs)
-                        .num("gb_per_second", gbs)
-                        .num("ratio_to_baseline", base / secs)
-                        .str("transport", transport)
-                        .print();
-                } else {
-                    println!(
+            progress.suspend(|| {
+                for (name, s) in [base_name, "two-phase", "direct"]
+                    .iter()
+                    .zip(samples.iter_mut())
+                {
+                    let secs = median(s);
+                    let gbs = bytes as f64 / secs / 1e9;
+                    if json {
+                        println!(
+                            "{}",
+                            json!({
+                                "router": name,
+                                "shape": shape,
+                                "procs": p,
+                                "bytes": bytes,
+                                "seconds": secs,
+                                "gb_per_second": gbs,
+                                "ratio_to_baseline": base / secs,
+                                "transport": transport,
+                            })
+                        );
+                    } else {
+                        println!(
                         "{p:>5} {shape:>7} {name:>10} {bytes:>12} {secs:>10.4} {gbs:>8.2} {:>8.2}x",
                         base / secs
                     );
+                    }
                 }
-            }
+            });
         }
     }
+    progress.finish();
 }

@@ -19,8 +19,10 @@ mod common;
 
 use std::time::Instant;
 
+use bsp::algos::{all_reduce, Max};
 use bsp::prelude::*;
-use common::{max_over_procs, median, Args, Json};
+use common::{median, Args, Progress};
+use serde_json::json;
 
 const USAGE: &str =
     "bspbench: measure l (empty superstep) and g (seconds per byte of an h-relation)
@@ -62,14 +64,19 @@ fn l_syncs(p: usize) -> usize {
     }
 }
 
-fn measure(ctx: &mut Ctx, max_bytes: usize) -> Fit {
+fn measure(ctx: &mut Ctx, max_bytes: usize, progress: &Progress) -> Fit {
     let p = ctx.nprocs();
+    let lead = ctx.pid() == 0;
     // Every time below is measured on every processor, starting right after
     // a sync (a barrier), and the slowest processor's is kept: under MPI,
     // ranks do not share a clock, and rank 0 alone could be early or late.
     // l: median over batches of the mean time of many empty syncs.
     let syncs = l_syncs(p);
     let mut batches = Vec::new();
+    ctx.label("measure l");
+    if lead {
+        progress.step("l: empty supersteps");
+    }
     for _ in 0..L_BATCHES {
         ctx.sync();
         let start = Instant::now();
@@ -77,8 +84,12 @@ fn measure(ctx: &mut Ctx, max_bytes: usize) -> Fit {
             ctx.sync();
         }
         batches.push(start.elapsed().as_secs_f64() / syncs as f64);
+        if lead {
+            progress.tick();
+        }
     }
-    let l_seconds = median(&mut max_over_procs(ctx, &batches));
+    all_reduce(ctx, &mut batches, &Max); // the slowest processor's times
+    let l_seconds = median(&mut batches);
 
     // g: full h-relations of h bytes per processor, h/p to each processor.
     let words = (max_bytes / 8).max(p);
@@ -90,6 +101,10 @@ fn measure(ctx: &mut Ctx, max_bytes: usize) -> Fit {
         let per = h / 8 / p; // words to each processor
         let reps = ((64 << 20) / h.max(1 << 16)).max(4);
         let mut samples = Vec::new();
+        ctx.label("measure g");
+        if lead {
+            progress.step(format!("g: h = {h} bytes"));
+        }
         for _ in 0..3 {
             ctx.sync();
             let start = Instant::now();
@@ -101,8 +116,15 @@ fn measure(ctx: &mut Ctx, max_bytes: usize) -> Fit {
             }
             samples.push(start.elapsed().as_secs_f64() / reps as f64);
         }
-        points.push((per * p * 8, median(&mut max_over_procs(ctx, &samples))));
+        all_reduce(ctx, &mut samples, &Max);
+        points.push((per * p * 8, median(&mut samples)));
         h *= 2;
+        if lead {
+            progress.tick();
+        }
+    }
+    if lead {
+        progress.finish();
     }
     let (l_h_seconds, g_seconds_per_byte) = fit_line(&points);
     Fit {
@@ -158,8 +180,11 @@ fn main() {
     let json = args.flag("json");
     let rt = rt.with_router(router);
     let transport = rt.transport().name();
+    // L_BATCHES steps for l, one per doubling of h from 1 KiB for g.
+    let g_steps = (max_bytes.max(1024) / 1024).ilog2() as u64 + 1;
+    let progress = Progress::new(L_BATCHES as u64 + g_steps, "bspbench", json);
     let fits = rt
-        .run(|ctx| (ctx.pid(), measure(ctx, max_bytes)))
+        .run(|ctx| (ctx.pid(), measure(ctx, max_bytes, &progress)))
         .unwrap_or_else(|e| {
             eprintln!("bspbench: {e}");
             std::process::exit(1)
@@ -176,20 +201,20 @@ fn main() {
     );
     let p = rt.nprocs();
     if json {
-        let mut out = Json::new()
-            .str("backend", transport)
-            .num("procs", p)
-            .str("router", router.name())
-            .num("l_seconds", fit.l_seconds)
-            .num("g_seconds_per_byte", fit.g_seconds_per_byte)
-            .num("l_h_seconds", fit.l_h_seconds)
-            .num("gb_per_second_per_processor", 1e-9 / fit.g_seconds_per_byte);
+        let mut out = json!({
+            "backend": transport,
+            "procs": p,
+            "router": router.name(),
+            "l_seconds": fit.l_seconds,
+            "g_seconds_per_byte": fit.g_seconds_per_byte,
+            "l_h_seconds": fit.l_h_seconds,
+            "gb_per_second_per_processor": 1e-9 / fit.g_seconds_per_byte,
+        });
         if let Some(floor) = mpi_floor {
-            out = out
-                .num("mpi_barrier_alltoall_seconds", floor)
-                .num("l_ratio_to_mpi", fit.l_seconds / floor);
+            out["mpi_barrier_alltoall_seconds"] = json!(floor);
+            out["l_ratio_to_mpi"] = json!(fit.l_seconds / floor);
         }
-        out.print();
+        println!("{out}");
     } else {
         println!("bspbench: backend {transport}, p = {p}, router {router}");
         println!(

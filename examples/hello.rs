@@ -7,8 +7,10 @@
 
 mod common;
 
+use bsp::algos::{all_reduce, Min};
 use bsp::prelude::*;
-use common::{Args, Json};
+use common::Args;
+use serde_json::json;
 
 const USAGE: &str = "hello: the smallest BSP program
 
@@ -38,20 +40,22 @@ fn main() {
         if !json {
             println!("hello from processor {s} of {p}: sum = {sum}");
         }
-        // Agree on the verdict: everyone tells processor 0.
-        let verdicts = ctx.queue::<u8>();
-        ctx.send(0, &verdicts, &u8::from(sum == expected));
-        ctx.sync();
-        let all_ok = s != 0 || ctx.receive(&verdicts).iter().all(|&v| v == 1);
+        // Agree on the verdict: the minimum over processors of "mine is right".
+        let mut ok = [u8::from(sum == expected)];
+        all_reduce(ctx, &mut ok, &Min);
+        let all_ok = ok[0] == 1;
         if s == 0 {
             if json {
-                Json::new()
-                    .str("example", "hello")
-                    .str("backend", transport)
-                    .num("procs", p)
-                    .num("sum", sum)
-                    .num("verified", all_ok)
-                    .print();
+                println!(
+                    "{}",
+                    json!({
+                        "example": "hello",
+                        "backend": transport,
+                        "procs": p,
+                        "sum": sum,
+                        "verified": all_ok,
+                    })
+                );
             } else {
                 println!(
                     "{} sums of {expected} on {p} processors",

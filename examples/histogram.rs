@@ -20,7 +20,8 @@ use std::time::Instant;
 
 use bsp::algos::{self, Max};
 use bsp::prelude::*;
-use common::{ran, upper_median, Args};
+use common::{ran, upper_median, Args, Progress};
+use serde_json::json;
 
 const HELP: &str = "histogram: counts of u32 values into K bins, checked against a sequential count
 
@@ -149,6 +150,7 @@ fn main() -> ExitCode {
     let cmdline = Args::parse(HELP, &["json"]);
     let args = parse_opts(&cmdline);
     let (n, bins, dist) = (args.n, args.bins, args.dist.as_str());
+    let progress = Progress::new(args.reps as u64, "histogram", args.json);
     let result = cmdline.runtime().run(|ctx| {
         let (p, me) = (ctx.nprocs(), ctx.pid());
         let blocks = algos::Block::new(n, p);
@@ -182,8 +184,14 @@ fn main() -> ExitCode {
                 // The sequential count is processor 0's alone.
                 times[which].push(clock.slowest(ctx, which == 2));
             }
+            if me == 0 {
+                progress.tick();
+            }
         }
         let all = algos::gather(ctx, 0, &counts);
+        if me == 0 {
+            progress.finish();
+        }
         all.map(|parts| {
             (
                 parts.concat() == want,
@@ -203,14 +211,23 @@ fn main() -> ExitCode {
     let per_proc = |t: Seconds| (seq.wall / (p as f64 * t.wall), seq.cpu / (p as f64 * t.cpu));
     let ((wall_ratio, cpu_ratio), (local_wall, local_cpu)) = (per_proc(bsp), per_proc(local));
     if args.json {
-        println!(
-            "{{\"n\":{n},\"bins\":{bins},\"dist\":\"{dist}\",\"procs\":{p},\"seconds\":{:.6},\
-             \"elements_per_second\":{rate:.1},\"cpu_seconds\":{:.6},\"local_count_seconds\":{:.6},\
-             \"sequential_seconds\":{:.6},\"sequential_cpu_seconds\":{:.6},\
-             \"per_processor_vs_sequential\":{wall_ratio:.3},\"per_processor_cpu_vs_sequential\":{cpu_ratio:.3},\
-             \"local_count_per_processor_vs_sequential\":{local_wall:.3},\"verified\":{verified}}}",
-            bsp.wall, bsp.cpu, local.wall, seq.wall, seq.cpu
-        );
+        let json = json!({
+            "n": n,
+            "bins": bins,
+            "dist": dist.to_string(),
+            "procs": p,
+            "seconds": bsp.wall,
+            "elements_per_second": rate,
+            "cpu_seconds": bsp.cpu,
+            "local_count_seconds": local.wall,
+            "sequential_seconds": seq.wall,
+            "sequential_cpu_seconds": seq.cpu,
+            "per_processor_vs_sequential": wall_ratio,
+            "per_processor_cpu_vs_sequential": cpu_ratio,
+            "local_count_per_processor_vs_sequential": local_wall,
+            "verified": verified,
+        });
+        println!("{json}");
     } else {
         println!(
             "histogram of {n} {dist} u32 values into {bins} bins on {p} processors, median of {}",

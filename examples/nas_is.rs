@@ -13,11 +13,13 @@ mod common;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use bsp::algos::{all_reduce, gather, Max, Sum};
 use bsp::prelude::*;
 use bsp::sort::inputs::block_range;
 use bsp::sort::nas::Class;
 use bsp::sort::CountingSort;
-use common::{ran, verdict, Args, Json};
+use common::{ran, verdict, Args, Progress};
+use serde_json::json;
 
 const ITERATIONS: usize = 10;
 
@@ -60,15 +62,18 @@ struct Outcome {
 /// and moves the keys to their ranks (as NPB's MPI version redistributes
 /// keys every iteration); otherwise that happens once, after the timed
 /// loop, for the full verification.
-fn nas_is(ctx: &mut Ctx, class: Class, move_keys: bool) -> Option<Outcome> {
+fn nas_is(ctx: &mut Ctx, class: Class, move_keys: bool, progress: &Progress) -> Option<Outcome> {
     let (p, me) = (ctx.nprocs(), ctx.pid());
+    let tick = |what: &str| {
+        if me == 0 {
+            progress.step(what);
+            progress.tick();
+        }
+    };
     let range = block_range(me, p, class.total_keys);
     let mut keys = class.keys(range.clone());
     let mut sorted = vec![0u32; keys.len()];
     let mut counting = CountingSort::new(ctx, keys.len(), class.max_key as usize);
-    // Per processor: passed partial checks, seconds, first and last sorted
-    // key (or u64::MAX / 0 when empty), and whether its part is sorted.
-    let report = ctx.coarray::<u64>(if me == 0 { 5 * p } else { 0 });
 
     let mut iteration = |ctx: &mut Ctx, it: usize| -> u64 {
         for (index, key) in class.modifications(it) {
@@ -90,45 +95,50 @@ fn nas_is(ctx: &mut Ctx, class: Class, move_keys: bool) -> Option<Outcome> {
             })
             .count() as u64
     };
+    tick("keys generated; warm-up");
     iteration(ctx, 1); // untimed warm-up, as NPB does
+    ctx.label("start line");
     ctx.sync();
     let start = Instant::now();
-    let passed: u64 = (1..=ITERATIONS).map(|it| iteration(ctx, it)).sum();
+    let passed: u64 = (1..=ITERATIONS)
+        .map(|it| {
+            let passed = iteration(ctx, it);
+            tick("timed iterations");
+            passed
+        })
+        .sum();
     let seconds = start.elapsed().as_secs_f64();
     // Full verification, untimed as in NPB: place every key at its rank
     // (step 6 of the counting sort) and check the order.
     if !move_keys {
         counting.sort_into(ctx, &keys, &mut sorted, |&k| k as usize);
     }
+    tick("full verification");
+    if me == 0 {
+        progress.finish();
+    }
 
+    // The figures over all processors, from bsp's collectives: the slowest
+    // time, the partial checks passed, and each part's first and last key
+    // (u64::MAX / 0 when empty) with whether it is sorted, on processor 0.
+    let mut slowest = [seconds];
+    ctx.label("figures over processors");
+    all_reduce(ctx, &mut slowest, &Max);
+    let mut passed = [passed];
+    all_reduce(ctx, &mut passed, &Sum);
     let locally_sorted = sorted.windows(2).all(|w| w[0] <= w[1]);
     let first = sorted.first().map_or(u64::MAX, |&k| u64::from(k));
     let last = sorted.last().map_or(0, |&k| u64::from(k));
-    let row = [
-        passed,
-        seconds.to_bits(),
-        first,
-        last,
-        u64::from(locally_sorted),
-    ];
-    ctx.put(0, &report, 5 * me, &row);
-    ctx.sync();
-    if me != 0 {
-        return None;
-    }
-    let rows: Vec<&[u64]> = ctx.local(&report).chunks_exact(5).collect();
-    let mut full = rows.iter().all(|r| r[4] == 1);
+    let parts = gather(ctx, 0, &[first, last, u64::from(locally_sorted)])?;
+    let mut full = parts.iter().all(|r| r[2] == 1);
     let mut highest = 0;
-    for r in rows.iter().filter(|r| r[2] != u64::MAX) {
-        full &= r[2] >= highest;
-        highest = r[3];
+    for r in parts.iter().filter(|r| r[0] != u64::MAX) {
+        full &= r[0] >= highest;
+        highest = r[1];
     }
     Some(Outcome {
-        seconds: rows
-            .iter()
-            .map(|r| f64::from_bits(r[1]))
-            .fold(0.0, f64::max),
-        passed: rows.iter().map(|r| r[0]).sum(),
+        seconds: slowest[0],
+        passed: passed[0],
         full,
     })
 }
@@ -137,24 +147,29 @@ fn main() -> ExitCode {
     let args = Args::parse(HELP, &["json", "move-keys"]);
     args.reject_unknown(&["class", "procs", "router", "json", "move-keys"]);
     let (class, move_keys, json) = (class(&args), args.flag("move-keys"), args.flag("json"));
+    // Steps: key generation, each timed iteration, the full verification.
+    let progress = Progress::new(ITERATIONS as u64 + 2, "nas_is", json);
     let result = args.runtime().run(|ctx| {
-        let outcome = nas_is(ctx, class, move_keys)?;
+        let outcome = nas_is(ctx, class, move_keys, &progress)?;
         let verified = outcome.full && outcome.passed == 5 * ITERATIONS as u64;
         let mops = (ITERATIONS * class.total_keys) as f64 / outcome.seconds / 1e6;
         if json {
-            Json::new()
-                .str("class", &class.name.to_string())
-                .num("procs", ctx.nprocs())
-                .str("router", &ctx.router().to_string())
-                .num("total_keys", class.total_keys)
-                .num("iterations", ITERATIONS)
-                .num("move_keys", move_keys)
-                .num("seconds", format!("{:.6}", outcome.seconds))
-                .num("mops", format!("{mops:.2}"))
-                .num("partial_passed", outcome.passed)
-                .num("full_verification", outcome.full)
-                .num("verified", verified)
-                .print();
+            println!(
+                "{}",
+                json!({
+                    "class": class.name.to_string(),
+                    "procs": ctx.nprocs(),
+                    "router": ctx.router().to_string(),
+                    "total_keys": class.total_keys,
+                    "iterations": ITERATIONS,
+                    "move_keys": move_keys,
+                    "seconds": outcome.seconds,
+                    "mops": mops,
+                    "partial_passed": outcome.passed,
+                    "full_verification": outcome.full,
+                    "verified": verified,
+                })
+            );
         } else {
             println!(
                 "NAS IS class {}: {} keys in [0, {}), p = {}, router {}\n  \

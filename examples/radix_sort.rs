@@ -10,11 +10,13 @@ mod common;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use bsp::algos::{all_reduce, Max};
 use bsp::prelude::*;
 use bsp::sort::inputs::{block_range, Dist};
 use bsp::sort::{RadixKey, RadixOptions, RadixSorter, SortInfo};
 use bytemuck::Pod;
-use common::{ran, verdict, Args, Json};
+use common::{ran, verdict, Args};
+use serde_json::json;
 
 const HELP: &str = "\
 radix_sort: stable distributed LSD radix sort (Bader, Helman and JaJa 1995)
@@ -100,20 +102,24 @@ where
     };
     let mut sorter = RadixSorter::with_options(ctx, keys.len(), options);
     let gather = ctx.coarray::<K>(if me == 0 { args.n } else { 0 });
-    let times = ctx.coarray::<f64>(if me == 0 { p } else { 0 });
+    ctx.label("start line");
     ctx.sync();
     let start = Instant::now();
     let info = sorter.sort_vec(ctx, &mut keys);
-    let seconds = start.elapsed().as_secs_f64();
-    ctx.put(0, &times, me, &[seconds]);
+    // The sort's time is the slowest processor's.
+    let mut seconds = [start.elapsed().as_secs_f64()];
+    ctx.label("slowest time");
+    all_reduce(ctx, &mut seconds, &Max);
+    ctx.label("gather for verification");
     if args.verify {
         ctx.put_vec(0, &gather, block_range(me, p, args.n).start, keys);
     }
     ctx.sync();
+    ctx.label("verify on processor 0");
     if me != 0 {
         return None;
     }
-    let seconds = ctx.local(&times).iter().copied().fold(0.0, f64::max);
+    let seconds = seconds[0];
     let verified = args.verify.then(|| {
         let mut expected: Vec<K> = (0..p).flat_map(|q| keys_of(q, p)).collect();
         expected.sort();
@@ -139,20 +145,19 @@ fn report(
         None => "not verified",
     };
     if args.json {
-        let json = Json::new()
-            .num("n", args.n)
-            .num("procs", p)
-            .str("dist", &args.dist.to_string())
-            .num("bits", args.bits)
-            .str("router", &router.to_string())
-            .num("passes", info.passes.len())
-            .num("seconds", format!("{seconds:.6}"))
-            .num("keys_per_second", format!("{rate:.0}"));
-        match verified {
-            Some(v) => json.num("verified", v),
-            None => json.num("verified", "null"),
-        }
-        .print();
+        let json = json!({
+            "n": args.n,
+            "procs": p,
+            "dist": args.dist.to_string(),
+            "bits": args.bits,
+            "router": router.to_string(),
+            "passes": info.passes.len(),
+            "digit_bits": info.passes.iter().map(|d| d.bits).collect::<Vec<_>>(),
+            "seconds": seconds,
+            "keys_per_second": rate,
+            "verified": verified,
+        });
+        println!("{json}");
     } else {
         println!(
             "radix_sort: {} {}-bit keys, dist [{}], p = {p}, router {router}: {} passes ({} bits), \

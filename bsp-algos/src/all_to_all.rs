@@ -22,7 +22,7 @@ use crate::puts_and_sends::{receive_by_source, send_all};
 /// })
 /// .unwrap();
 /// assert_eq!(out[2], vec![vec![2, 2], vec![12, 12], vec![22, 22]]);
-/// assert_eq!(out[0], vec![vec![], vec![], vec![]]);
+/// assert_eq!(out[0], vec![Vec::<u32>::new(); 3]);
 /// ```
 ///
 /// # Panics

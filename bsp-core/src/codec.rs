@@ -35,11 +35,20 @@ pub(crate) fn encode<T: Serialize>(msg: &T, out: &mut Vec<u8>) {
 /// the message type.
 pub(crate) fn decode_all<T: DeserializeOwned>(count: u64, mut bytes: &[u8], out: &mut Vec<T>) {
     for _ in 0..count {
-        let (msg, used): (T, usize) = bincode::serde::decode_from_slice(bytes, config())
-            .unwrap_or_else(|e| panic!("bsp: cannot deserialize a queue message: {e}"));
+        let (msg, used) = decode_one(bytes);
         out.push(msg);
         bytes = &bytes[used..];
     }
+}
+
+/// Decodes the first message in `bytes`; returns it and the bytes it took.
+///
+/// # Panics
+///
+/// As [`decode_all`].
+pub(crate) fn decode_one<T: DeserializeOwned>(bytes: &[u8]) -> (T, usize) {
+    bincode::serde::decode_from_slice(bytes, config())
+        .unwrap_or_else(|e| panic!("bsp: cannot deserialize a queue message: {e}"))
 }
 
 #[cfg(test)]

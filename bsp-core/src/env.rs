@@ -8,7 +8,8 @@ pub const PROCS_ENV: &str = "BSP_PROCS";
 /// `direct`).
 pub const ROUTER_ENV: &str = "BSP_ROUTER";
 /// Environment variable that, set to `1`, makes processor 0 print the
-/// per-superstep statistics table to standard error when a run ends.
+/// per-superstep statistics table to standard error when a run ends, and,
+/// set to `trace`, write a Chrome/Perfetto trace to [`TRACE_FILE_ENV`].
 pub const PROFILE_ENV: &str = "BSP_PROFILE";
 /// Environment variable giving every run's sync time limit in seconds
 /// (decimals allowed, e.g. `0.5`); unset, processors wait for ever. See
@@ -24,3 +25,6 @@ pub const MACHINE_ENV: &str = "BSP_MACHINE";
 /// Environment variable naming the file that caches the measured machine
 /// parameters (`off`: none); see [`Machine`](crate::Machine).
 pub const MACHINE_CACHE_ENV: &str = "BSP_MACHINE_CACHE";
+/// Environment variable naming the trace file of `BSP_PROFILE=trace`
+/// (default `bsp-trace.json`).
+pub const TRACE_FILE_ENV: &str = "BSP_TRACE_FILE";

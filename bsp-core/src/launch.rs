@@ -6,10 +6,10 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::ctx::Ctx;
-use crate::env::PROFILE_ENV;
 use crate::error::{Error, ErrorKind};
 use crate::machine::Machine;
 use crate::panic_hook;
+use crate::profile::{self, Profile};
 use crate::router::Router;
 use crate::transport::{Aborted, Comm, Transport};
 
@@ -48,8 +48,8 @@ where
     }));
     match outcome {
         Ok(result) => {
-            if ctx.pid() == 0 && std::env::var(PROFILE_ENV).is_ok_and(|v| v == "1") {
-                eprint!("{}", ctx.stats());
+            if ctx.pid() == 0 && Profile::from_env() != Profile::Off {
+                profile::report(ctx.stats());
             }
             Some(result)
         }

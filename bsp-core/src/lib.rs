@@ -48,7 +48,9 @@ mod error;
 mod launch;
 mod machine;
 mod outbox;
+mod outcome;
 mod panic_hook;
+mod profile;
 mod protocol;
 mod queue;
 mod registry;
@@ -64,11 +66,12 @@ pub use coarray::{Coarray, GetHandle};
 pub use ctx::Ctx;
 pub use env::{
     MACHINE_CACHE_ENV, MACHINE_ENV, ON_FAILURE_ENV, PROCS_ENV, PROFILE_ENV, ROUTER_ENV,
-    SYNC_TIMEOUT_ENV,
+    SYNC_TIMEOUT_ENV, TRACE_FILE_ENV,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use machine::{Cost, Machine, DIRECT_MARGIN};
-pub use queue::{Encoding, Queue, Raw, Serde};
+pub use outcome::Outcome;
+pub use queue::{Encoding, Queue, Raw, Serde, Tag, Tagged};
 pub use router::{ParseRouterError, Router};
 pub use runtime::{launched_by_mpirun, run, Runtime};
 pub use stats::{RouteStats, Stats, SuperstepStats};

@@ -12,8 +12,10 @@ use crate::codec;
 
 /// A handle to a registered queue carrying messages of type `T`, encoded by `E`.
 ///
-/// `E` is [`Raw`] for `T: Pod` (from [`Ctx::queue`](crate::Ctx::queue)) and
-/// [`Serde`] for serde types (from [`Ctx::serde_queue`](crate::Ctx::serde_queue)).
+/// `E` is [`Raw`] for `T: Pod` (from [`Ctx::queue`](crate::Ctx::queue)),
+/// [`Serde`] for serde types (from [`Ctx::serde_queue`](crate::Ctx::serde_queue))
+/// and [`Tag`] for a tag with a payload slice (from
+/// [`Ctx::tagged_queue`](crate::Ctx::tagged_queue)).
 pub struct Queue<T, E = Raw> {
     pub(crate) id: u32,
     _marker: PhantomData<fn() -> (T, E)>,
@@ -46,14 +48,26 @@ mod sealed {
     pub trait Sealed {}
     impl Sealed for super::Raw {}
     impl Sealed for super::Serde {}
+    impl Sealed for super::Tag {}
 }
 
-/// How messages of type `T` become bytes. Implemented by [`Raw`] and [`Serde`].
+/// How messages of type `T` become bytes. Implemented by [`Raw`], [`Serde`]
+/// and [`Tag`].
 pub trait Encoding<T>: sealed::Sealed + 'static {
     #[doc(hidden)]
     fn encode(msg: &T, out: &mut Vec<u8>);
     #[doc(hidden)]
-    fn decode(count: u64, bytes: &[u8], out: &mut Vec<T>);
+    fn decode(count: u64, bytes: &[u8], out: &mut Vec<T>) {
+        let mut at = 0;
+        for _ in 0..count {
+            let (msg, used) = Self::decode_one(&bytes[at..]);
+            out.push(msg);
+            at += used;
+        }
+    }
+    /// The first message in `bytes`, and the bytes it took.
+    #[doc(hidden)]
+    fn decode_one(bytes: &[u8]) -> (T, usize);
 }
 
 /// Messages travel as their raw bytes (`T: bytemuck::Pod`), with no
@@ -64,6 +78,59 @@ pub struct Raw;
 /// Messages travel through the serde codec (bincode 2.0.1).
 #[derive(Clone, Copy, Debug)]
 pub struct Serde;
+
+/// Messages are a [`Tagged`] tag and payload slice, both `Pod`, sent as
+/// raw bytes: the tag, the payload's length, the payload.
+#[derive(Clone, Copy, Debug)]
+pub struct Tag;
+
+/// A message of a tagged queue ([`Ctx::tagged_queue`](crate::Ctx::tagged_queue)):
+/// a fixed-size tag and a payload of any length, as BSPlib's
+/// `bsp_send(pid, &tag, payload, bytes)`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tagged<K, T> {
+    /// The tag.
+    pub tag: K,
+    /// The payload.
+    pub payload: Vec<T>,
+}
+
+impl<K, T> Tagged<K, T> {
+    /// A message with `tag` and `payload`.
+    pub fn new(tag: K, payload: Vec<T>) -> Self {
+        Tagged { tag, payload }
+    }
+}
+
+/// Appends a tagged message's encoding (tag, payload length, payload).
+pub(crate) fn encode_tagged<K: Pod, T: Pod>(tag: &K, payload: &[T], out: &mut Vec<u8>) {
+    out.extend_from_slice(bytemuck::bytes_of(tag));
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(bytemuck::cast_slice(payload));
+}
+
+impl<K: Pod, T: Pod> Encoding<Tagged<K, T>> for Tag {
+    fn encode(msg: &Tagged<K, T>, out: &mut Vec<u8>) {
+        encode_tagged(&msg.tag, &msg.payload, out);
+    }
+
+    fn decode_one(bytes: &[u8]) -> (Tagged<K, T>, usize) {
+        let (k, t) = (std::mem::size_of::<K>(), std::mem::size_of::<T>());
+        let tag = bytemuck::pod_read_unaligned::<K>(&bytes[..k]);
+        let len = u64::from_le_bytes(bytes[k..k + 8].try_into().expect("8 bytes"));
+        let len = usize::try_from(len).expect("bsp: a tagged payload longer than memory");
+        let start = k + 8;
+        let payload = if t == 0 {
+            vec![T::zeroed(); len]
+        } else {
+            bytes[start..start + len * t]
+                .chunks_exact(t)
+                .map(bytemuck::pod_read_unaligned::<T>)
+                .collect()
+        };
+        (Tagged { tag, payload }, start + len * t)
+    }
+}
 
 impl<T: Pod> Encoding<T> for Raw {
     fn encode(msg: &T, out: &mut Vec<u8>) {
@@ -76,11 +143,16 @@ impl<T: Pod> Encoding<T> for Raw {
             out.extend((0..count).map(|_| T::zeroed()));
         } else {
             out.extend(
-                bytes
+                bytes[..count as usize * size]
                     .chunks_exact(size)
                     .map(bytemuck::pod_read_unaligned::<T>),
             );
         }
+    }
+
+    fn decode_one(bytes: &[u8]) -> (T, usize) {
+        let size = std::mem::size_of::<T>();
+        (bytemuck::pod_read_unaligned::<T>(&bytes[..size]), size)
     }
 }
 
@@ -92,6 +164,10 @@ impl<T: Serialize + DeserializeOwned> Encoding<T> for Serde {
     fn decode(count: u64, bytes: &[u8], out: &mut Vec<T>) {
         codec::decode_all(count, bytes, out);
     }
+
+    fn decode_one(bytes: &[u8]) -> (T, usize) {
+        codec::decode_one(bytes)
+    }
 }
 
 /// A queue's received, not yet taken, messages, still encoded.
@@ -100,21 +176,65 @@ pub(crate) struct Inbox {
     pub(crate) data: Vec<u8>,
     /// `(source pid, message count, end offset in data)` per received run.
     pub(crate) runs: Vec<(usize, u64, usize)>,
+    /// Where the next message is: its run, how many of that run's messages
+    /// were taken, and its offset in `data`.
+    next_run: usize,
+    taken: u64,
+    at: usize,
 }
 
 impl Inbox {
-    /// Decodes and removes every message, with its source pid.
-    pub(crate) fn drain<T, E: Encoding<T>>(&mut self, mut each: impl FnMut(usize, Vec<T>)) {
-        let mut start = 0;
-        for &(src, count, end) in &self.runs {
-            let mut msgs = Vec::with_capacity(count as usize);
-            E::decode(count, &self.data[start..end], &mut msgs);
-            each(src, msgs);
-            start = end;
+    /// The number of messages not yet taken.
+    pub(crate) fn len(&self) -> usize {
+        let left: u64 = self.runs.iter().skip(self.next_run).map(|r| r.1).sum();
+        (left - self.taken) as usize
+    }
+
+    /// Skips runs whose messages are all taken; the next message's run.
+    fn front(&mut self) -> Option<(usize, u64, usize)> {
+        while let Some(&run) = self.runs.get(self.next_run) {
+            if self.taken < run.1 {
+                return Some(run);
+            }
+            self.next_run += 1;
+            self.taken = 0;
         }
-        // Free the buffers: a queue that once received much should not hold
-        // that memory until the end of the run.
-        self.data = Vec::new();
-        self.runs = Vec::new();
+        None
+    }
+
+    /// The next message with its source pid, decoded, left in the queue.
+    pub(crate) fn peek<T, E: Encoding<T>>(&mut self) -> Option<(usize, T)> {
+        let (src, _, end) = self.front()?;
+        Some((src, E::decode_one(&self.data[self.at..end]).0))
+    }
+
+    /// The next message with its source pid, taken from the queue.
+    pub(crate) fn pop<T, E: Encoding<T>>(&mut self) -> Option<(usize, T)> {
+        let (src, _, end) = self.front()?;
+        let (msg, used) = E::decode_one(&self.data[self.at..end]);
+        self.at += used;
+        self.taken += 1;
+        if self.len() == 0 {
+            self.clear();
+        }
+        Some((src, msg))
+    }
+
+    /// Decodes and removes every message not yet taken, with its source pid.
+    pub(crate) fn drain<T, E: Encoding<T>>(&mut self, mut each: impl FnMut(usize, Vec<T>)) {
+        while let Some((src, count, end)) = self.front() {
+            let left = count - self.taken;
+            let mut msgs = Vec::with_capacity(left as usize);
+            E::decode(left, &self.data[self.at..end], &mut msgs);
+            each(src, msgs);
+            (self.at, self.next_run, self.taken) = (end, self.next_run + 1, 0);
+        }
+        self.clear();
+    }
+
+    /// Frees the buffers: a queue that once received much should not hold
+    /// that memory until the end of the run.
+    fn clear(&mut self) {
+        *self = Inbox::default();
     }
 }

@@ -2,13 +2,17 @@
 
 use std::time::Duration;
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
 use crate::ctx::Ctx;
 use crate::env::{ON_FAILURE_ENV, PROCS_ENV, ROUTER_ENV, SYNC_TIMEOUT_ENV};
 use crate::error::{Error, ErrorKind, Result};
 use crate::launch;
 use crate::machine::Machine;
+use crate::outcome::Outcome;
 use crate::router::Router;
-use crate::transport::{self, OnFailure, RunLimits, Transport};
+use crate::transport::{self, Comm, OnFailure, RunLimits, Transport};
 
 /// Whether this process was started by `mpirun` / `mpiexec` (OpenMPI, MPICH
 /// with Hydra, or any PMIx launcher), judged from the launcher's
@@ -44,6 +48,7 @@ pub fn launched_by_mpirun() -> bool {
 /// assert_eq!((rt.nprocs(), rt.router()), (4, Router::Direct));
 /// let pids = rt.run(|ctx| ctx.pid()).unwrap();
 /// assert_eq!(pids, vec![0, 1, 2, 3]);
+/// assert_eq!(pids[2], 2); // processor 2's result
 /// ```
 #[derive(Clone, Debug)]
 pub struct Runtime {
@@ -89,10 +94,11 @@ impl Runtime {
     /// of the world communicator. Started without `mpirun`, the program runs
     /// as a single rank (p = 1).
     ///
-    /// Under MPI, [`run`](Runtime::run) returns only the local rank's
-    /// result, and by default a failure on any rank is printed by the rank
-    /// that detects it and ends the whole job with `MPI_Abort` (non-zero
-    /// exit) instead of returning an error; see [`on_failure`](Runtime::on_failure)
+    /// Under MPI, the [`Outcome`] of [`run`](Runtime::run) holds the local
+    /// rank's result ([`run_all`](Runtime::run_all) gathers every rank's),
+    /// and by default a failure on any rank is printed by the rank that
+    /// detects it and ends the whole job with `MPI_Abort` (non-zero exit)
+    /// instead of returning an error; see [`on_failure`](Runtime::on_failure)
     /// for the alternative.
     ///
     /// # Examples
@@ -100,8 +106,8 @@ impl Runtime {
     /// ```no_run
     /// # #[cfg(feature = "mpi")] {
     /// let rt = bsp_core::Runtime::mpi();
-    /// let mine = rt.run(|ctx| ctx.pid()).unwrap();
-    /// assert_eq!(mine.len(), 1); // this rank's result only
+    /// let out = rt.run(|ctx| ctx.pid()).unwrap();
+    /// assert_eq!(*out.local(), out.pids().start); // this rank's result
     /// # }
     /// ```
     #[cfg(feature = "mpi")]
@@ -121,15 +127,18 @@ impl Runtime {
     /// The runtime the environment asks for: MPI when this binary was built
     /// with feature `mpi` and started by `mpirun`, threads otherwise, with
     /// `BSP_PROCS` processors (default: the number of cores) and the router
-    /// named by `BSP_ROUTER` (`auto`, the default, `two-phase` or `direct`). A malformed variable is
-    /// reported by [`run`](Runtime::run) as an [`ErrorKind::Config`] error.
+    /// named by `BSP_ROUTER` (`auto`, the default, `two-phase` or `direct`).
+    /// A malformed variable is reported by [`run`](Runtime::run) as an
+    /// [`ErrorKind::Config`] error, and so is a start by `mpirun` of a binary
+    /// built without the `mpi` feature (every rank would run the whole
+    /// program on its own threads).
     pub fn from_env() -> Self {
         #[cfg(feature = "mpi")]
         if launched_by_mpirun() {
             return Runtime::mpi().router_from_env();
         }
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let mut rt = Runtime::threads(cores);
+        let mut rt = Runtime::threads(cores).refuse_mpirun_without_mpi();
         if let Ok(v) = std::env::var(PROCS_ENV) {
             match v.trim().parse() {
                 Ok(p) => rt.procs = p,
@@ -139,6 +148,40 @@ impl Runtime {
             }
         }
         rt.router_from_env()
+    }
+
+    /// The runtime of [`run`](crate::run)`(p, f)`: `p` threads, or the MPI
+    /// world when started by `mpirun`; an error (at `run`) where the world
+    /// has another size, or the binary cannot run on MPI.
+    pub(crate) fn launcher(p: usize) -> Self {
+        #[cfg(feature = "mpi")]
+        if launched_by_mpirun() {
+            let mut rt = Runtime::mpi();
+            if rt.procs != p {
+                rt.config_error = Some(format!(
+                    "bsp::run({p}, …) was started by mpirun with {} ranks; start it with \
+                     `mpirun -np {p}`, or use Runtime::from_env() to run on as many \
+                     processors as the launcher gives",
+                    rt.procs
+                ));
+            }
+            return rt;
+        }
+        Runtime::threads(p).refuse_mpirun_without_mpi()
+    }
+
+    /// Marks the runtime as misconfigured when this process was started by
+    /// `mpirun` but has no MPI transport.
+    fn refuse_mpirun_without_mpi(mut self) -> Self {
+        if !cfg!(feature = "mpi") && launched_by_mpirun() {
+            self.config_error = Some(
+                "this process was started by mpirun, but bsp was built without the `mpi` \
+                 feature: every rank would repeat the whole run on its own threads. Build \
+                 with `--features mpi`, or run it without mpirun"
+                    .to_owned(),
+            );
+        }
+        self
     }
 
     fn router_from_env(mut self) -> Self {
@@ -278,10 +321,10 @@ impl Runtime {
         self.router
     }
 
-    /// Runs `f` on every processor and returns the results in pid order.
-    ///
-    /// On threads, the vector holds every processor's result. Under MPI,
-    /// each rank's vector holds its own result only.
+    /// Runs `f` on every processor and returns the results this process
+    /// holds, by pid: every processor's on threads, this rank's under MPI
+    /// (see [`Outcome`]; [`run_all`](Runtime::run_all) gathers them all on
+    /// every transport).
     ///
     /// # Errors
     ///
@@ -296,7 +339,7 @@ impl Runtime {
     /// let err = bsp_core::Runtime::threads(0).run(|ctx| ctx.pid()).unwrap_err();
     /// assert_eq!(err.kind(), bsp_core::ErrorKind::Config);
     /// ```
-    pub fn run<F, R>(&self, f: F) -> Result<Vec<R>>
+    pub fn run<F, R>(&self, f: F) -> Result<Outcome<R>>
     where
         F: Fn(&mut Ctx) -> R + Sync,
         R: Send,
@@ -310,8 +353,57 @@ impl Runtime {
             (None, Router::Auto) => Some(Machine::of(self)?),
             (given, _) => given,
         };
-        let body = |comm| launch::processor(comm, router, machine, transport, &f);
-        transport::launch(transport, self.procs, limits, &body)
+        let body = |comm: Box<dyn Comm>| {
+            let (pid, nprocs) = (comm.pid(), comm.nprocs());
+            launch::processor(comm, router, machine, transport, &f).map(|r| (pid, nprocs, r))
+        };
+        let held = transport::launch(transport, self.procs, limits, &body)?;
+        let (first, nprocs) = (held[0].0, held[0].1);
+        Ok(Outcome::new(
+            nprocs,
+            first,
+            held.into_iter().map(|(_, _, r)| r).collect(),
+        ))
+    }
+
+    /// Runs `f` on every processor and returns every processor's result,
+    /// in pid order, in every process: on threads as on MPI, where each
+    /// rank receives the others' results.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let all = bsp_core::Runtime::threads(3).run_all(|ctx| ctx.pid() as u64 * 2)?;
+    /// assert_eq!(all, vec![0, 2, 4]);
+    /// # Ok::<(), bsp_core::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Runtime::run).
+    ///
+    /// # Cost
+    ///
+    /// One superstep after `f` returns (on every transport, so that the
+    /// statistics agree): an all-gather of the results through a serde
+    /// queue, h = p · the largest encoded result.
+    pub fn run_all<F, R>(&self, f: F) -> Result<Vec<R>>
+    where
+        F: Fn(&mut Ctx) -> R + Sync,
+        R: Serialize + DeserializeOwned + Send,
+    {
+        let gathered = self.run(|ctx| {
+            let mine = f(ctx);
+            let results = ctx.serde_queue::<R>();
+            for to in 0..ctx.nprocs() {
+                ctx.send(to, &results, &mine);
+            }
+            ctx.sync();
+            let all = ctx.receive(&results);
+            ctx.release_queue(results);
+            all
+        })?;
+        Ok(gathered.into_local())
     }
 
     /// Like [`run`](Runtime::run), for a closure that returns a `Result`: an
@@ -343,7 +435,7 @@ impl Runtime {
     /// # Errors
     ///
     /// As [`run`](Runtime::run), plus the application's error.
-    pub fn try_run<F, R, E>(&self, f: F) -> Result<Vec<R>>
+    pub fn try_run<F, R, E>(&self, f: F) -> Result<Outcome<R>>
     where
         F: Fn(&mut Ctx) -> std::result::Result<R, E> + Sync,
         R: Send,
@@ -356,9 +448,14 @@ impl Runtime {
     }
 }
 
-/// Runs `f` on `p` threads with the default router.
+/// Runs `f` on `p` processors with the default router: on `p` threads, or,
+/// when the program was started by `mpirun` (and built with the `mpi`
+/// feature), on the ranks of the MPI job.
 ///
-/// Shorthand for `Runtime::threads(p).run(f)`; see [`Runtime::run`].
+/// The [`Outcome`] holds the results of the processors this process ran,
+/// by pid: all of them on threads, this rank's under MPI; `outcome[pid]`,
+/// [`Outcome::local`] and [`Outcome::root`] mean the same on both. For every
+/// result in every process, use [`Runtime::run_all`]. See [`Runtime::run`].
 ///
 /// # Examples
 ///
@@ -378,11 +475,13 @@ impl Runtime {
 ///
 /// # Errors
 ///
-/// As [`Runtime::run`].
-pub fn run<F, R>(p: usize, f: F) -> Result<Vec<R>>
+/// As [`Runtime::run`]; also an [`ErrorKind::Config`] error, before
+/// anything runs, when started by `mpirun` with other than `p` ranks, or
+/// by `mpirun` without the `mpi` feature (every rank would repeat the run).
+pub fn run<F, R>(p: usize, f: F) -> Result<Outcome<R>>
 where
     F: Fn(&mut Ctx) -> R + Sync,
     R: Send,
 {
-    Runtime::threads(p).run(f)
+    Runtime::launcher(p).run(f)
 }

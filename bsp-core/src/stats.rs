@@ -1,7 +1,8 @@
 //! Per-superstep statistics in BSP cost terms.
 
-use std::fmt;
+use serde::{Serialize, Serializer};
 
+use crate::machine::Machine;
 use crate::router::Router;
 use crate::transport::Transport;
 
@@ -18,11 +19,14 @@ use crate::transport::Transport;
 ///
 /// Every field except the times is identical on every processor, every run
 /// and every transport.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct SuperstepStats {
     /// The superstep's number (0 for the work before the first `sync`).
     pub superstep: usize,
+    /// The name given by [`Ctx::label`](crate::Ctx::label) during the
+    /// superstep, on this processor.
+    pub label: Option<String>,
     /// Bytes each processor requested in the superstep (its puts, get
     /// requests and messages, before any reply): what every processor
     /// knows of the h-relation before it is routed.
@@ -67,10 +71,11 @@ pub struct SuperstepStats {
 /// hold for every processor q: `first_block_words[q] ≤ dealt_words[q]/p +
 /// (p−1)/2` and `second_block_words[q] ≤ through_words[q]/p + (p−1)/2`
 /// ([`RouteStats::within_bounds`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct RouteStats {
     /// The router that carried it.
+    #[serde(serialize_with = "by_name")]
     pub router: Router,
     /// Largest payload of a block each processor sent in the first
     /// exchange (for [`Router::Direct`], its only exchange), in bytes.
@@ -129,12 +134,17 @@ impl RouteStats {
     }
 }
 
-fn max(v: &[u64]) -> u64 {
+pub(crate) fn max(v: &[u64]) -> u64 {
     v.iter().copied().max().unwrap_or(0)
 }
 
 fn fmax(v: &[f64]) -> f64 {
     v.iter().copied().fold(0.0, f64::max)
+}
+
+/// The least of `v`, 0 when empty.
+fn fmin(v: &[f64]) -> f64 {
+    v.iter().copied().reduce(f64::min).unwrap_or(0.0)
 }
 
 impl SuperstepStats {
@@ -157,6 +167,69 @@ impl SuperstepStats {
     pub fn max_sync_seconds(&self) -> f64 {
         fmax(&self.sync_seconds)
     }
+
+    /// The shortest local work of any processor, in seconds.
+    pub fn min_work_seconds(&self) -> f64 {
+        fmin(&self.work_seconds)
+    }
+
+    /// The shortest `sync` of any processor, in seconds.
+    pub fn min_sync_seconds(&self) -> f64 {
+        fmin(&self.sync_seconds)
+    }
+
+    /// Work imbalance: the longest local work over the mean (1 when every
+    /// processor worked as long; p when one did all the work).
+    pub fn work_imbalance(&self) -> f64 {
+        let mean = self.work_seconds.iter().sum::<f64>() / self.work_seconds.len().max(1) as f64;
+        if mean > 0.0 {
+            self.max_work_seconds() / mean
+        } else {
+            1.0
+        }
+    }
+
+    /// The superstep's measured length: the latest any processor finished
+    /// its work and sync, in seconds from the superstep's start.
+    pub fn measured_seconds(&self) -> f64 {
+        self.work_seconds
+            .iter()
+            .zip(&self.sync_seconds)
+            .map(|(w, s)| w + s)
+            .fold(0.0, f64::max)
+    }
+
+    /// The BSP cost model's prediction of the superstep's length,
+    /// w + h·g + l: the longest work, plus h (bytes) times g, plus l, with
+    /// the g and l that `machine` measured for the router that carried the
+    /// superstep (for one with no route recorded, the cheaper router's).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_core::{Cost, Machine};
+    ///
+    /// let stats = bsp_core::run(2, |ctx| {
+    ///     let a = ctx.coarray::<u64>(1);
+    ///     ctx.put(1 - ctx.pid(), &a, 0, &[7]);
+    ///     ctx.sync();
+    ///     ctx.sync();
+    ///     ctx.stats()
+    /// })?;
+    /// let step = &stats.root().unwrap().supersteps[0];
+    /// let cost = Cost { l_seconds: 1e-5, g_seconds_per_byte: 1e-9 };
+    /// let machine = Machine::new(cost, cost);
+    /// let predicted = step.model_seconds(&machine);
+    /// assert_eq!(predicted, step.max_work_seconds() + cost.predict(step.h_bytes()));
+    /// # Ok::<(), bsp_core::Error>(())
+    /// ```
+    pub fn model_seconds(&self, machine: &Machine) -> f64 {
+        let communication = match self.routes.first().and_then(|r| machine.cost(r.router)) {
+            Some(cost) => cost.predict(self.h_bytes()),
+            None => machine.choose(self.h_bytes()).1,
+        };
+        self.max_work_seconds() + communication
+    }
 }
 
 /// The statistics of a run so far, as seen by one processor.
@@ -164,18 +237,54 @@ impl SuperstepStats {
 /// A superstep's figures are complete once the next `sync` (or the end of
 /// the run) has exchanged them; [`Ctx::stats`](crate::Ctx::stats) returns
 /// the complete ones. Set `BSP_PROFILE=1` to have processor 0 print this
-/// table when the run ends.
-#[derive(Clone, Debug, PartialEq)]
+/// table (its `Display`) when the run ends, or `BSP_PROFILE=trace` to have it
+/// write a timeline for ui.perfetto.dev. It serializes (serde) with the
+/// router and transport by name.
+///
+/// # Examples
+///
+/// ```
+/// let out = bsp_core::run(2, |ctx| {
+///     ctx.label("swap");
+///     let a = ctx.coarray::<u32>(1);
+///     ctx.put(1 - ctx.pid(), &a, 0, &[1]);
+///     ctx.sync();
+///     ctx.sync(); // superstep 0's figures are complete after the next sync
+///     ctx.stats()
+/// })?;
+/// let stats = out.root().unwrap();
+/// assert_eq!(stats.supersteps[0].label.as_deref(), Some("swap"));
+/// let table = stats.to_string();
+/// assert!(table.contains("swap") && table.contains("total"));
+/// # Ok::<(), bsp_core::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct Stats {
     /// Number of processors.
     pub nprocs: usize,
     /// The router used.
+    #[serde(serialize_with = "by_name")]
     pub router: Router,
     /// The transport used.
+    #[serde(serialize_with = "transport_name")]
     pub transport: Transport,
     /// One entry per completed superstep, in order.
     pub supersteps: Vec<SuperstepStats>,
+    /// The machine parameters (g and l per router) that the table's
+    /// predicted costs use, where known: measured for [`Router::Auto`]
+    /// (or given by `BSP_MACHINE` or [`with_machine`](Stats::with_machine)).
+    /// Not serialized.
+    #[serde(skip)]
+    pub machine: Option<Machine>,
+}
+
+fn by_name<S: Serializer, T: std::fmt::Display>(value: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(value)
+}
+
+fn transport_name<S: Serializer>(t: &Transport, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(t.name())
 }
 
 impl Stats {
@@ -183,50 +292,10 @@ impl Stats {
     pub fn total_h_bytes(&self) -> u64 {
         self.supersteps.iter().map(SuperstepStats::h_bytes).sum()
     }
-}
 
-impl fmt::Display for Stats {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "bsp profile: p = {}, router = {}, transport = {}",
-            self.nprocs,
-            self.router,
-            self.transport.name()
-        )?;
-        writeln!(
-            f,
-            "{:>9} {:>12} {:>10} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10} {:>10}",
-            "superstep",
-            "h bytes",
-            "h records",
-            "max sent",
-            "max recv",
-            "block 1",
-            "block 2",
-            "w / sync ms",
-            "router",
-            "model ms"
-        )?;
-        for s in &self.supersteps {
-            let router = s.routes.first().map_or("-", |r| r.router.name());
-            let model = s
-                .predicted_seconds
-                .map_or("-".into(), |t| format!("{:.3}", t * 1e3));
-            writeln!(
-                f,
-                "{:>9} {:>12} {:>10} {:>12} {:>12} {:>12} {:>12} {:>6.3}/{:<6.3} {router:>10} {model:>10}",
-                s.superstep,
-                s.h_bytes(),
-                s.h_records(),
-                max(&s.sent_bytes),
-                max(&s.recv_bytes),
-                max(&s.first_block_bytes),
-                max(&s.second_block_bytes),
-                s.max_work_seconds() * 1e3,
-                s.max_sync_seconds() * 1e3,
-            )?;
-        }
-        Ok(())
+    /// These statistics with machine parameters for the predicted costs.
+    pub fn with_machine(mut self, machine: Machine) -> Self {
+        self.machine = Some(machine);
+        self
     }
 }

@@ -2,7 +2,8 @@
 //! so that a sync costs no more than storing the all-gather's result, and
 //! turned into [`SuperstepStats`] only when asked.
 
-use std::collections::VecDeque;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::protocol::SyncRow;
 use crate::router::{RouteFigures, Router};
@@ -28,6 +29,8 @@ pub(crate) struct StatsLog {
     rows: VecDeque<(Rows, Choice)>,
     /// The superstep of the oldest kept exchange.
     first: usize,
+    /// The supersteps' labels ([`Ctx::label`](crate::Ctx::label)), by superstep.
+    labels: BTreeMap<usize, Cow<'static, str>>,
 }
 
 impl StatsLog {
@@ -35,7 +38,13 @@ impl StatsLog {
         StatsLog {
             rows: VecDeque::new(),
             first: 0,
+            labels: BTreeMap::new(),
         }
+    }
+
+    /// Names superstep `step`.
+    pub(crate) fn label(&mut self, step: usize, name: Cow<'static, str>) {
+        self.labels.insert(step, name);
     }
 
     /// Keeps the rows of one exchange (all processors' words) and the
@@ -43,6 +52,7 @@ impl StatsLog {
     pub(crate) fn push(&mut self, words: Rows, choice: Choice) {
         if self.rows.len() > STATS_HISTORY {
             self.rows.pop_front();
+            self.labels.remove(&self.first);
             self.first += 1;
         }
         self.rows.push_back((words, choice));
@@ -62,6 +72,9 @@ impl StatsLog {
             if let Some(last) = self.rows.back() {
                 out.push(superstep(self.first + self.rows.len() - 1, last, None));
             }
+        }
+        for s in &mut out {
+            s.label = self.labels.get(&s.superstep).map(|l| l.to_string());
         }
         out
     }
@@ -92,6 +105,7 @@ fn superstep(step: usize, (now, choice): &(Rows, Choice), next: Option<&Rows>) -
     };
     SuperstepStats {
         superstep: step,
+        label: None,
         work_seconds: now.iter().map(|r| seconds(r.work_ns)).collect(),
         requested_bytes: now.iter().map(|r| r.bytes).collect(),
         sent_bytes: figure(&|r| r.previous.bytes.sent),

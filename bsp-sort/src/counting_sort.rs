@@ -209,6 +209,7 @@ impl<T: Pod + Send> Engine<T> {
         );
         self.counts.clear();
         self.counts.resize(r, 0);
+        ctx.label("sort: count digits");
         count(self.source(ctx, source), &mut self.counts, digit);
         self.ranks(ctx, r);
     }
@@ -226,6 +227,7 @@ impl<T: Pod + Send> Engine<T> {
             }
         }
         ctx.sync();
+        ctx.label("sort: prefix sums");
         // Step 3: prefix sums over processors of this block's digits.
         let (s, e) = block(r, p, me);
         let w = e - s;
@@ -250,6 +252,7 @@ impl<T: Pod + Send> Engine<T> {
             }
         }
         ctx.sync();
+        ctx.label("sort: move keys");
         // Step 5: global digit starts and this processor's first ranks.
         let scans = &ctx.local(&self.scans)[..2 * r];
         self.global_start.clear();
@@ -329,6 +332,7 @@ impl<T: Pod + Send> Engine<T> {
         // The p × p matrix of send counts: sizes[j * p + k] from j to k.
         let row: Vec<u64> = fill.iter().map(|&f| f as u64).collect();
         let sizes = self.gather.all_gather(ctx, &row);
+        ctx.label("sort: move keys");
         let from = |j: usize, k: usize| sizes[j * p + k] as usize;
         // Where source j's block starts in processor k's receive coarray.
         let offset = |j: usize, k: usize| (0..j).filter(|&i| i != k).map(|i| from(i, k)).sum();

@@ -1,4 +1,6 @@
-//! Helpers shared by the examples: command-line parsing and JSON output.
+//! Helpers shared by the examples: command-line parsing and medians. JSON
+//! output is serde_json's, and figures across processors come from
+//! `bsp::algos` collectives.
 //!
 //! Each example includes this module with `mod common;`. Not every example
 //! uses every helper.
@@ -6,7 +8,10 @@
 
 use std::collections::HashMap;
 use std::fmt::Display;
+use std::io::IsTerminal;
 use std::str::FromStr;
+
+use indicatif::{ProgressBar, ProgressStyle};
 
 /// Command-line flags of the form `--name value` and `--switch`.
 pub struct Args {
@@ -157,52 +162,11 @@ pub fn ran<T, E: Display>(name: &str, outcome: Result<T, E>) -> T {
 
 /// Exit status 1 if any processor reported a wrong answer (`Some(false)`;
 /// `None` is a processor that had nothing to check), success otherwise.
-pub fn verdict(results: &[Option<bool>]) -> std::process::ExitCode {
+pub fn verdict(results: &bsp::Outcome<Option<bool>>) -> std::process::ExitCode {
     if results.iter().all(|r| *r != Some(false)) {
         std::process::ExitCode::SUCCESS
     } else {
         std::process::ExitCode::FAILURE
-    }
-}
-
-/// A JSON object built field by field, printed on one line.
-#[derive(Default)]
-pub struct Json(Vec<String>);
-
-impl Json {
-    pub fn new() -> Json {
-        Json::default()
-    }
-
-    /// Adds a string field.
-    pub fn str(mut self, key: &str, value: &str) -> Json {
-        let escaped: String = value
-            .chars()
-            .flat_map(|c| match c {
-                '"' => "\\\"".chars().collect::<Vec<_>>(),
-                '\\' => "\\\\".chars().collect(),
-                c if (c as u32) < 0x20 => format!("\\u{:04x}", c as u32).chars().collect(),
-                c => vec![c],
-            })
-            .collect();
-        self.0.push(format!("\"{key}\":\"{escaped}\""));
-        self
-    }
-
-    /// Adds a number or boolean field.
-    pub fn num(mut self, key: &str, value: impl Display) -> Json {
-        let text = value.to_string();
-        let text = if text == "NaN" || text.contains("inf") {
-            "null".into()
-        } else {
-            text
-        };
-        self.0.push(format!("\"{key}\":{text}"));
-        self
-    }
-
-    pub fn print(&self) {
-        println!("{{{}}}", self.0.join(","));
     }
 }
 
@@ -224,19 +188,62 @@ pub fn upper_median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// The element-wise maximum of `xs` over all processors: collective, every
-/// processor calls it with a slice of the same length and gets the same
-/// answer. Benchmarks time a phase on every processor (after a sync, which
-/// is a barrier) and report the slowest, on threads and under MPI alike.
-pub fn max_over_procs(ctx: &mut bsp::Ctx, xs: &[f64]) -> Vec<f64> {
-    let (me, p, n) = (ctx.pid(), ctx.nprocs(), xs.len());
-    let all = ctx.coarray::<f64>(n * p);
-    for t in 0..p {
-        ctx.put(t, &all, me * n, xs);
+/// A progress bar on standard error for a long benchmark: drawn only when
+/// standard error is a terminal, `quiet` is false (pass `--json`) and this
+/// process prints (processor 0's); otherwise every call does nothing.
+pub struct Progress(Option<ProgressBar>);
+
+impl Progress {
+    /// A bar of `steps` steps, described by `what`.
+    pub fn new(steps: u64, what: &str, quiet: bool) -> Progress {
+        let shown = !quiet && std::io::stderr().is_terminal() && !under_mpi_rank_other_than_0();
+        Progress(shown.then(|| {
+            let bar = ProgressBar::new(steps);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg} (eta {eta})",
+                )
+                .expect("a valid template"),
+            );
+            bar.set_prefix(what.to_owned());
+            bar
+        }))
     }
-    ctx.sync();
-    let all = ctx.local(&all);
-    (0..n)
-        .map(|i| (0..p).map(|q| all[q * n + i]).fold(f64::MIN, f64::max))
-        .collect()
+
+    /// Says what runs now.
+    pub fn step(&self, now: impl Into<String>) {
+        if let Some(bar) = &self.0 {
+            bar.set_message(now.into());
+        }
+    }
+
+    /// One step done.
+    pub fn tick(&self) {
+        if let Some(bar) = &self.0 {
+            bar.inc(1);
+        }
+    }
+
+    /// Runs `f` (which prints results) with the bar hidden.
+    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+        match &self.0 {
+            Some(bar) => bar.suspend(f),
+            None => f(),
+        }
+    }
+
+    /// Removes the bar, so that the results print on a clean screen.
+    pub fn finish(&self) {
+        if let Some(bar) = &self.0 {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// Whether this process is an MPI rank other than 0 (which print nothing).
+fn under_mpi_rank_other_than_0() -> bool {
+    ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"]
+        .iter()
+        .filter_map(|v| std::env::var(v).ok())
+        .any(|rank| rank != "0")
 }

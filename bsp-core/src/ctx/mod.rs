@@ -9,7 +9,9 @@
 //! (registration and local access), `remote.rs` (puts and gets) and
 //! `queues.rs` (messages).
 
+mod clock;
 mod coarrays;
+mod inbox;
 mod queues;
 mod remote;
 
@@ -112,6 +114,10 @@ pub struct Ctx {
     /// The message of the failure this processor is announcing.
     announcing: String,
     work_start: Instant,
+    /// When this processor's run began ([`Ctx::time`]).
+    started: Instant,
+    /// What [`Ctx::get_into`] copies into local coarrays after the sync.
+    landing: Vec<remote::Landing>,
 }
 
 impl Ctx {
@@ -141,6 +147,8 @@ impl Ctx {
             pending: None,
             announcing: String::new(),
             work_start: Instant::now(),
+            started: Instant::now(),
+            landing: Vec::new(),
         }
     }
 
@@ -331,6 +339,7 @@ impl Ctx {
             router: self.router,
             transport: self.transport,
             supersteps: self.stats.supersteps(self.finished),
+            machine: self.machine,
         }
     }
 
@@ -452,6 +461,7 @@ impl Ctx {
         self.has_gets = false;
         self.superstep += 1;
         self.comm.set_superstep(self.superstep);
+        self.land_gets();
         figures.sync_ns = start.elapsed().as_nanos() as u64;
         self.last_sync = figures;
         self.work_start = Instant::now();

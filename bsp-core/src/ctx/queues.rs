@@ -153,7 +153,7 @@ impl Ctx {
         all
     }
 
-    fn inbox(&mut self, id: u32) -> &mut Inbox {
+    pub(super) fn inbox(&mut self, id: u32) -> &mut Inbox {
         let (pid, superstep) = (self.pid, self.superstep);
         match self.registry.inbox(id) {
             Ok(inbox) => inbox,

@@ -250,3 +250,78 @@ impl Ctx {
         }
     }
 }
+
+/// A [`Ctx::get_into`] waiting for its sync: copies the get's value into
+/// its local coarray once it has arrived.
+pub(super) type Landing = Box<dyn FnOnce(&mut Ctx) + Send>;
+
+impl Ctx {
+    /// Requests `len` elements of processor `src`'s part of `a`, starting at
+    /// `offset`, to be written into this processor's part of `into` at
+    /// `into_offset` during the next `sync` (BSPlib's `bsp_get`, into the
+    /// caller's registered memory). Like [`get`](Ctx::get), it reads the data
+    /// as it was before the superstep's puts; it lands after them, so it
+    /// overwrites puts to the same elements of `into`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(3, |ctx| {
+    ///     let (me, p) = (ctx.pid(), ctx.nprocs());
+    ///     let mine = ctx.coarray_from(vec![me as u32 * 10; 2]);
+    ///     let all = ctx.coarray::<u32>(2 * p);
+    ///     for src in 0..p {
+    ///         ctx.get_into(src, &mine, 0, &all, 2 * src, 2);
+    ///     }
+    ///     ctx.sync();
+    ///     ctx.local(&all).to_vec()
+    /// })?;
+    /// assert_eq!(out[1], vec![0, 0, 10, 10, 20, 20]);
+    /// # Ok::<(), bsp_core::Error>(())
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// Panics at once if `into_offset + len` exceeds this processor's part
+    /// of `into`; ends the run as [`get`](Ctx::get) does for a bad `src` or
+    /// source range.
+    ///
+    /// # Cost
+    ///
+    /// As [`get`](Ctx::get), plus one local copy of the `len` elements.
+    pub fn get_into<T: Pod + Send>(
+        &mut self,
+        src: usize,
+        a: &Coarray<T>,
+        offset: usize,
+        into: &Coarray<T>,
+        into_offset: usize,
+        len: usize,
+    ) {
+        let have = self.local(into).len();
+        assert!(
+            into_offset.checked_add(len).is_some_and(|end| end <= have),
+            "bsp: get_into writes elements {into_offset}..{} of a coarray whose local length is {have}",
+            into_offset.saturating_add(len)
+        );
+        let handle = self.get(src, a, offset, len);
+        let into = *into;
+        self.landing.push(Box::new(move |ctx: &mut Ctx| {
+            let value = ctx.take(handle);
+            let target = ctx.local_mut(&into);
+            assert!(
+                into_offset + len <= target.len(),
+                "bsp: the coarray a get_into writes to was replaced by a shorter one before the sync"
+            );
+            target[into_offset..into_offset + len].copy_from_slice(&value);
+        }));
+    }
+
+    /// Copies the values of the superstep's [`get_into`](Ctx::get_into)s
+    /// into place; called at the end of `sync`.
+    pub(super) fn land_gets(&mut self) {
+        for land in std::mem::take(&mut self.landing) {
+            land(self);
+        }
+    }
+}

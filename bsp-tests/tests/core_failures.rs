@@ -503,7 +503,7 @@ fn a_registration_mismatch_lists_the_registrations_of_the_processors_it_names() 
 
 #[test]
 fn a_panic_message_carries_its_location() {
-    let want = Failure::at(ErrorKind::Panic, 0, 0).says(&["at tests/core_failures.rs:"]);
+    let want = Failure::at(ErrorKind::Panic, 0, 0).says(&["core_failures.rs:"]);
     fails(2, want, |ctx| {
         if ctx.pid() == 0 {
             panic!("here");

@@ -156,7 +156,7 @@ fn routers_agree_on_threads() {
             };
             let (two, direct) = (run(Router::TwoPhase), run(Router::Direct));
             assert_eq!(two, run(Router::TwoPhase), "p = {p}: not repeatable");
-            let data = |v: &[(u64, u64)]| v.iter().map(|x| x.0).collect::<Vec<_>>();
+            let data = |v: &bsp::Outcome<(u64, u64)>| v.iter().map(|x| x.0).collect::<Vec<_>>();
             assert_eq!(
                 data(&two),
                 data(&direct),

@@ -82,8 +82,10 @@ where
     R: Send,
     F: Fn(&mut Ctx) -> R + Sync,
 {
-    rt.run(|ctx| (ctx.pid(), f(ctx)))
+    rt.run(f)
         .unwrap_or_else(|e| panic!("run on {} failed: {e}", describe(rt)))
+        .into_iter_with_pids()
+        .collect()
 }
 
 /// `p = …, router = …, transport = …`, for assertion messages.

@@ -4,21 +4,24 @@
 //! ratios to `bsp`.
 //!
 //! ```text
-//! cargo run --release --example bench_sort -- --n 16777216,67108864 --procs 2
+//! cargo run --release -p bsp-benchmarks --example bench_sort -- --n 16777216,67108864 --procs 2
 //! ```
 
+#[path = "../../examples/common/mod.rs"]
 mod common;
 
 use std::cmp::Ordering;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use bsp::algos::{all_reduce, Max};
 use bsp::prelude::*;
 use bsp::sort::inputs::{block_range, Dist};
 use bsp::sort::RadixSorter;
 use bytemuck::{Pod, Zeroable};
-use common::{upper_median, Args, Json};
+use common::{upper_median, Args, Progress};
 use rayon::prelude::*;
+use serde_json::json;
 use voracious_radix_sort::{RadixSort as _, Radixable};
 
 const HELP: &str = "\
@@ -187,9 +190,11 @@ fn time_bsp<T: Item>(
                 sorter.sort_vec_by_key(ctx, &mut data, |x| x.sort_key());
                 times.push(t.elapsed().as_secs_f64());
             }
+            all_reduce(ctx, &mut times, &Max); // the slowest processor's
             (times, data)
         })
         .expect("bsp run failed")
+        .into_vec()
     };
     let outs: Vec<(Vec<f64>, Vec<T>)> = if reuse {
         one_run(args.reps)
@@ -215,14 +220,20 @@ fn time_bsp<T: Item>(
         }
         merged
     };
-    let per_rep = (0..args.reps)
-        .map(|r| outs.iter().map(|(t, _)| t[r]).fold(0.0, f64::max))
-        .collect();
+    // Every processor holds the slowest times (all_reduce above).
+    let per_rep = outs[0].0.clone();
     let all: Vec<T> = outs.into_iter().flat_map(|(_, d)| d).collect();
     (upper_median(per_rep), check(&all))
 }
 
-fn run_case<T>(args: &Opts, kind: &str, dist: Dist, n: usize, pool: &rayon::ThreadPool) -> bool
+fn run_case<T>(
+    args: &Opts,
+    kind: &str,
+    dist: Dist,
+    n: usize,
+    pool: &rayon::ThreadPool,
+    progress: &Progress,
+) -> bool
 where
     T: Item + rdst::RadixKey + Radixable<u32>,
 {
@@ -300,6 +311,7 @@ where
     let mut rows: Vec<(String, f64, bool)> = Vec::new();
     for (name, reuse) in [("bsp", false), ("bsp_reused", true)] {
         if wanted(name) {
+            progress.step(format!("{kind} [{dist}] n = {n}: {name}"));
             let (s, ok) = time_bsp(&input, args, reuse, &stable_ok);
             rows.push((name.to_owned(), s, ok));
         }
@@ -307,10 +319,25 @@ where
     for (name, stable, sort) in &peers {
         if wanted(name) {
             let check: &dyn Fn(&[T]) -> bool = if *stable { &stable_ok } else { &keys_ok };
+            progress.step(format!("{kind} [{dist}] n = {n}: {name}"));
             let (s, ok) = time_peer(&input, args.reps, check, sort.as_ref());
             rows.push(((*name).to_owned(), s, ok));
         }
     }
+    progress.tick();
+    progress.suspend(|| print_rows(args, kind, dist, n, p, &rows));
+    rows.iter().all(|r| r.2)
+}
+
+/// Prints one case's table (or JSON lines).
+fn print_rows(
+    args: &Opts,
+    kind: &str,
+    dist: Dist,
+    n: usize,
+    p: usize,
+    rows: &[(String, f64, bool)],
+) {
     let base = rows.first().map_or(f64::NAN, |r| r.1);
     if !args.json {
         println!(
@@ -322,20 +349,23 @@ where
             "sorter", "seconds", "Mkeys/s", "vs bsp"
         );
     }
-    for (name, s, ok) in &rows {
+    for (name, s, ok) in rows {
         let rate = n as f64 / s;
         if args.json {
-            Json::new()
-                .str("sorter", name)
-                .str("kind", kind)
-                .str("dist", &dist.to_string())
-                .num("n", n)
-                .num("procs", p)
-                .num("seconds", format!("{s:.6}"))
-                .num("keys_per_second", format!("{rate:.0}"))
-                .num("time_vs_bsp", format!("{:.3}", s / base))
-                .num("correct", ok)
-                .print();
+            println!(
+                "{}",
+                json!({
+                    "sorter": name,
+                    "kind": kind,
+                    "dist": dist.to_string(),
+                    "n": n,
+                    "procs": p,
+                    "seconds": s,
+                    "keys_per_second": rate,
+                    "time_vs_bsp": s / base,
+                    "correct": ok,
+                })
+            );
         } else {
             let flag = if *ok { "" } else { "  WRONG OUTPUT" };
             println!(
@@ -345,7 +375,6 @@ where
             );
         }
     }
-    rows.iter().all(|r| r.2)
 }
 
 fn main() -> ExitCode {
@@ -355,16 +384,19 @@ fn main() -> ExitCode {
         .build()
         .expect("cannot build the rayon pool");
     let mut all_ok = true;
+    let cases = args.kinds.len() * args.dists.len() * args.ns.len();
+    let progress = Progress::new(cases as u64, "bench_sort", args.json);
     for kind in &args.kinds {
         for &dist in &args.dists {
             for &n in &args.ns {
                 all_ok &= match kind.as_str() {
-                    "keys" => run_case::<u32>(&args, kind, dist, n, &pool),
-                    _ => run_case::<Rec>(&args, kind, dist, n, &pool),
+                    "keys" => run_case::<u32>(&args, kind, dist, n, &pool, &progress),
+                    _ => run_case::<Rec>(&args, kind, dist, n, &pool, &progress),
                 };
             }
         }
     }
+    progress.finish();
     if all_ok {
         ExitCode::SUCCESS
     } else {

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Measures the benchmarks whose pictures BENCHMARKS.md shows and draws
+# them: `bash benchmarks/pictures.sh` from the repository root. Writes the
+# figures as JSON lines under benchmarks/data/ (each benchmark's --json
+# output, and one radix sort's profile trace), then the SVG pictures under
+# benchmarks/ (cargo run -p bsp-benchmarks --bin plot). Everything it needs
+# is a cargo dependency; nothing else is installed. With --draw-only it
+# draws from the recorded data without measuring.
+#
+# Sizes are chosen to finish in a few minutes on 2 cores; set BSP_MIB,
+# SORT_N and NAS_CLASSES to measure larger cases.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DATA=benchmarks/data
+
+if [ "${1:-}" != "--draw-only" ]; then
+    cargo build --release --workspace --examples
+    EX=${CARGO_TARGET_DIR:-target}/release/examples
+    echo "== router scaling (bench_router, p = 2, 4, 8)"
+    "$EX/bench_router" --procs 2,4,8 --mib "${BSP_MIB:-128}" --reps 3 --rounds 2 \
+        --shapes h1,shift,random --json >"$DATA/router.jsonl"
+    echo "== sort against peers (bench_sort, p = 2)"
+    "$EX/bench_sort" --n "${SORT_N:-16777216}" --dist R,S --kind keys --reps 3 --json \
+        >"$DATA/sort.jsonl"
+    echo "== NAS IS (nas_is, p = 2)"
+    : >"$DATA/nas_is.jsonl"
+    for class in ${NAS_CLASSES:-A B}; do
+        "$EX/nas_is" --class "$class" --procs 2 --json >>"$DATA/nas_is.jsonl"
+    done
+    echo "== one radix sort's timeline (BSP_PROFILE=trace)"
+    BSP_PROFILE=trace BSP_TRACE_FILE="$DATA/radix_sort_trace.json" \
+        "$EX/radix_sort" --n 4194304 --procs 4 --no-verify
+fi
+echo "== pictures"
+cargo run --release -p bsp-benchmarks --bin plot -- "$DATA" benchmarks
