@@ -422,6 +422,23 @@ mod tests {
     }
 
     #[test]
+    fn stats_serialize_with_names_and_labels() {
+        let stats = two_steps().with_cost_params(CostParams { g: 1e-9, l: 2e-6 });
+        let v = serde_json::to_value(&stats).expect("serializes");
+        assert_eq!(
+            (&v["router"], &v["transport"]),
+            (&"two-phase".into(), &"threads".into())
+        );
+        assert_eq!(v["supersteps"][0]["label"], "count");
+        assert_eq!(v["supersteps"][1]["label"], Value::Null);
+        assert_eq!(
+            v["supersteps"][0]["sent_bytes"],
+            serde_json::json!([100, 300])
+        );
+        assert_eq!(v["cost_params"]["l"], 2e-6);
+    }
+
+    #[test]
     fn labels_are_escaped_in_the_trace() {
         let mut stats = two_steps();
         stats.supersteps[1].label = Some("say \"hi\"\\\n\u{1}".to_owned());
