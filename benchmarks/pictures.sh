@@ -29,7 +29,7 @@ if [ "${1:-}" != "--draw-only" ]; then
     done
     echo "== one radix sort's timeline (BSP_PROFILE=trace)"
     BSP_PROFILE=trace BSP_TRACE_FILE="$DATA/radix_sort_trace.json" \
-        "$EX/radix_sort" --n 4194304 --procs 4 --no-verify
+        "$EX/radix_sort" --n 4194304 --procs 2 --no-verify
 fi
 echo "== pictures"
 cargo run --release -p bsp-benchmarks --bin plot -- "$DATA" benchmarks

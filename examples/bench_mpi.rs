@@ -70,7 +70,7 @@ fn bsp_empty_sync(rt: &Runtime, iters: usize) -> f64 {
             best
         })
         .expect("bsp run");
-    mine[0]
+    *mine.local()
 }
 
 fn byte(src: usize, dst: usize, i: usize) -> u8 {
@@ -111,7 +111,7 @@ fn bsp_route(rt: &Runtime, n: usize, iters: usize) -> (f64, bool) {
             (best, ok)
         })
         .expect("bsp run");
-    mine[0]
+    *mine.local()
 }
 
 /// Seconds per `MPI_Alltoallv` of the same pattern, and a correctness check.

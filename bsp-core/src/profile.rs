@@ -16,8 +16,6 @@
 use std::fmt;
 use std::path::Path;
 
-use serde_json::{json, Value};
-
 use crate::env::{MACHINE_ENV, PROFILE_ENV, TRACE_FILE_ENV};
 use crate::stats::{max, Stats, SuperstepStats};
 
@@ -182,48 +180,62 @@ impl fmt::Display for Stats {
     }
 }
 
+/// `s` as a JSON string literal.
+fn quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// The Chrome trace-event JSON of `stats` (`traceEvents`): one track per
 /// processor, one slice per superstep (named by its label), split into
-/// work, waiting and communication as the module docs describe.
-pub(crate) fn trace_json(stats: &Stats) -> Value {
+/// work, waiting and communication as the module docs describe. Written
+/// by hand: bsp-core does not depend on a JSON library, whose trait
+/// impls would leak into its users' type inference.
+pub(crate) fn trace_json(stats: &Stats) -> String {
     let us = |seconds: f64| seconds * 1e6;
-    let mut events = vec![json!({
-        "name": "process_name", "ph": "M", "pid": 0,
-        "args": { "name": format!("bsp run: p = {}, router = {}, transport = {}",
-            stats.nprocs, stats.router, stats.transport.name()) },
-    })];
+    let run = format!(
+        "bsp run: p = {}, router = {}, transport = {}",
+        stats.nprocs,
+        stats.router,
+        stats.transport.name()
+    );
+    let mut events = vec![format!(
+        r#"{{"name":"process_name","ph":"M","pid":0,"args":{{"name":{}}}}}"#,
+        quoted(&run)
+    )];
     for pid in 0..stats.nprocs {
-        events.push(json!({
-            "name": "thread_name", "ph": "M", "pid": 0, "tid": pid,
-            "args": { "name": format!("processor {pid}") },
-        }));
-        events.push(json!({
-            "name": "thread_sort_index", "ph": "M", "pid": 0, "tid": pid,
-            "args": { "sort_index": pid },
-        }));
+        events.push(format!(
+            r#"{{"name":"thread_name","ph":"M","pid":0,"tid":{pid},"args":{{"name":"processor {pid}"}}}}"#
+        ));
+        events.push(format!(
+            r#"{{"name":"thread_sort_index","ph":"M","pid":0,"tid":{pid},"args":{{"sort_index":{pid}}}}}"#
+        ));
     }
     // Each processor's clock: where its next superstep starts. Aligned so
     // that the first sync ends at the same moment everywhere.
-    let first_len = |s: &SuperstepStats| -> Vec<f64> {
-        s.work_seconds
-            .iter()
-            .zip(&s.sync_seconds)
-            .map(|(w, y)| w + y)
-            .collect()
-    };
     let mut clock: Vec<f64> = match stats.supersteps.first() {
         Some(s) => {
-            let lens = first_len(s);
-            let end = lens.iter().copied().fold(0.0, f64::max);
-            lens.iter().map(|len| end - len).collect()
+            let end = s.measured_seconds();
+            let lens = s.work_seconds.iter().zip(&s.sync_seconds);
+            lens.map(|(w, y)| end - (w + y)).collect()
         }
         None => Vec::new(),
     };
     for s in &stats.supersteps {
-        let name = match &s.label {
+        let name = quoted(&match &s.label {
             Some(label) => format!("{}: {label}", s.superstep),
             None => format!("superstep {}", s.superstep),
-        };
+        });
         // The barrier opens when the last processor arrives.
         let arrivals: Vec<f64> = clock
             .iter()
@@ -235,45 +247,47 @@ pub(crate) fn trace_json(stats: &Stats) -> Value {
             let start = clock[pid];
             let waiting = (opens - arrivals[pid]).clamp(0.0, sync);
             let communication = sync - waiting;
-            let args = json!({
-                "superstep": s.superstep,
-                "sent bytes": s.sent_bytes.get(pid),
-                "received bytes": s.recv_bytes.get(pid),
-                "h bytes": s.h_bytes(),
-            });
+            let args = format!(
+                r#"{{"superstep":{},"sent bytes":{},"received bytes":{},"h bytes":{}}}"#,
+                s.superstep,
+                s.sent_bytes.get(pid).copied().unwrap_or(0),
+                s.recv_bytes.get(pid).copied().unwrap_or(0),
+                s.h_bytes()
+            );
             let mut slice = |name: &str, cat: &str, from: f64, dur: f64| {
-                events.push(json!({
-                    "name": name, "cat": cat, "ph": "X", "pid": 0, "tid": pid,
-                    "ts": us(from), "dur": us(dur), "args": args,
-                }));
+                events.push(format!(
+                    r#"{{"name":{name},"cat":"{cat}","ph":"X","pid":0,"tid":{pid},"ts":{:.3},"dur":{:.3},"args":{args}}}"#,
+                    us(from),
+                    us(dur)
+                ));
             };
             slice(&name, "superstep", start, work + sync);
-            slice("work", "work", start, work);
+            slice(r#""work""#, "work", start, work);
             if waiting > 0.0 {
-                slice("waiting", "waiting", start + work, waiting);
+                slice(r#""waiting""#, "waiting", start + work, waiting);
             }
             if communication > 0.0 {
-                slice(
-                    "communication",
-                    "communication",
-                    start + work + waiting,
-                    communication,
-                );
+                let at = start + work + waiting;
+                slice(r#""communication""#, "communication", at, communication);
             }
             clock[pid] = start + work + sync;
         }
     }
-    json!({ "traceEvents": events, "displayTimeUnit": "ms", "otherData": { "bsp stats": stats } })
+    format!(
+        "{{\"traceEvents\":[\n{}\n],\"displayTimeUnit\":\"ms\"}}\n",
+        events.join(",\n")
+    )
 }
 
 /// Writes [`trace_json`] of `stats` to `path`.
 pub(crate) fn write_trace(stats: &Stats, path: &Path) -> std::io::Result<()> {
-    let file = std::io::BufWriter::new(std::fs::File::create(path)?);
-    serde_json::to_writer(file, &trace_json(stats)).map_err(std::io::Error::other)
+    std::fs::write(path, trace_json(stats))
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
     use crate::router::Router;
     use crate::transport::Transport;
@@ -355,7 +369,7 @@ mod tests {
 
     #[test]
     fn the_trace_splits_each_superstep_into_work_waiting_and_communication() {
-        let trace = trace_json(&two_steps());
+        let trace: Value = serde_json::from_str(&trace_json(&two_steps())).expect("JSON");
         let events = trace["traceEvents"].as_array().expect("traceEvents");
         let slices = |tid: usize| -> Vec<(String, f64, f64)> {
             events
@@ -378,7 +392,40 @@ mod tests {
         assert!(p1[4].0 == "superstep 1" && near(p1[4].1, 5000.0));
         // Processor 0 was the slowest: no waiting.
         assert!(slices(0).iter().all(|s| s.0 != "waiting"));
-        assert_eq!(trace["otherData"]["bsp stats"]["router"], "two-phase");
+        assert_eq!(
+            events[0]["args"]["name"],
+            "bsp run: p = 2, router = two-phase, transport = threads"
+        );
+    }
+
+    #[test]
+    fn stats_serialize_with_names_and_labels() {
+        let stats = two_steps();
+        let v = serde_json::to_value(&stats).expect("serializes");
+        assert_eq!(
+            (&v["router"], &v["transport"]),
+            (&"two-phase".into(), &"threads".into())
+        );
+        assert_eq!(v["supersteps"][0]["label"], "count");
+        assert_eq!(v["supersteps"][1]["label"], Value::Null);
+        assert_eq!(
+            v["supersteps"][0]["sent_bytes"],
+            serde_json::json!([100, 300])
+        );
+    }
+
+    #[test]
+    fn labels_are_escaped_in_the_trace() {
+        let mut stats = two_steps();
+        stats.supersteps[1].label = Some("say \"hi\"\\\n\u{1}".to_owned());
+        let trace: Value = serde_json::from_str(&trace_json(&stats)).expect("valid JSON");
+        let names: Vec<&str> = trace["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["name"].as_str())
+            .collect();
+        assert!(names.contains(&"1: say \"hi\"\\\n\u{1}"), "{names:?}");
     }
 
     #[test]
@@ -386,7 +433,7 @@ mod tests {
         let mut stats = two_steps();
         // Processor 1 started 2 ms late: its first superstep is 3 ms long.
         stats.supersteps[0].sync_seconds = vec![0.001, 0.002];
-        let trace = trace_json(&stats);
+        let trace: Value = serde_json::from_str(&trace_json(&stats)).expect("JSON");
         let events = trace["traceEvents"].as_array().expect("traceEvents");
         let p1: Vec<(&str, f64, f64)> = events
             .iter()

@@ -38,7 +38,7 @@ fn scenario() {
                     })
                     .unwrap();
                 let p = rt.nprocs() as u64;
-                assert_eq!(mine, vec![p * (p - 1) / 2]);
+                assert_eq!(*mine.local(), p * (p - 1) / 2);
             }
             println!("scenario ok done");
         }

@@ -327,7 +327,7 @@ fn timeline(trace: &Value, out: &Path) -> Result<()> {
     }))?;
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(SeriesLabelPosition::UpperLeft)
         .background_style(WHITE.mix(0.9))
         .border_style(BLACK)
         .draw()?;

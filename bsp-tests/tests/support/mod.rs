@@ -115,7 +115,7 @@ pub fn all_ok(rt: &Runtime, ok: bool) -> bool {
             ctx.local(&v).iter().all(|&b| b == 1)
         })
         .expect("vote");
-    votes[0]
+    *votes.local()
 }
 
 /// Runs `verify` (assertions on the results this process sees) and makes
