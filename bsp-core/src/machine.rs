@@ -55,8 +55,8 @@ impl Cost {
 /// and about a second at p = 1024 on two cores.
 ///
 /// `BSP_MACHINE` is `two-phase=L,G;direct=L,G` (l in seconds, g in seconds
-/// per byte) to give the parameters, or `probe` to measure afresh (and
-/// refresh the cache). `BSP_MACHINE_CACHE=off` keeps the parameters in the
+/// per byte) to give the parameters, or `probe` to measure afresh once per
+/// process (and refresh the cache). `BSP_MACHINE_CACHE=off` keeps the parameters in the
 /// process only.
 ///
 /// # Examples
@@ -144,13 +144,13 @@ impl Machine {
             None | Some("probe") => None,
             Some(text) => Some(parse(text).map_err(|msg| config(format!("{MACHINE_ENV}: {msg}")))?),
         };
-        let probe_now = setting.as_deref() == Some("probe");
         if let Some(m) = given.or_else(|| known().get(&key).copied()) {
-            if !probe_now {
-                return Ok(m);
-            }
+            return Ok(m);
         }
-        let cached = if probe_now { None } else { load(&key) };
+        let cached = match setting.as_deref() {
+            Some("probe") => None,
+            _ => load(&key),
+        };
         // Every rank must take the same path: under MPI, processor 0's
         // cached value (or its lack) decides for all.
         let agreed = if rt.transport() == Transport::Threads {
