@@ -352,16 +352,8 @@ fn main() {
             );
         }
         println!(
-            "{:>5} {:>7} {:>7} {:>10} {:>12} {:>11} {:>8} {:>9}  {}",
-            "procs",
-            "shape",
-            "h/(n/p)",
-            "router",
-            "bytes",
-            "seconds",
-            "GB/s",
-            "vs base",
-            "auto took"
+            "{:>5} {:>7} {:>7} {:>10} {:>12} {:>11} {:>8} {:>9}  auto took",
+            "procs", "shape", "h/(n/p)", "router", "bytes", "seconds", "GB/s", "vs base"
         );
     }
     const ROUTERS: [Router; 3] = [Router::TwoPhase, Router::Direct, Router::Auto];
