@@ -155,13 +155,38 @@ impl SyncRow {
         }
     }
 
-    /// The rows of all processors from an all-gather's result.
-    pub(crate) fn all(words: &[u64]) -> Vec<SyncRow> {
+    /// The rows of all processors from an all-gather's result, each
+    /// `width` words (see [`row_width`]).
+    pub(crate) fn all(words: &[u64], width: usize) -> Vec<SyncRow> {
         words
-            .chunks_exact(Self::WORDS)
-            .map(SyncRow::from_words)
+            .chunks_exact(width)
+            .map(|w| SyncRow::from_words(&w[..Self::WORDS]))
             .collect()
     }
+}
+
+/// Up to this many processors, a row also carries the bytes its processor
+/// sends to each processor (p words): then every processor knows the whole
+/// communication matrix of the superstep before it is routed, so the cost
+/// model has the exact h and the direct router needs no exchange of counts.
+pub(crate) const COUNTS_IN_ROW: usize = 64;
+
+/// Words of each processor's contribution to the all-gather opening a
+/// sync among `p` processors: the row, then its counts when
+/// p ≤ [`COUNTS_IN_ROW`].
+pub(crate) fn row_width(p: usize) -> usize {
+    SyncRow::WORDS + if p <= COUNTS_IN_ROW { p } else { 0 }
+}
+
+/// The bytes each processor requested to send to processor `me`, from
+/// gathered rows of `width` words that carry counts; `None` if they do not.
+pub(crate) fn counts_to(words: &[u64], width: usize, me: usize) -> Option<Vec<u64>> {
+    (width > SyncRow::WORDS).then(|| {
+        words
+            .chunks_exact(width)
+            .map(|w| w[SyncRow::WORDS + me])
+            .collect()
+    })
 }
 
 /// Words of one route's figures in a row.
@@ -204,15 +229,21 @@ pub(crate) struct SyncDecision {
     /// what every processor knows of the superstep's h before routing.
     pub(crate) max_bytes: u64,
     pub(crate) total_bytes: u64,
+    /// When the rows carry counts: the h of the superstep's requests, the
+    /// most bytes one processor sends to or receives from the others.
+    pub(crate) exact_h: Option<u64>,
 }
 
 impl SyncDecision {
-    /// h as all processors can estimate it before routing: the larger of
-    /// the most bytes any processor sends and the bytes per processor (a
-    /// lower bound of the true h, which also counts what each receives).
+    /// h as all processors know it before routing: exact when the rows
+    /// carry counts; otherwise the larger of the most bytes any processor
+    /// sends and the bytes per processor (a lower bound of the true h,
+    /// which also counts what each receives).
     pub(crate) fn h_estimate(&self, p: usize) -> u64 {
-        self.max_bytes
-            .max(self.total_bytes.div_ceil(p.max(1) as u64))
+        self.exact_h.unwrap_or_else(|| {
+            self.max_bytes
+                .max(self.total_bytes.div_ceil(p.max(1) as u64))
+        })
     }
 }
 
@@ -228,9 +259,10 @@ fn ordinal(n: u64) -> String {
 }
 
 /// Checks that every processor is at the same point of the protocol and
-/// decides what the sync must do. `me` and `my_history` (this
-/// processor's registrations and releases, built only for an error) shape
-/// the error message.
+/// decides what the sync must do, from the gathered rows of `width` words
+/// each (see [`row_width`]). `me` and `my_history` (this processor's
+/// registrations and releases, built only for an error) shape the error
+/// message.
 ///
 /// # Errors
 ///
@@ -240,22 +272,37 @@ fn ordinal(n: u64) -> String {
 /// processor at fault and its superstep.
 pub(crate) fn decide(
     words: &[u64],
+    width: usize,
     me: usize,
     my_history: impl FnOnce() -> String,
 ) -> Result<SyncDecision, Error> {
-    let row = |q: usize| SyncRow::from_words(&words[q * SyncRow::WORDS..(q + 1) * SyncRow::WORDS]);
+    let row = |q: usize| SyncRow::from_words(&words[q * width..q * width + SyncRow::WORDS]);
     let first = row(0);
+    let p = words.len() / width;
     let mut decision = SyncDecision {
         anything: false,
         any_gets: false,
         any_lends: false,
         max_bytes: 0,
         total_bytes: 0,
+        exact_h: None,
     };
+    // With counts: what each processor receives from the others (p ≤ 64).
+    let mut received = [0u64; COUNTS_IN_ROW];
+    let mut exact_h = 0;
     let (mut returned, mut syncing, mut mismatch) = (None, None, None);
     // One pass: this runs in every sync, over p rows.
-    for q in 0..words.len() / SyncRow::WORDS {
+    for q in 0..p {
         let r = row(q);
+        if width > SyncRow::WORDS {
+            let counts = &words[q * width + SyncRow::WORDS..(q + 1) * width];
+            let mut sent = 0;
+            for (j, &c) in counts.iter().enumerate().filter(|&(j, _)| j != q) {
+                sent += c;
+                received[j] += c;
+            }
+            exact_h = exact_h.max(sent);
+        }
         match r.status {
             Status::Returned => returned = returned.or(Some((q, r.superstep))),
             Status::Syncing => syncing = syncing.or(Some((q, r.superstep))),
@@ -268,6 +315,10 @@ pub(crate) fn decide(
         decision.total_bytes += r.bytes;
         decision.any_gets |= r.has_gets;
         decision.any_lends |= r.lends;
+    }
+    if width > SyncRow::WORDS {
+        let most_received = received[..p].iter().copied().max().unwrap_or(0);
+        decision.exact_h = Some(exact_h.max(most_received));
     }
     if let (Some((r, rs)), Some((s, ss))) = (returned, syncing) {
         let msg = format!(
@@ -339,38 +390,63 @@ mod tests {
         let words = r.to_words();
         assert_eq!(SyncRow::from_words(&words), r);
         let all: Vec<u64> = [words, row(Status::Syncing, 1).to_words()].concat();
-        assert_eq!(SyncRow::all(&all).len(), 2);
+        assert_eq!(SyncRow::all(&all, SyncRow::WORDS).len(), 2);
     }
 
     #[test]
     fn agreeing_rows_give_a_decision() {
         let mut rows = vec![row(Status::Syncing, 3); 3];
         assert_eq!(
-            decide(&words(&rows), 0, String::new).unwrap(),
+            decide(&words(&rows), SyncRow::WORDS, 0, String::new).unwrap(),
             SyncDecision {
                 anything: false,
                 any_gets: false,
                 any_lends: false,
                 max_bytes: 0,
                 total_bytes: 0,
+                exact_h: None,
             }
         );
         rows[1].bytes = 10;
         rows[2].bytes = 2;
         rows[2].lends = true;
-        let d = decide(&words(&rows), 0, String::new).unwrap();
+        let d = decide(&words(&rows), SyncRow::WORDS, 0, String::new).unwrap();
         assert!(d.anything && d.any_lends && !d.any_gets);
         assert_eq!((d.max_bytes, d.total_bytes, d.h_estimate(3)), (10, 12, 10));
         rows[0].bytes = 9;
         rows[1].bytes = 9;
-        let d = decide(&words(&rows), 0, String::new).unwrap();
+        let d = decide(&words(&rows), SyncRow::WORDS, 0, String::new).unwrap();
         assert_eq!(d.h_estimate(2), 10);
+    }
+
+    #[test]
+    fn counts_in_the_rows_give_the_exact_h() {
+        let rows = [
+            row(Status::Syncing, 1),
+            row(Status::Syncing, 1),
+            row(Status::Syncing, 1),
+        ];
+        // Processor q sends counts[q][j] bytes to j; all to processor 2.
+        let counts = [[5, 0, 7], [0, 0, 9], [0, 0, 100]];
+        let width = row_width(3);
+        let words: Vec<u64> = rows
+            .iter()
+            .zip(counts)
+            .flat_map(|(r, c)| r.to_words().into_iter().chain(c))
+            .collect();
+        assert_eq!(width, SyncRow::WORDS + 3);
+        let d = decide(&words, width, 0, String::new).unwrap();
+        // Processor 2 receives 7 + 9 from the others; its 100 to itself stay.
+        assert_eq!(d.h_estimate(3), 16);
+        assert_eq!(counts_to(&words, width, 2), Some(vec![7, 9, 100]));
+        assert_eq!(SyncRow::all(&words, width).len(), 3);
+        assert_eq!(counts_to(&words[..], SyncRow::WORDS, 2), None);
     }
 
     #[test]
     fn a_processor_that_returned_early_is_named() {
         let rows = [row(Status::Syncing, 4), row(Status::Returned, 4)];
-        let e = decide(&words(&rows), 0, String::new).unwrap_err();
+        let e = decide(&words(&rows), SyncRow::WORDS, 0, String::new).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::SyncMismatch);
         assert_eq!((e.pid(), e.superstep()), (Some(1), Some(4)));
         assert!(e.message().contains("5th time"), "{e}");
@@ -380,13 +456,13 @@ mod tests {
     fn registration_mismatches_are_named() {
         let mut rows = [row(Status::Syncing, 2), row(Status::Syncing, 2)];
         rows[1].registrations = 3;
-        let e = decide(&words(&rows), 1, || "coarray<u8>".into()).unwrap_err();
+        let e = decide(&words(&rows), SyncRow::WORDS, 1, || "coarray<u8>".into()).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::RegistrationMismatch);
         assert_eq!(e.pid(), Some(1));
         assert!(e.message().contains("Processor 1's registrations"), "{e}");
         rows[1].registrations = 2;
         rows[1].fingerprint = 1;
-        let e = decide(&words(&rows), 0, String::new).unwrap_err();
+        let e = decide(&words(&rows), SyncRow::WORDS, 0, String::new).unwrap_err();
         assert!(e.message().contains("different kinds"), "{e}");
     }
 }

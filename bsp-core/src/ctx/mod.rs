@@ -80,7 +80,7 @@ impl Ctx {
             has_gets: false,
             lending: Vec::new(),
             last_sync: SyncFigures::default(),
-            stats: StatsLog::new(),
+            stats: StatsLog::new(protocol::row_width(nprocs)),
             finished: false,
             work_start: Instant::now(),
         }
@@ -203,8 +203,10 @@ impl Ctx {
     }
 
     /// Exchanges the sync rows, checks them, picks the sync's router and
-    /// logs the rows and the choice for the statistics.
-    fn exchange_rows(&mut self, status: Status) -> (SyncDecision, Router) {
+    /// logs the rows and the choice for the statistics. Returns the
+    /// decision, the router, and (when the rows carry counts) the bytes
+    /// each processor is about to send to this one.
+    fn exchange_rows(&mut self, status: Status) -> (SyncDecision, Router, Option<Vec<u64>>) {
         let row = SyncRow {
             status,
             superstep: self.superstep as u64,
@@ -216,8 +218,12 @@ impl Ctx {
             lends: !self.lending.is_empty(),
             previous: self.last_sync,
         };
-        let words = self.collective(|c| c.allgather(&row.to_words()));
-        let decision = protocol::decide(&words, self.pid, || self.registry.history());
+        let width = protocol::row_width(self.nprocs);
+        let mut mine = Vec::with_capacity(width);
+        mine.extend_from_slice(&row.to_words());
+        mine.extend((mine.len()..width).map(|k| self.outbox.bytes_to(k - SyncRow::WORDS) as u64));
+        let words = self.collective(|c| c.allgather(&mine));
+        let decision = protocol::decide(&words, width, self.pid, || self.registry.history());
         let decision = self.or_abort(decision);
         let h = decision.h_estimate(self.nprocs);
         let choice = match (self.router, self.machine) {
@@ -226,19 +232,23 @@ impl Ctx {
                 Choice {
                     router,
                     predicted: Some(predicted),
+                    h,
                 }
             }
             (Router::Auto, None) => Choice {
                 router: Router::TwoPhase,
                 predicted: None,
+                h,
             },
             (router, m) => Choice {
                 router,
                 predicted: m.and_then(|m| m.cost(router)).map(|c| c.predict(h)),
+                h,
             },
         };
+        let expected = protocol::counts_to(&words, width, self.pid);
         self.stats.push(words, choice);
-        (decision, choice.router)
+        (decision, choice.router, expected)
     }
 
     /// Ends the superstep: delivers every put, get and send requested by any
@@ -277,7 +287,7 @@ impl Ctx {
     /// processors written to and the parts routed, not to p.
     pub fn sync(&mut self) {
         let start = Instant::now();
-        let (decision, router) = self.exchange_rows(Status::Syncing);
+        let (decision, router, expected) = self.exchange_rows(Status::Syncing);
         let mut figures = SyncFigures::default();
         figures.records.sent = self.outbox.records();
         if decision.anything {
@@ -288,6 +298,7 @@ impl Ctx {
             let replies = self.deliver(
                 router,
                 streams,
+                expected,
                 decision.any_gets,
                 &mut figures,
                 &mut deferred,
@@ -295,7 +306,7 @@ impl Ctx {
             if let Some(mut replies) = replies {
                 figures.records.sent += replies.records();
                 let streams = replies.take(|_| unreachable!("replies are copied"));
-                self.deliver(router, streams, false, &mut figures, &mut deferred);
+                self.deliver(router, streams, None, false, &mut figures, &mut deferred);
             }
             if decision.any_lends {
                 // Every reader of a lent coarray has finished once everyone
@@ -325,10 +336,13 @@ impl Ctx {
 
     /// Routes `streams` and delivers what arrives; with `serve_gets`, also
     /// answers the get requests among it and returns the replies to send.
+    /// `expected`, when known, is the bytes each processor sends to this
+    /// one.
     fn deliver(
         &mut self,
         router: Router,
         streams: Blocks,
+        expected: Option<Vec<u64>>,
         serve_gets: bool,
         figures: &mut SyncFigures,
         deferred: &mut Vec<DeferredPut>,
@@ -337,7 +351,7 @@ impl Ctx {
             .iter()
             .map(|(_, s)| segments_len(s) as u64)
             .sum::<u64>();
-        let (incoming, route) = self.collective(|c| route(router, c, streams));
+        let (incoming, route) = self.collective(|c| route(router, c, streams, expected));
         figures.add_route(route);
         figures.bytes.received += incoming
             .iter()

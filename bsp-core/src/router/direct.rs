@@ -7,6 +7,7 @@ use crate::transport::{Aborted, Blocks, Comm};
 pub(super) fn route(
     comm: &mut dyn Comm,
     streams: Blocks,
+    expected: Option<Vec<u64>>,
 ) -> Result<(Blocks, RouteFigures), Aborted> {
     let me = comm.pid();
     // Bytes to or from other processors: the stream to itself stays local.
@@ -25,7 +26,7 @@ pub(super) fn route(
         dealt_words: sent.iter().map(|&b| words(b)).sum(),
         ..RouteFigures::default()
     };
-    let received = comm.alltoallv(streams)?;
+    let received = comm.alltoallv(streams, expected.as_deref())?;
     figures.received_words = others(&received).iter().map(|&b| words(b)).sum();
     Ok((received, figures))
 }

@@ -118,15 +118,17 @@ pub(crate) struct RouteFigures {
 }
 
 /// Delivers this processor's streams, listed by destination, and returns
-/// the non-empty streams received, listed by source.
+/// the non-empty streams received, listed by source. `expected`, when
+/// known, is the length of the stream from each processor (p entries).
 pub(crate) fn route(
     router: Router,
     comm: &mut dyn Comm,
     streams: Blocks,
+    expected: Option<Vec<u64>>,
 ) -> Result<(Blocks, RouteFigures), Aborted> {
     match router {
         Router::TwoPhase => two_phase::route(comm, streams),
-        Router::Direct => direct::route(comm, streams),
+        Router::Direct => direct::route(comm, streams, expected),
         Router::Auto => unreachable!("bsp: the automatic router is resolved before routing"),
     }
 }

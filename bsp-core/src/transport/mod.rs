@@ -75,7 +75,10 @@ pub(crate) trait Comm: Send {
     /// guarantees that their sizes are close to each other.
     fn transpose(&mut self, blocks: Blocks) -> Result<Blocks, Aborted>;
     /// Irregular all-to-all with arbitrary sizes, listed as for `transpose`.
-    fn alltoallv(&mut self, blocks: Blocks) -> Result<Blocks, Aborted>;
+    /// `expected`, when the caller knows it, is the length of the block
+    /// from each processor (p entries), which spares a transport that
+    /// needs the lengths before the data (MPI) an exchange of counts.
+    fn alltoallv(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted>;
     /// Ends the run with `error`: records it (the first error wins), releases
     /// every processor waiting in a collective and unwinds this one.
     fn abort(&mut self, error: Error) -> !;

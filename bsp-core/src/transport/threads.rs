@@ -146,7 +146,7 @@ impl Comm for ThreadsComm {
         self.exchange(blocks)
     }
 
-    fn alltoallv(&mut self, blocks: Blocks) -> Result<Blocks, Aborted> {
+    fn alltoallv(&mut self, blocks: Blocks, _expected: Option<&[u64]>) -> Result<Blocks, Aborted> {
         self.exchange(blocks)
     }
 

@@ -221,13 +221,13 @@ impl Comm for MpiComm {
         let blocks = dense(blocks, self.nprocs);
         Ok(listed(match self.mode {
             TransposeMode::Alltoall => self.eager_transpose(blocks),
-            TransposeMode::Alltoallv => self.counted_alltoallv(blocks),
+            TransposeMode::Alltoallv => self.counted_alltoallv(blocks, None),
         }))
     }
 
-    fn alltoallv(&mut self, blocks: Blocks) -> Result<Blocks, Aborted> {
+    fn alltoallv(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted> {
         let blocks = dense(blocks, self.nprocs);
-        Ok(listed(self.counted_alltoallv(blocks)))
+        Ok(listed(self.counted_alltoallv(blocks, expected)))
     }
 
     fn abort(&mut self, error: Error) -> ! {
