@@ -136,7 +136,7 @@ impl Machine {
     /// # Cost
     ///
     /// The first call per processor count in a process without a cached
-    /// value runs the probe: 2 × 8 supersteps of each router.
+    /// value runs the probe: 2 × 16 supersteps of each router.
     pub fn of(rt: &Runtime) -> Result<Machine> {
         let key = Key::of(rt);
         let setting = std::env::var(MACHINE_ENV).ok();
@@ -344,8 +344,9 @@ fn agree(rt: &Runtime, cached: Option<Machine>) -> Result<Option<Machine>> {
     Ok((!w[0].is_nan()).then(|| from_words(w)))
 }
 
-/// Supersteps the probe times per router and figure (the median counts).
-const PROBE_REPS: usize = 5;
+/// Supersteps the probe times per router and figure, after one untimed
+/// (the fastest counts: the machine's capability, not its noise).
+const PROBE_REPS: usize = 7;
 /// Bytes each processor sends in the probe's full h-relation, at most.
 const PROBE_BYTES: usize = 1 << 20;
 /// Bytes all processors together send in it, at most.
@@ -353,16 +354,11 @@ const PROBE_TOTAL: usize = 4 << 20;
 /// Destinations of each processor in it, at most.
 const PROBE_FAN: usize = 64;
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
-}
-
 /// Measures l and g of both routers on `rt`: l from supersteps in which
 /// every processor puts one word to its right neighbour, g from
 /// supersteps in which every processor puts B bytes, spread evenly over up
 /// to 64 others (B = 1 MiB, or 4 MiB / p when smaller). Each figure is the
-/// median over the supersteps of the slowest processor's time.
+/// slowest processor's fastest superstep of 7, after one to warm up.
 ///
 /// Returns the parameters, and whether this process holds processor 0.
 fn probe(rt: &Runtime) -> Result<(Machine, bool)> {
@@ -385,15 +381,17 @@ fn probe(rt: &Runtime) -> Result<(Machine, bool)> {
         for (r, router) in [Router::TwoPhase, Router::Direct].into_iter().enumerate() {
             ctx.set_router(router);
             let time = |ctx: &mut Ctx, step: &dyn Fn(&mut Ctx)| {
-                let mut secs = Vec::with_capacity(PROBE_REPS);
-                for _ in 0..PROBE_REPS {
+                let mut fastest = f64::INFINITY;
+                for rep in 0..=PROBE_REPS {
                     ctx.sync();
                     let start = Instant::now();
                     step(ctx);
                     ctx.sync();
-                    secs.push(start.elapsed().as_secs_f64());
+                    if rep > 0 {
+                        fastest = fastest.min(start.elapsed().as_secs_f64());
+                    }
                 }
-                median(secs)
+                fastest
             };
             let l = time(ctx, &|ctx| ctx.put((me + 1) % p, &word, 0, &[1]));
             let full = time(ctx, &|ctx| {

@@ -8,7 +8,8 @@
 //! exchange.
 
 use crate::error::{Error, ErrorKind};
-use crate::router::RouteFigures;
+use crate::router::{Matrix, RouteFigures};
+use crate::transport::Rows;
 
 /// What a processor is doing when it contributes its row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,14 +179,13 @@ pub(crate) fn row_width(p: usize) -> usize {
     SyncRow::WORDS + if p <= COUNTS_IN_ROW { p } else { 0 }
 }
 
-/// The bytes each processor requested to send to processor `me`, from
-/// gathered rows of `width` words that carry counts; `None` if they do not.
-pub(crate) fn counts_to(words: &[u64], width: usize, me: usize) -> Option<Vec<u64>> {
-    (width > SyncRow::WORDS).then(|| {
-        words
-            .chunks_exact(width)
-            .map(|w| w[SyncRow::WORDS + me])
-            .collect()
+/// The communication matrix of the sync's requests, from gathered rows of
+/// `width` words that carry counts; `None` if they do not.
+pub(crate) fn matrix(words: &Rows, width: usize) -> Option<Matrix> {
+    (width > SyncRow::WORDS).then(|| Matrix {
+        rows: words.clone(),
+        width,
+        offset: SyncRow::WORDS,
     })
 }
 
@@ -429,7 +429,7 @@ mod tests {
         // Processor q sends counts[q][j] bytes to j; all to processor 2.
         let counts = [[5, 0, 7], [0, 0, 9], [0, 0, 100]];
         let width = row_width(3);
-        let words: Vec<u64> = rows
+        let words: Rows = rows
             .iter()
             .zip(counts)
             .flat_map(|(r, c)| r.to_words().into_iter().chain(c))
@@ -438,9 +438,13 @@ mod tests {
         let d = decide(&words, width, 0, String::new).unwrap();
         // Processor 2 receives 7 + 9 from the others; its 100 to itself stay.
         assert_eq!(d.h_estimate(3), 16);
-        assert_eq!(counts_to(&words, width, 2), Some(vec![7, 9, 100]));
+        let m = matrix(&words, width).unwrap();
+        assert_eq!(
+            (m.procs(), m.bytes(0, 2), m.bytes(2, 2), m.bytes(1, 0)),
+            (3, 7, 100, 0)
+        );
         assert_eq!(SyncRow::all(&words, width).len(), 3);
-        assert_eq!(counts_to(&words[..], SyncRow::WORDS, 2), None);
+        assert!(matrix(&words, SyncRow::WORDS).is_none());
     }
 
     #[test]

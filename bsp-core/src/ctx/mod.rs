@@ -21,7 +21,7 @@ use crate::machine::Machine;
 use crate::outbox::Outbox;
 use crate::protocol::{self, Status, SyncDecision, SyncFigures, SyncRow};
 use crate::registry::Registry;
-use crate::router::{route, Router};
+use crate::router::{route, Matrix, Router};
 use crate::segments::segments_len;
 use crate::stats::Stats;
 use crate::stats_log::{Choice, StatsLog};
@@ -206,7 +206,7 @@ impl Ctx {
     /// logs the rows and the choice for the statistics. Returns the
     /// decision, the router, and (when the rows carry counts) the bytes
     /// each processor is about to send to this one.
-    fn exchange_rows(&mut self, status: Status) -> (SyncDecision, Router, Option<Vec<u64>>) {
+    fn exchange_rows(&mut self, status: Status) -> (SyncDecision, Router, Option<Matrix>) {
         let row = SyncRow {
             status,
             superstep: self.superstep as u64,
@@ -246,7 +246,7 @@ impl Ctx {
                 h,
             },
         };
-        let expected = protocol::counts_to(&words, width, self.pid);
+        let expected = protocol::matrix(&words, width);
         self.stats.push(words, choice);
         (decision, choice.router, expected)
     }
@@ -336,13 +336,12 @@ impl Ctx {
 
     /// Routes `streams` and delivers what arrives; with `serve_gets`, also
     /// answers the get requests among it and returns the replies to send.
-    /// `expected`, when known, is the bytes each processor sends to this
-    /// one.
+    /// `matrix`, when known, is the routing's communication matrix.
     fn deliver(
         &mut self,
         router: Router,
         streams: Blocks,
-        expected: Option<Vec<u64>>,
+        matrix: Option<Matrix>,
         serve_gets: bool,
         figures: &mut SyncFigures,
         deferred: &mut Vec<DeferredPut>,
@@ -351,7 +350,7 @@ impl Ctx {
             .iter()
             .map(|(_, s)| segments_len(s) as u64)
             .sum::<u64>();
-        let (incoming, route) = self.collective(|c| route(router, c, streams, expected));
+        let (incoming, route) = self.collective(|c| route(router, c, streams, matrix.as_ref()));
         figures.add_route(route);
         figures.bytes.received += incoming
             .iter()
