@@ -356,20 +356,24 @@ const PROBE_FAN: usize = 64;
 
 /// Measures l and g of both routers on `rt`: l from supersteps in which
 /// every processor puts one word to its right neighbour, g from
-/// supersteps in which every processor puts B bytes, spread evenly over up
-/// to 64 others (B = 1 MiB, or 4 MiB / p when smaller). Each figure is the
+/// supersteps in which every processor puts B bytes, spread evenly over
+/// itself and the next processors, up to 64 in all (B = 1 MiB, or 4 MiB / p
+/// when smaller), per byte that leaves the processor. Each figure is the
 /// slowest processor's fastest superstep of 7, after one to warm up.
 ///
 /// Returns the parameters, and whether this process holds processor 0.
 fn probe(rt: &Runtime) -> Result<(Machine, bool)> {
     let p = rt.nprocs();
-    let fan = p.saturating_sub(1).min(PROBE_FAN);
-    if fan == 0 {
+    // Destinations of each processor: itself and the next ones, as in a
+    // transpose (h = n/p), up to 64.
+    let fan = p.min(PROBE_FAN);
+    if fan <= 1 {
         // One processor (or none, which the run reports): nothing is routed.
         return Ok((Machine::new(Cost::default(), Cost::default()), true));
     }
     let per = (PROBE_BYTES.min(PROBE_TOTAL / p) / 8 / fan).max(1); // words per destination
-    let h = 8 * per * fan;
+                                                                   // h counts what leaves the processor (its part to itself stays local).
+    let h = 8 * per * (fan - 1);
     let out = rt.clone().with_router(Router::TwoPhase).run(|ctx| {
         let me = ctx.pid();
         let word = ctx.coarray::<u64>(1);
@@ -396,8 +400,8 @@ fn probe(rt: &Runtime) -> Result<(Machine, bool)> {
             let l = time(ctx, &|ctx| ctx.put((me + 1) % p, &word, 0, &[1]));
             let full = time(ctx, &|ctx| {
                 for k in 0..fan {
-                    // Processor me is the k-th source of me + 1 + k.
-                    ctx.put((me + 1 + k) % p, &inbox, k * per, &data);
+                    // Processor me is the k-th source of me + k.
+                    ctx.put((me + k) % p, &inbox, k * per, &data);
                 }
             });
             mine[2 * r] = l;
