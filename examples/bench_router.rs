@@ -27,12 +27,13 @@ use bsp::prelude::*;
 use common::{median, Args, Progress};
 use serde_json::json;
 
-const USAGE: &str = "bench_router: h-relation routing, two-phase vs direct vs a baseline (memcpy; MPI_Alltoallv under MPI)
+const USAGE: &str = "bench_router: h-relation routing, two-phase vs direct vs auto vs a baseline (memcpy; MPI_Alltoallv under MPI)
 
-usage: bench_router [--procs 2,8] [--mib 1024] [--reps 5] [--rounds 3] [--shapes h1,h2,h4,h8,shift,random,skew] [--json]
+usage: bench_router [--procs 2,8] [--mib 1024 | --kib K] [--reps 5] [--rounds 3] [--shapes h1,h2,h4,h8,shift,random,skew] [--json]
 
   --procs   processor counts to measure (threads; under mpirun, -np decides)
   --mib     total payload of one h-relation, in MiB (n = mib * 2^20 / 8 words)
+  --kib     the same in KiB (instead of --mib)
   --reps    routings per run (the median of all is reported)
   --rounds  runs per contender, interleaved with the other contenders
   --shapes  which h-relations to route
@@ -119,12 +120,13 @@ fn word(src: usize, dst: usize, k: usize) -> u64 {
 }
 
 /// Routes the h-relation `reps` times through bsp; seconds of each, as the
-/// slowest processor saw it (every rep starts after a sync, a barrier).
+/// slowest processor saw it (every rep starts after a sync, a barrier),
+/// and the routers that carried the routings (for `auto`, its choices).
 ///
 /// Each processor's outgoing words lie in one coarray, grouped by
 /// destination, and go out with `put_from`, so on threads the only copy of
 /// the payload is the receiver's, as in the baseline.
-fn run_bsp(rt: &Runtime, router: Router, c: &[Vec<usize>], reps: usize) -> Vec<f64> {
+fn run_bsp(rt: &Runtime, router: Router, c: &[Vec<usize>], reps: usize) -> (Vec<f64>, String) {
     let p = c.len();
     let times = rt
         .clone()
@@ -170,7 +172,15 @@ fn run_bsp(rt: &Runtime, router: Router, c: &[Vec<usize>], reps: usize) -> Vec<f
             }
             // The slowest processor's time of each repetition.
             all_reduce(ctx, &mut secs, &Max);
-            secs
+            let mut used: Vec<&str> = ctx
+                .stats()
+                .supersteps
+                .iter()
+                .flat_map(|s| s.routes.iter().map(|r| r.router.name()))
+                .collect();
+            used.sort_unstable();
+            used.dedup();
+            (secs, used.join("+"))
         })
         .unwrap_or_else(|e| {
             eprintln!("bench_router: {e}");
@@ -322,14 +332,14 @@ impl Launch {
 
 fn main() {
     let args = Args::parse(USAGE, &["json"]);
-    args.reject_unknown(&["procs", "mib", "reps", "rounds", "shapes", "json"]);
+    args.reject_unknown(&["procs", "mib", "kib", "reps", "rounds", "shapes", "json"]);
     let launch = Launch::new();
     let procs: Vec<usize> = match launch.mpi {
         // Under MPI, `mpirun -np` decides p and --procs is ignored.
         Some((_, size)) => vec![size],
         None => args.list("procs", &[2, 8]),
     };
-    let mib: usize = args.get("mib", 1024);
+    let kib: usize = args.opt("kib").unwrap_or(args.get("mib", 1024usize) << 10);
     let reps: usize = args.get("reps", 5).max(1);
     let rounds: usize = args.get("rounds", 3).max(1);
     let default_shapes = ["h1", "h2", "h4", "h8", "shift", "random", "skew"].map(String::from);
@@ -337,7 +347,7 @@ fn main() {
     let json = args.flag("json");
     let lead = launch.lead();
     let transport = launch.rt.transport().name();
-    let n = mib << 17; // words of 8 bytes
+    let n = kib << 7; // words of 8 bytes
     if lead && !json {
         if launch.mpi.is_some() {
             println!(
@@ -346,13 +356,16 @@ fn main() {
             );
         }
         println!(
-            "{:>5} {:>7} {:>10} {:>12} {:>10} {:>8} {:>9}",
-            "procs", "shape", "router", "bytes", "seconds", "GB/s", "vs base"
+            "{:>5} {:>7} {:>7} {:>10} {:>12} {:>11} {:>8} {:>9}  auto took",
+            "procs", "shape", "h/(n/p)", "router", "bytes", "seconds", "GB/s", "vs base"
         );
     }
+    const ROUTERS: [Router; 3] = [Router::TwoPhase, Router::Direct, Router::Auto];
     let steps = (procs.len() * shapes.len() * rounds) as u64;
     let progress = Progress::new(steps, "bench_router", json || !lead);
     for &p in &procs {
+        // (h / (n/p) in tenths, router, seconds) of every shape, for the spreads.
+        let mut rows: Vec<(usize, &str, f64)> = Vec::new();
         for shape in &shapes {
             let Some(c) = counts(shape, n, p) else {
                 if lead && !json {
@@ -363,53 +376,115 @@ fn main() {
                 progress.tick();
                 continue;
             };
-            let bytes = 8 * c.iter().flatten().sum::<usize>();
-            let mut samples: [Vec<f64>; 3] = Default::default();
+            let words = c.iter().flatten().sum::<usize>();
+            let bytes = 8 * words;
+            // h: the most words a processor sends or receives.
+            let h = (0..p)
+                .map(|q| {
+                    c[q].iter()
+                        .sum::<usize>()
+                        .max((0..p).map(|i| c[i][q]).sum())
+                })
+                .max()
+                .unwrap_or(0);
+            let mut samples: Vec<Vec<f64>> = vec![Vec::new(); 1 + ROUTERS.len()];
             let mut base_name = "baseline";
+            let mut took = String::new();
             for round in 0..rounds {
                 progress.step(format!("p = {p}, {shape}, round {}", round + 1));
                 // Interleave the contenders so drift on a shared machine hits all alike.
                 let (name, secs) = launch.baseline(&c, reps);
                 base_name = name;
                 samples[0].extend(secs);
-                samples[1].extend(run_bsp(&launch.rt, Router::TwoPhase, &c, reps));
-                samples[2].extend(run_bsp(&launch.rt, Router::Direct, &c, reps));
+                for (k, &router) in ROUTERS.iter().enumerate() {
+                    let (secs, used) = run_bsp(&launch.rt, router, &c, reps);
+                    samples[k + 1].extend(secs);
+                    if router == Router::Auto {
+                        took = used;
+                    }
+                }
                 progress.tick();
             }
             if !lead {
                 continue;
             }
             let base = median(&mut samples[0]);
+            let names = [base_name, "two-phase", "direct", "auto"];
             progress.suspend(|| {
-                for (name, s) in [base_name, "two-phase", "direct"]
-                    .iter()
-                    .zip(samples.iter_mut())
-                {
+                for (name, s) in names.iter().zip(samples.iter_mut()) {
                     let secs = median(s);
                     let gbs = bytes as f64 / secs / 1e9;
+                    let tenths = (10.0 * h as f64 * p as f64 / words as f64).round() as usize;
+                    rows.push((tenths, name, secs));
+                    let took = if *name == "auto" { took.as_str() } else { "" };
                     if json {
-                        println!(
-                            "{}",
-                            json!({
-                                "router": name,
-                                "shape": shape,
-                                "procs": p,
-                                "bytes": bytes,
-                                "seconds": secs,
-                                "gb_per_second": gbs,
-                                "ratio_to_baseline": base / secs,
-                                "transport": transport,
-                            })
-                        );
+                        let mut row = json!({
+                            "router": name,
+                            "shape": shape,
+                            "procs": p,
+                            "bytes": bytes,
+                            "h_bytes": 8 * h,
+                            "seconds": secs,
+                            "gb_per_second": gbs,
+                            "ratio_to_baseline": base / secs,
+                            "transport": transport,
+                        });
+                        if !took.is_empty() {
+                            row["auto_took"] = json!(took);
+                        }
+                        println!("{row}");
                     } else {
                         println!(
-                        "{p:>5} {shape:>7} {name:>10} {bytes:>12} {secs:>10.4} {gbs:>8.2} {:>8.2}x",
+                        "{p:>5} {shape:>7} {:>7.2} {name:>10} {bytes:>12} {secs:>11.6} {gbs:>8.2} {:>8.2}x  {took}",
+                        h as f64 * p as f64 / words as f64,
                         base / secs
                     );
                     }
                 }
             });
         }
+        if lead {
+            progress.suspend(|| print_spreads(p, &rows, json));
+        }
     }
     progress.finish();
+}
+
+/// For every h (as h/(n/p) to a tenth) shared by several shapes, each
+/// router's spread: its slowest time over its fastest among those shapes.
+fn print_spreads(p: usize, rows: &[(usize, &str, f64)], json: bool) {
+    let mut hs: Vec<usize> = rows.iter().map(|r| r.0).collect();
+    hs.sort_unstable();
+    hs.dedup();
+    for h in hs {
+        for name in ["two-phase", "direct", "auto"] {
+            let times: Vec<f64> = rows
+                .iter()
+                .filter(|r| r.0 == h && r.1 == name)
+                .map(|r| r.2)
+                .collect();
+            if times.len() < 2 {
+                continue;
+            }
+            let spread = times.iter().copied().fold(0.0, f64::max)
+                / times.iter().copied().fold(f64::INFINITY, f64::min);
+            if json {
+                let row = json!({
+                    "router": name,
+                    "shape": "spread",
+                    "procs": p,
+                    "h_over_n_per_p": h as f64 / 10.0,
+                    "shapes": times.len(),
+                    "spread": spread,
+                });
+                println!("{row}");
+            } else {
+                println!(
+                    "  p = {p}: {name} over the {} shapes with h = {:.1} n/p: slowest / fastest = {spread:.2}",
+                    times.len(),
+                    h as f64 / 10.0
+                );
+            }
+        }
+    }
 }

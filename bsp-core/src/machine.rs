@@ -55,8 +55,8 @@ impl Cost {
 /// and about a second at p = 1024 on two cores.
 ///
 /// `BSP_MACHINE` is `two-phase=L,G;direct=L,G` (l in seconds, g in seconds
-/// per byte) to give the parameters, or `probe` to measure afresh (and
-/// refresh the cache). `BSP_MACHINE_CACHE=off` keeps the parameters in the
+/// per byte) to give the parameters, or `probe` to measure afresh once per
+/// process (and refresh the cache). `BSP_MACHINE_CACHE=off` keeps the parameters in the
 /// process only.
 ///
 /// # Examples
@@ -136,7 +136,7 @@ impl Machine {
     /// # Cost
     ///
     /// The first call per processor count in a process without a cached
-    /// value runs the probe: 2 × 8 supersteps of each router.
+    /// value runs the probe: 2 × 16 supersteps of each router.
     pub fn of(rt: &Runtime) -> Result<Machine> {
         let key = Key::of(rt);
         let setting = std::env::var(MACHINE_ENV).ok();
@@ -144,13 +144,13 @@ impl Machine {
             None | Some("probe") => None,
             Some(text) => Some(parse(text).map_err(|msg| config(format!("{MACHINE_ENV}: {msg}")))?),
         };
-        let probe_now = setting.as_deref() == Some("probe");
         if let Some(m) = given.or_else(|| known().get(&key).copied()) {
-            if !probe_now {
-                return Ok(m);
-            }
+            return Ok(m);
         }
-        let cached = if probe_now { None } else { load(&key) };
+        let cached = match setting.as_deref() {
+            Some("probe") => None,
+            _ => load(&key),
+        };
         // Every rank must take the same path: under MPI, processor 0's
         // cached value (or its lack) decides for all.
         let agreed = if rt.transport() == Transport::Threads {
@@ -340,12 +340,13 @@ fn agree(rt: &Runtime, cached: Option<Machine>) -> Result<Option<Machine>> {
         ctx.sync();
         ctx.local(&mine).to_vec()
     })?;
-    let w = &out[0];
+    let w = out.local();
     Ok((!w[0].is_nan()).then(|| from_words(w)))
 }
 
-/// Supersteps the probe times per router and figure (the median counts).
-const PROBE_REPS: usize = 5;
+/// Supersteps the probe times per router and figure, after one untimed
+/// (the fastest counts: the machine's capability, not its noise).
+const PROBE_REPS: usize = 7;
 /// Bytes each processor sends in the probe's full h-relation, at most.
 const PROBE_BYTES: usize = 1 << 20;
 /// Bytes all processors together send in it, at most.
@@ -353,27 +354,26 @@ const PROBE_TOTAL: usize = 4 << 20;
 /// Destinations of each processor in it, at most.
 const PROBE_FAN: usize = 64;
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
-}
-
 /// Measures l and g of both routers on `rt`: l from supersteps in which
 /// every processor puts one word to its right neighbour, g from
-/// supersteps in which every processor puts B bytes, spread evenly over up
-/// to 64 others (B = 1 MiB, or 4 MiB / p when smaller). Each figure is the
-/// median over the supersteps of the slowest processor's time.
+/// supersteps in which every processor puts B bytes, spread evenly over
+/// itself and the next processors, up to 64 in all (B = 1 MiB, or 4 MiB / p
+/// when smaller), per byte that leaves the processor. Each figure is the
+/// slowest processor's fastest superstep of 7, after one to warm up.
 ///
 /// Returns the parameters, and whether this process holds processor 0.
 fn probe(rt: &Runtime) -> Result<(Machine, bool)> {
     let p = rt.nprocs();
-    let fan = p.saturating_sub(1).min(PROBE_FAN);
-    if fan == 0 {
+    // Destinations of each processor: itself and the next ones, as in a
+    // transpose (h = n/p), up to 64.
+    let fan = p.min(PROBE_FAN);
+    if fan <= 1 {
         // One processor (or none, which the run reports): nothing is routed.
         return Ok((Machine::new(Cost::default(), Cost::default()), true));
     }
     let per = (PROBE_BYTES.min(PROBE_TOTAL / p) / 8 / fan).max(1); // words per destination
-    let h = 8 * per * fan;
+                                                                   // h counts what leaves the processor (its part to itself stays local).
+    let h = 8 * per * (fan - 1);
     let out = rt.clone().with_router(Router::TwoPhase).run(|ctx| {
         let me = ctx.pid();
         let word = ctx.coarray::<u64>(1);
@@ -385,21 +385,23 @@ fn probe(rt: &Runtime) -> Result<(Machine, bool)> {
         for (r, router) in [Router::TwoPhase, Router::Direct].into_iter().enumerate() {
             ctx.set_router(router);
             let time = |ctx: &mut Ctx, step: &dyn Fn(&mut Ctx)| {
-                let mut secs = Vec::with_capacity(PROBE_REPS);
-                for _ in 0..PROBE_REPS {
+                let mut fastest = f64::INFINITY;
+                for rep in 0..=PROBE_REPS {
                     ctx.sync();
                     let start = Instant::now();
                     step(ctx);
                     ctx.sync();
-                    secs.push(start.elapsed().as_secs_f64());
+                    if rep > 0 {
+                        fastest = fastest.min(start.elapsed().as_secs_f64());
+                    }
                 }
-                median(secs)
+                fastest
             };
             let l = time(ctx, &|ctx| ctx.put((me + 1) % p, &word, 0, &[1]));
             let full = time(ctx, &|ctx| {
                 for k in 0..fan {
-                    // Processor me is the k-th source of me + 1 + k.
-                    ctx.put((me + 1 + k) % p, &inbox, k * per, &data);
+                    // Processor me is the k-th source of me + k.
+                    ctx.put((me + k) % p, &inbox, k * per, &data);
                 }
             });
             mine[2 * r] = l;
@@ -419,7 +421,8 @@ fn probe(rt: &Runtime) -> Result<(Machine, bool)> {
         ctx.sync();
         (me, ctx.local(&result).to_vec())
     })?;
-    Ok((from_words(&out[0].1), out[0].0 == 0))
+    let (me, words) = out.local();
+    Ok((from_words(words), *me == 0))
 }
 
 #[cfg(test)]

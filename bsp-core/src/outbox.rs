@@ -133,6 +133,11 @@ impl Outbox {
             .sum()
     }
 
+    /// Bytes requested so far this superstep for `dst`.
+    pub(crate) fn bytes_to(&self, dst: usize) -> usize {
+        self.streams[dst].as_ref().map_or(0, |s| s.len())
+    }
+
     /// The stream for `dst`, about to receive one more record.
     fn stream(&mut self, dst: usize) -> &mut Stream {
         self.records += 1;

@@ -8,7 +8,8 @@
 //! exchange.
 
 use crate::error::{Error, ErrorKind};
-use crate::router::RouteFigures;
+use crate::router::{Matrix, RouteFigures};
+use crate::transport::Rows;
 
 /// What a processor is doing when it contributes its row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -210,13 +211,37 @@ impl SyncRow {
         }
     }
 
-    /// The rows of all processors from an all-gather's result.
-    pub(crate) fn all(words: &[u64]) -> Vec<SyncRow> {
+    /// The rows of all processors from an all-gather's result, each
+    /// `width` words (see [`row_width`]).
+    pub(crate) fn all(words: &[u64], width: usize) -> Vec<SyncRow> {
         words
-            .chunks_exact(Self::WORDS)
-            .map(SyncRow::from_words)
+            .chunks_exact(width)
+            .map(|w| SyncRow::from_words(&w[..Self::WORDS]))
             .collect()
     }
+}
+
+/// Up to this many processors, a row also carries the bytes its processor
+/// sends to each processor (p words): then every processor knows the whole
+/// communication matrix of the superstep before it is routed, so the cost
+/// model has the exact h and the direct router needs no exchange of counts.
+pub(crate) const COUNTS_IN_ROW: usize = 64;
+
+/// Words of each processor's contribution to the all-gather opening a
+/// sync among `p` processors: the row, then its counts when
+/// p ≤ [`COUNTS_IN_ROW`].
+pub(crate) fn row_width(p: usize) -> usize {
+    SyncRow::WORDS + if p <= COUNTS_IN_ROW { p } else { 0 }
+}
+
+/// The communication matrix of the sync's requests, from gathered rows of
+/// `width` words that carry counts; `None` if they do not.
+pub(crate) fn matrix(words: &Rows, width: usize) -> Option<Matrix> {
+    (width > SyncRow::WORDS).then(|| Matrix {
+        rows: words.clone(),
+        width,
+        offset: SyncRow::WORDS,
+    })
 }
 
 /// Words of one route's figures in a row.
@@ -259,15 +284,21 @@ pub(crate) struct SyncDecision {
     /// what every processor knows of the superstep's h before routing.
     pub(crate) max_bytes: u64,
     pub(crate) total_bytes: u64,
+    /// When the rows carry counts: the h of the superstep's requests, the
+    /// most bytes one processor sends to or receives from the others.
+    pub(crate) exact_h: Option<u64>,
 }
 
 impl SyncDecision {
-    /// h as all processors can estimate it before routing: the larger of
-    /// the most bytes any processor sends and the bytes per processor (a
-    /// lower bound of the true h, which also counts what each receives).
+    /// h as all processors know it before routing: exact when the rows
+    /// carry counts; otherwise the larger of the most bytes any processor
+    /// sends and the bytes per processor (a lower bound of the true h,
+    /// which also counts what each receives).
     pub(crate) fn h_estimate(&self, p: usize) -> u64 {
-        self.max_bytes
-            .max(self.total_bytes.div_ceil(p.max(1) as u64))
+        self.exact_h.unwrap_or_else(|| {
+            self.max_bytes
+                .max(self.total_bytes.div_ceil(p.max(1) as u64))
+        })
     }
 }
 
@@ -283,9 +314,10 @@ fn ordinal(n: u64) -> String {
 }
 
 /// Checks that every processor is at the same point of the protocol and
-/// decides what the sync must do. `texts` gathers every processor's text
-/// of the kind asked, by pid: registrations and releases for the message of
-/// a registration mismatch, or the message of a failure that a processor
+/// decides what the sync must do, from the gathered rows of `width` words
+/// each (see [`row_width`]). `texts` gathers every processor's text of the
+/// kind asked, by pid: registrations and releases for the message of a
+/// registration mismatch, or the message of a failure that a processor
 /// announced in place of its row. It is called (collectively, on every
 /// processor, since all see the same rows) only then.
 ///
@@ -297,24 +329,39 @@ fn ordinal(n: u64) -> String {
 /// processor at fault and its superstep.
 pub(crate) fn decide(
     words: &[u64],
+    width: usize,
     mut texts: impl FnMut(Texts) -> Vec<String>,
 ) -> Result<SyncDecision, Error> {
-    if let Some(error) = agreed_failure(words, SyncRow::WORDS, || texts(Texts::Failure)) {
+    if let Some(error) = agreed_failure(words, width, || texts(Texts::Failure)) {
         return Err(error);
     }
-    let row = |q: usize| SyncRow::from_words(&words[q * SyncRow::WORDS..(q + 1) * SyncRow::WORDS]);
+    let row = |q: usize| SyncRow::from_words(&words[q * width..q * width + SyncRow::WORDS]);
     let first = row(0);
+    let p = words.len() / width;
     let mut decision = SyncDecision {
         anything: false,
         any_gets: false,
         any_lends: false,
         max_bytes: 0,
         total_bytes: 0,
+        exact_h: None,
     };
+    // With counts: what each processor receives from the others (p ≤ 64).
+    let mut received = [0u64; COUNTS_IN_ROW];
+    let mut exact_h = 0;
     let (mut returned, mut syncing, mut mismatch) = (None, None, None);
     // One pass: this runs in every sync, over p rows.
-    for q in 0..words.len() / SyncRow::WORDS {
+    for q in 0..p {
         let r = row(q);
+        if width > SyncRow::WORDS {
+            let counts = &words[q * width + SyncRow::WORDS..(q + 1) * width];
+            let mut sent = 0;
+            for (j, &c) in counts.iter().enumerate().filter(|&(j, _)| j != q) {
+                sent += c;
+                received[j] += c;
+            }
+            exact_h = exact_h.max(sent);
+        }
         match r.status {
             Status::Returned => returned = returned.or(Some((q, r.superstep))),
             Status::Syncing => syncing = syncing.or(Some((q, r.superstep))),
@@ -327,6 +374,10 @@ pub(crate) fn decide(
         decision.total_bytes += r.bytes;
         decision.any_gets |= r.has_gets;
         decision.any_lends |= r.lends;
+    }
+    if width > SyncRow::WORDS {
+        let most_received = received[..p].iter().copied().max().unwrap_or(0);
+        decision.exact_h = Some(exact_h.max(most_received));
     }
     if let (Some((r, rs)), Some((s, ss))) = (returned, syncing) {
         let msg = format!(
@@ -401,38 +452,67 @@ mod tests {
         let words = r.to_words();
         assert_eq!(SyncRow::from_words(&words), r);
         let all: Vec<u64> = [words, row(Status::Syncing, 1).to_words()].concat();
-        assert_eq!(SyncRow::all(&all).len(), 2);
+        assert_eq!(SyncRow::all(&all, SyncRow::WORDS).len(), 2);
     }
 
     #[test]
     fn agreeing_rows_give_a_decision() {
         let mut rows = vec![row(Status::Syncing, 3); 3];
         assert_eq!(
-            decide(&words(&rows), |_| Vec::new()).unwrap(),
+            decide(&words(&rows), SyncRow::WORDS, |_| Vec::new()).unwrap(),
             SyncDecision {
                 anything: false,
                 any_gets: false,
                 any_lends: false,
                 max_bytes: 0,
                 total_bytes: 0,
+                exact_h: None,
             }
         );
         rows[1].bytes = 10;
         rows[2].bytes = 2;
         rows[2].lends = true;
-        let d = decide(&words(&rows), |_| Vec::new()).unwrap();
+        let d = decide(&words(&rows), SyncRow::WORDS, |_| Vec::new()).unwrap();
         assert!(d.anything && d.any_lends && !d.any_gets);
         assert_eq!((d.max_bytes, d.total_bytes, d.h_estimate(3)), (10, 12, 10));
         rows[0].bytes = 9;
         rows[1].bytes = 9;
-        let d = decide(&words(&rows), |_| Vec::new()).unwrap();
+        let d = decide(&words(&rows), SyncRow::WORDS, |_| Vec::new()).unwrap();
         assert_eq!(d.h_estimate(2), 10);
+    }
+
+    #[test]
+    fn counts_in_the_rows_give_the_exact_h() {
+        let rows = [
+            row(Status::Syncing, 1),
+            row(Status::Syncing, 1),
+            row(Status::Syncing, 1),
+        ];
+        // Processor q sends counts[q][j] bytes to j; all to processor 2.
+        let counts = [[5, 0, 7], [0, 0, 9], [0, 0, 100]];
+        let width = row_width(3);
+        let words: Rows = rows
+            .iter()
+            .zip(counts)
+            .flat_map(|(r, c)| r.to_words().into_iter().chain(c))
+            .collect();
+        assert_eq!(width, SyncRow::WORDS + 3);
+        let d = decide(&words, width, |_| Vec::new()).unwrap();
+        // Processor 2 receives 7 + 9 from the others; its 100 to itself stay.
+        assert_eq!(d.h_estimate(3), 16);
+        let m = matrix(&words, width).unwrap();
+        assert_eq!(
+            (m.procs(), m.bytes(0, 2), m.bytes(2, 2), m.bytes(1, 0)),
+            (3, 7, 100, 0)
+        );
+        assert_eq!(SyncRow::all(&words, width).len(), 3);
+        assert!(matrix(&words, SyncRow::WORDS).is_none());
     }
 
     #[test]
     fn a_processor_that_returned_early_is_named() {
         let rows = [row(Status::Syncing, 4), row(Status::Returned, 4)];
-        let e = decide(&words(&rows), |_| Vec::new()).unwrap_err();
+        let e = decide(&words(&rows), SyncRow::WORDS, |_| Vec::new()).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::SyncMismatch);
         assert_eq!((e.pid(), e.superstep()), (Some(1), Some(4)));
         assert!(e.message().contains("5th time"), "{e}");
@@ -458,7 +538,7 @@ mod tests {
                 "second".into(),
             ]
         };
-        assert_eq!(decide(&w, texts).unwrap_err(), error);
+        assert_eq!(decide(&w, SyncRow::WORDS, texts).unwrap_err(), error);
         let none = [0u64; 2 * FAILURE_WORDS];
         assert!(agreed_failure(&none, FAILURE_WORDS, || unreachable!()).is_none());
     }
@@ -468,7 +548,7 @@ mod tests {
         let mut rows = [row(Status::Syncing, 2), row(Status::Syncing, 2)];
         rows[1].registrations = 3;
         let histories = || vec!["coarray<u8>".to_owned(), "coarray<u16>".to_owned()];
-        let e = decide(&words(&rows), |_| histories()).unwrap_err();
+        let e = decide(&words(&rows), SyncRow::WORDS, |_| histories()).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::RegistrationMismatch);
         assert_eq!(e.pid(), Some(1));
         let says =
@@ -476,7 +556,7 @@ mod tests {
         assert!(e.message().contains(says), "{e}");
         rows[1].registrations = 2;
         rows[1].fingerprint = 1;
-        let e = decide(&words(&rows), |_| Vec::new()).unwrap_err();
+        let e = decide(&words(&rows), SyncRow::WORDS, |_| Vec::new()).unwrap_err();
         assert!(e.message().contains("different kinds"), "{e}");
     }
 }

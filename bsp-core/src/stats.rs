@@ -61,6 +61,13 @@ pub struct SuperstepStats {
     /// superstep routed anything. Compare with
     /// [`max_sync_seconds`](SuperstepStats::max_sync_seconds).
     pub predicted_seconds: Option<f64>,
+    /// The h in bytes that every processor knew before the superstep's
+    /// requests were routed, on which [`Router::Auto`] chose: exact (the
+    /// most bytes one processor sends to or receives from the others) up
+    /// to 64 processors, whose sync rows carry every processor's byte
+    /// counts; above, the larger of the most bytes one processor sends and
+    /// the mean.
+    pub known_h_bytes: u64,
 }
 
 /// One routing of a superstep's h-relation, for every processor.

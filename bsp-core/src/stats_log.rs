@@ -16,6 +16,8 @@ use crate::transport::Rows;
 pub(crate) struct Choice {
     pub(crate) router: Router,
     pub(crate) predicted: Option<f64>,
+    /// The h (bytes) the processors knew before routing.
+    pub(crate) h: u64,
 }
 
 /// How many supersteps' statistics a processor keeps (the most recent ones),
@@ -26,6 +28,8 @@ pub(crate) const STATS_HISTORY: usize = 1 << 16;
 /// oldest first. Superstep s's statistics are its work in the rows of
 /// sync s and its sync figures in the rows of the next exchange.
 pub(crate) struct StatsLog {
+    /// Words of each processor's row in the gathered rows.
+    width: usize,
     rows: VecDeque<(Rows, Choice)>,
     /// The superstep of the oldest kept exchange.
     first: usize,
@@ -34,8 +38,10 @@ pub(crate) struct StatsLog {
 }
 
 impl StatsLog {
-    pub(crate) fn new() -> Self {
+    /// A log of gathered rows of `width` words per processor.
+    pub(crate) fn new(width: usize) -> Self {
         StatsLog {
+            width,
             rows: VecDeque::new(),
             first: 0,
             labels: BTreeMap::new(),
@@ -66,11 +72,12 @@ impl StatsLog {
             .iter()
             .zip(self.rows.iter().skip(1))
             .enumerate()
-            .map(|(k, (now, next))| superstep(self.first + k, now, Some(&next.0)))
+            .map(|(k, (now, next))| superstep(self.first + k, now, Some(&next.0), self.width))
             .collect();
         if finished {
             if let Some(last) = self.rows.back() {
-                out.push(superstep(self.first + self.rows.len() - 1, last, None));
+                let step = self.first + self.rows.len() - 1;
+                out.push(superstep(step, last, None, self.width));
             }
         }
         for s in &mut out {
@@ -82,9 +89,14 @@ impl StatsLog {
 
 /// Superstep `step`'s statistics from the rows of its sync (`now`: the
 /// work) and of the next exchange (`next`: the sync's figures).
-fn superstep(step: usize, (now, choice): &(Rows, Choice), next: Option<&Rows>) -> SuperstepStats {
-    let now = SyncRow::all(now);
-    let next = next.map(|words| SyncRow::all(words));
+fn superstep(
+    step: usize,
+    (now, choice): &(Rows, Choice),
+    next: Option<&Rows>,
+    width: usize,
+) -> SuperstepStats {
+    let now = SyncRow::all(now, width);
+    let next = next.map(|words| SyncRow::all(words, width));
     let seconds = |ns: u64| ns as f64 * 1e-9;
     let figure = |f: &dyn Fn(&SyncRow) -> u64| -> Vec<u64> {
         match &next {
@@ -127,6 +139,7 @@ fn superstep(step: usize, (now, choice): &(Rows, Choice), next: Option<&Rows>) -
             })
             .collect(),
         predicted_seconds: choice.predicted.filter(|_| routes > 0),
+        known_h_bytes: choice.h,
         sync_seconds: figure(&|r| r.previous.sync_ns)
             .into_iter()
             .map(seconds)
@@ -143,6 +156,7 @@ mod tests {
         Choice {
             router: Router::Direct,
             predicted: Some(1.0),
+            h: 0,
         }
     }
 
@@ -166,7 +180,7 @@ mod tests {
 
     #[test]
     fn a_superstep_pairs_its_work_with_the_next_rows_figures() {
-        let mut log = StatsLog::new();
+        let mut log = StatsLog::new(SyncRow::WORDS);
         log.push(words(1000, 0), direct());
         assert!(log.supersteps(false).is_empty());
         log.push(words(2000, 64), direct());

@@ -290,12 +290,19 @@ fn check_both(p: usize, shape: Shape, seed: u64, max_len: usize) {
                 (&z.sent_bytes, &z.recv_bytes)
             );
             assert_eq!(x.requested_bytes, z.requested_bytes);
-            // Before routing, every processor knows what each requested:
-            // h is at least the most any one sends and the mean. Replies
-            // go by the router chosen for the requests.
-            let most = z.requested_bytes.iter().copied().max().unwrap_or(0);
-            let total: u64 = z.requested_bytes.iter().sum();
-            let h = most.max(total.div_ceil(z.requested_bytes.len() as u64));
+            assert_eq!(x.known_h_bytes, z.known_h_bytes);
+            // Before routing, every processor knows what each requested. Up
+            // to 64 processors that is the whole matrix, and h is exact: the
+            // requests' route moved between h/8 and h words through some
+            // processor. Replies go by the router chosen for the requests.
+            let h = z.known_h_bytes;
+            if let Some(route) = z.routes.first() {
+                let words = (0..route.dealt_words.len())
+                    .map(|q| route.dealt_words[q].max(route.through_words[q]))
+                    .max()
+                    .unwrap_or(0);
+                assert!(words <= h && h <= 8 * words, "h = {h} bytes, {words} words");
+            }
             let (expected, predicted) = crossover().choose(h);
             for route in &z.routes {
                 assert_eq!(route.router, expected, "superstep {}, h = {h}", z.superstep);

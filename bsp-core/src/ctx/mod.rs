@@ -23,7 +23,7 @@ use crate::machine::Machine;
 use crate::outbox::Outbox;
 use crate::protocol::{self, Status, SyncDecision, SyncFigures, SyncRow, Texts};
 use crate::registry::{Registry, Unusable};
-use crate::router::{route, Router};
+use crate::router::{route, Matrix, Router};
 use crate::segments::segments_len;
 use crate::stats::Stats;
 use crate::stats_log::{Choice, StatsLog};
@@ -142,7 +142,7 @@ impl Ctx {
             has_gets: false,
             lending: Vec::new(),
             last_sync: SyncFigures::default(),
-            stats: StatsLog::new(),
+            stats: StatsLog::new(protocol::row_width(nprocs)),
             finished: false,
             pending: None,
             announcing: String::new(),
@@ -251,10 +251,12 @@ impl Ctx {
         }
         self.announcing = error.message().to_owned();
         let row = protocol::failure_words(Some(&error));
-        let mut words = [0u64; SyncRow::WORDS];
+        // In place of this processor's row: the same width.
+        let width = protocol::row_width(self.nprocs);
+        let mut words = vec![0u64; width];
         words[..row.len()].copy_from_slice(&row);
         let all = self.collective(|c| c.allgather(&words));
-        let agreed = self.agree(&all, SyncRow::WORDS).unwrap_or(error);
+        let agreed = self.agree(&all, width).unwrap_or(error);
         self.comm.abort(agreed)
     }
 
@@ -344,8 +346,10 @@ impl Ctx {
     }
 
     /// Exchanges the sync rows, checks them, picks the sync's router and
-    /// logs the rows and the choice for the statistics.
-    fn exchange_rows(&mut self, status: Status) -> (SyncDecision, Router) {
+    /// logs the rows and the choice for the statistics. Returns the
+    /// decision, the router, and (when the rows carry counts) the bytes
+    /// each processor is about to send to this one.
+    fn exchange_rows(&mut self, status: Status) -> (SyncDecision, Router, Option<Matrix>) {
         let row = SyncRow {
             status,
             superstep: self.superstep as u64,
@@ -357,9 +361,13 @@ impl Ctx {
             lends: !self.lending.is_empty(),
             previous: self.last_sync,
         };
-        let words = self.collective(|c| c.allgather(&row.to_words()));
+        let width = protocol::row_width(self.nprocs);
+        let mut mine = Vec::with_capacity(width);
+        mine.extend_from_slice(&row.to_words());
+        mine.extend((mine.len()..width).map(|k| self.outbox.bytes_to(k - SyncRow::WORDS) as u64));
+        let words = self.collective(|c| c.allgather(&mine));
         let (registry, comm, announcing) = (&self.registry, &mut self.comm, &self.announcing);
-        let decision = protocol::decide(&words, |texts| {
+        let decision = protocol::decide(&words, width, |texts| {
             let mine = match texts {
                 Texts::Registrations => registry.history(),
                 Texts::Failure => announcing.clone(),
@@ -375,19 +383,23 @@ impl Ctx {
                 Choice {
                     router,
                     predicted: Some(predicted),
+                    h,
                 }
             }
             (Router::Auto, None) => Choice {
                 router: Router::TwoPhase,
                 predicted: None,
+                h,
             },
             (router, m) => Choice {
                 router,
                 predicted: m.and_then(|m| m.cost(router)).map(|c| c.predict(h)),
+                h,
             },
         };
+        let expected = protocol::matrix(&words, width);
         self.stats.push(words, choice);
-        (decision, choice.router)
+        (decision, choice.router, expected)
     }
 
     /// Ends the superstep: delivers every put, get and send requested by any
@@ -426,7 +438,7 @@ impl Ctx {
     /// processors written to and the parts routed, not to p.
     pub fn sync(&mut self) {
         let start = Instant::now();
-        let (decision, router) = self.exchange_rows(Status::Syncing);
+        let (decision, router, expected) = self.exchange_rows(Status::Syncing);
         let mut figures = SyncFigures::default();
         figures.records.sent = self.outbox.records();
         if decision.anything {
@@ -437,6 +449,7 @@ impl Ctx {
             let replies = self.deliver(
                 router,
                 streams,
+                expected,
                 decision.any_gets,
                 &mut figures,
                 &mut deferred,
@@ -444,7 +457,7 @@ impl Ctx {
             if let Some(mut replies) = replies {
                 figures.records.sent += replies.records();
                 let streams = replies.take(|_| unreachable!("replies are copied"));
-                self.deliver(router, streams, false, &mut figures, &mut deferred);
+                self.deliver(router, streams, None, false, &mut figures, &mut deferred);
             }
             if decision.any_lends {
                 // Every reader of a lent coarray has finished once everyone
@@ -494,10 +507,12 @@ impl Ctx {
 
     /// Routes `streams` and delivers what arrives; with `serve_gets`, also
     /// answers the get requests among it and returns the replies to send.
+    /// `matrix`, when known, is the routing's communication matrix.
     fn deliver(
         &mut self,
         router: Router,
         streams: Blocks,
+        matrix: Option<Matrix>,
         serve_gets: bool,
         figures: &mut SyncFigures,
         deferred: &mut Vec<DeferredPut>,
@@ -506,7 +521,7 @@ impl Ctx {
             .iter()
             .map(|(_, s)| segments_len(s) as u64)
             .sum::<u64>();
-        let (incoming, route) = self.collective(|c| route(router, c, streams));
+        let (incoming, route) = self.collective(|c| route(router, c, streams, matrix.as_ref()));
         figures.add_route(route);
         figures.bytes.received += incoming
             .iter()

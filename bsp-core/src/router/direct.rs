@@ -1,12 +1,13 @@
 //! Single-phase delivery: one irregular all-to-all.
 
-use super::{words, RouteFigures};
+use super::{words, Matrix, RouteFigures};
 use crate::segments::segments_len;
 use crate::transport::{Aborted, Blocks, Comm};
 
 pub(super) fn route(
     comm: &mut dyn Comm,
     streams: Blocks,
+    matrix: Option<&Matrix>,
 ) -> Result<(Blocks, RouteFigures), Aborted> {
     let me = comm.pid();
     // Bytes to or from other processors: the stream to itself stays local.
@@ -25,7 +26,9 @@ pub(super) fn route(
         dealt_words: sent.iter().map(|&b| words(b)).sum(),
         ..RouteFigures::default()
     };
-    let received = comm.alltoallv(streams)?;
+    let expected: Option<Vec<u64>> =
+        matrix.map(|m| (0..m.procs()).map(|i| m.bytes(i, me) as u64).collect());
+    let received = comm.alltoallv(streams, expected.as_deref())?;
     figures.received_words = others(&received).iter().map(|&b| words(b)).sum();
     Ok((received, figures))
 }

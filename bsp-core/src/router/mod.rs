@@ -6,7 +6,7 @@ mod two_phase;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::transport::{Aborted, Blocks, Comm};
+use crate::transport::{Aborted, Blocks, Comm, Rows};
 
 /// How the communication of a superstep (an h-relation) is delivered.
 ///
@@ -117,16 +117,41 @@ pub(crate) struct RouteFigures {
     pub(crate) received_words: u64,
 }
 
+/// The communication matrix of a routing, known to every processor
+/// before it starts: the bytes each processor sends to each, read from
+/// the gathered sync rows (row q's `offset`-th word on is q's counts).
+/// With it, every processor can compute the length of every block it will
+/// receive, and a transport needs no exchange of counts.
+pub(crate) struct Matrix {
+    pub(crate) rows: Rows,
+    pub(crate) width: usize,
+    pub(crate) offset: usize,
+}
+
+impl Matrix {
+    /// Bytes processor `from` sends to processor `to`.
+    pub(crate) fn bytes(&self, from: usize, to: usize) -> usize {
+        self.rows[from * self.width + self.offset + to] as usize
+    }
+
+    /// The number of processors.
+    pub(crate) fn procs(&self) -> usize {
+        self.rows.len() / self.width
+    }
+}
+
 /// Delivers this processor's streams, listed by destination, and returns
-/// the non-empty streams received, listed by source.
+/// the non-empty streams received, listed by source. `matrix`, when known,
+/// is the routing's communication matrix.
 pub(crate) fn route(
     router: Router,
     comm: &mut dyn Comm,
     streams: Blocks,
+    matrix: Option<&Matrix>,
 ) -> Result<(Blocks, RouteFigures), Aborted> {
     match router {
-        Router::TwoPhase => two_phase::route(comm, streams),
-        Router::Direct => direct::route(comm, streams),
+        Router::TwoPhase => two_phase::route(comm, streams, matrix),
+        Router::Direct => direct::route(comm, streams, matrix),
         Router::Auto => unreachable!("bsp: the automatic router is resolved before routing"),
     }
 }

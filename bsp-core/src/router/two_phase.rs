@@ -27,7 +27,7 @@ use std::ops::Range;
 
 use bytes::Bytes;
 
-use super::{words, RouteFigures, WORD_BYTES};
+use super::{words, Matrix, RouteFigures, WORD_BYTES};
 use crate::segments::{segments_len, SegmentCursor, Segments};
 use crate::transport::{Aborted, Blocks, Comm};
 
@@ -39,6 +39,61 @@ fn part_len(len: usize, p: usize, c: usize) -> usize {
 /// Word offset of part `c` when `len` words are split into `p` parts.
 fn part_start(len: usize, p: usize, c: usize) -> usize {
     c * (len / p) + c.min(len % p)
+}
+
+/// The parts of a stream of `len` bytes from processor `from` to `to`:
+/// for each, the intermediate it goes through and its length in bytes.
+fn deal(from: usize, to: usize, len: usize, p: usize) -> impl Iterator<Item = (usize, usize)> {
+    let w = words(len) as usize;
+    (0..w.min(p)).map(move |c| ((from + to + c) % p, part_bytes(len, p, c)))
+}
+
+/// Bytes of part `c` of a stream of `len` bytes (0 if it has none).
+fn part_bytes(len: usize, p: usize, c: usize) -> usize {
+    let w = words(len) as usize;
+    let start = (WORD_BYTES * part_start(w, p, c)).min(len);
+    let end = (start + WORD_BYTES * part_len(w, p, c)).min(len);
+    end - start
+}
+
+/// The length of every block processor `me` receives in each stage, from
+/// the routing's communication matrix: what an MPI transport would
+/// otherwise exchange before each transpose. Stage 1 block from i: the
+/// parts of i's streams dealt to `me`; stage 2 block from k: the parts of
+/// the streams to `me` dealt to k. Each with its header. Cost O(p²).
+fn expected(m: &Matrix, me: usize) -> (Vec<u64>, Vec<u64>) {
+    let p = m.procs();
+    // The bytes of the stream from i to j that go through intermediate k.
+    let through = |i: usize, j: usize, k: usize| -> usize {
+        let len = m.bytes(i, j);
+        if i == j || len == 0 {
+            0
+        } else {
+            part_bytes(len, p, (k + 2 * p - i - j) % p)
+        }
+    };
+    let block = |parts: Vec<Part>| -> u64 {
+        if parts.is_empty() {
+            return 0;
+        }
+        (parts.iter().map(|part| part.len).sum::<usize>() + header_len(&parts)) as u64
+    };
+    let parts = |len_of: &dyn Fn(usize) -> usize| -> Vec<Part> {
+        (0..p)
+            .map(|peer| Part {
+                peer,
+                len: len_of(peer),
+            })
+            .filter(|part| part.len > 0)
+            .collect()
+    };
+    let first = (0..p)
+        .map(|i| block(parts(&|j| through(i, j, me))))
+        .collect();
+    let second = (0..p)
+        .map(|k| block(parts(&|i| through(i, me, k))))
+        .collect();
+    (first, second)
 }
 
 /// Whether a block of `block` words keeps the paper's bound for a
@@ -139,6 +194,22 @@ fn get_varint(from: &mut SegmentCursor<'_>) -> u64 {
     }
 }
 
+/// Bytes of `v` as a LEB128 integer.
+fn varint_len(v: u64) -> usize {
+    (64 - v.max(1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// Bytes of the header that [`encode_header`] writes for `parts`.
+fn header_len(parts: &[Part]) -> usize {
+    let mut next = 0;
+    let mut len = varint_len(parts.len() as u64);
+    for part in parts {
+        len += varint_len((part.peer - next) as u64) + varint_len(part.len as u64);
+        next = part.peer + 1;
+    }
+    len
+}
+
 /// The header of a block: the number of parts, then for each part the gap
 /// between its peer and the previous part's peer + 1, and its length.
 fn encode_header(parts: impl ExactSizeIterator<Item = Part>) -> Bytes {
@@ -170,6 +241,7 @@ fn decode_header(from: &mut SegmentCursor<'_>, parts: &mut Vec<Part>) {
 pub(super) fn route(
     comm: &mut dyn Comm,
     streams: Blocks,
+    matrix: Option<&Matrix>,
 ) -> Result<(Blocks, RouteFigures), Aborted> {
     let p = comm.nprocs();
     let me = comm.pid();
@@ -184,13 +256,10 @@ pub(super) fn route(
             continue;
         }
         let len = segments_len(&stream);
-        let w = words(len) as usize;
-        figures.dealt_words += w as u64;
+        figures.dealt_words += words(len);
         let mut cursor = SegmentCursor::new(&stream);
-        for c in 0..w.min(p) {
-            let start = WORD_BYTES * part_start(w, p, c);
-            let end = (start + WORD_BYTES * part_len(w, p, c)).min(len);
-            pieces.push((me + j + c) % p, j, end - start, &mut cursor);
+        for (k, bytes) in deal(me, j, len, p) {
+            pieces.push(k, j, bytes, &mut cursor);
         }
     }
     let first = pieces.group(|_, run, pool| {
@@ -205,7 +274,8 @@ pub(super) fn route(
         figures.first_block_words,
         figures.dealt_words
     );
-    let received = comm.transpose(first)?;
+    let expected = matrix.map(|m| expected(m, me));
+    let received = comm.transpose(first, expected.as_ref().map(|e| &e.0[..]))?;
 
     // Stage 2: regroup what arrived by final destination, in source order.
     let mut pieces = Pieces::default();
@@ -219,7 +289,7 @@ pub(super) fn route(
     }
     let second = pieces.group(|_, run, pool| block(run, pool, &mut figures.header_bytes));
     drop(received);
-    let arrived = comm.transpose(second)?;
+    let arrived = comm.transpose(second, expected.as_ref().map(|e| &e.1[..]))?;
 
     // Reassemble each source's stream. Source i's part c came through
     // intermediate (i + me + c) mod p: in intermediate order, the parts
@@ -277,6 +347,12 @@ mod tests {
                     next += part_len(len, p, c);
                 }
                 assert_eq!(next, len);
+                let dealt: Vec<usize> = deal(1, 2, len, p).map(|(_, b)| b).collect();
+                assert_eq!(
+                    dealt.iter().sum::<usize>(),
+                    len,
+                    "bytes of {len} words over {p}"
+                );
             }
         }
     }
@@ -293,6 +369,8 @@ mod tests {
         ];
         let header = encode_header(parts.into_iter());
         assert_eq!(header.len(), 1 + 2 + 3 + (2 + 6));
+        assert_eq!(header_len(&parts), header.len());
+        assert_eq!(header_len(&[]), 1);
         let block = vec![header];
         let mut decoded = vec![Part { peer: 9, len: 9 }];
         decode_header(&mut SegmentCursor::new(&block), &mut decoded);

@@ -125,10 +125,15 @@ pub(crate) trait Comm: Send {
     fn allgather(&mut self, row: &[u64]) -> Result<Rows, Aborted>;
     /// Uniform all-to-all: each listed block goes to its processor; the
     /// result lists the non-empty blocks received, by sender. The router
-    /// guarantees that their sizes are close to each other.
-    fn transpose(&mut self, blocks: Blocks) -> Result<Blocks, Aborted>;
+    /// guarantees that their sizes are close to each other. `expected` as
+    /// for `alltoallv`.
+    fn transpose(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted>;
     /// Irregular all-to-all with arbitrary sizes, listed as for `transpose`.
-    fn alltoallv(&mut self, blocks: Blocks) -> Result<Blocks, Aborted>;
+    /// `expected`, when the caller knows it, is the length of the block
+    /// from each processor (p entries; the entry for this processor is not
+    /// used), which spares a transport that needs the lengths before the
+    /// data (MPI) an exchange of counts. Every processor passes it, or none.
+    fn alltoallv(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted>;
     /// The superstep the coming collectives belong to, for error reports
     /// (a timeout names it).
     fn set_superstep(&mut self, superstep: usize);

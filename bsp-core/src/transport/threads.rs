@@ -198,7 +198,7 @@ impl ThreadsComm {
         }
     }
 
-    fn exchange(&mut self, blocks: Blocks) -> Result<Blocks, Aborted> {
+    fn exchange(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted> {
         let set = self.next_set();
         let inboxes = &self.shared.inboxes[set];
         for (to, block) in blocks {
@@ -209,6 +209,21 @@ impl ThreadsComm {
         self.arrive()?;
         let mut received = std::mem::take(&mut *lock(&inboxes[self.pid]));
         received.sort_unstable_by_key(|&(from, _)| from);
+        // The lengths a caller expects are what MPI would receive: check
+        // them here, where the tests run at every p.
+        if let Some(lens) = expected.filter(|_| cfg!(debug_assertions)) {
+            let mut got = vec![0; lens.len()];
+            for (from, block) in &received {
+                got[*from] = crate::segments::segments_len(block) as u64;
+            }
+            for (from, (&want, &got)) in lens.iter().zip(&got).enumerate() {
+                assert!(
+                    from == self.pid || want == got,
+                    "bsp: processor {} expected {want} bytes from {from}, got {got}",
+                    self.pid
+                );
+            }
+        }
         Ok(received)
     }
 }
@@ -244,12 +259,12 @@ impl Comm for ThreadsComm {
             .clone())
     }
 
-    fn transpose(&mut self, blocks: Blocks) -> Result<Blocks, Aborted> {
-        self.exchange(blocks)
+    fn transpose(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted> {
+        self.exchange(blocks, expected)
     }
 
-    fn alltoallv(&mut self, blocks: Blocks) -> Result<Blocks, Aborted> {
-        self.exchange(blocks)
+    fn alltoallv(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted> {
+        self.exchange(blocks, expected)
     }
 
     fn set_superstep(&mut self, superstep: usize) {

@@ -66,7 +66,15 @@ impl MpiComm {
         (self.world.pool.share(recv), recv_displs)
     }
 
-    pub(super) fn counted_alltoallv(&mut self, mut blocks: Vec<Segments>) -> Vec<Segments> {
+    /// Sends `blocks[k]` to rank k and returns the block from each rank.
+    /// The receive lengths are exchanged first (`MPI_Alltoall`) unless the
+    /// caller knows them (`expected`, p entries; every rank must pass them
+    /// or none, as the collectives must match).
+    pub(super) fn counted_alltoallv(
+        &mut self,
+        mut blocks: Vec<Segments>,
+        expected: Option<&[u64]>,
+    ) -> Vec<Segments> {
         let p = self.nprocs;
         // The block to this rank stays here, uncopied; MPI sees it as empty.
         let own = std::mem::take(&mut blocks[self.pid]);
@@ -75,8 +83,17 @@ impl MpiComm {
             send_counts.push(self.count(segments_len(block), "a block"));
         }
         let mut recv_counts: Vec<Count> = vec![0; p];
-        self.comm()
-            .all_to_all_into(&send_counts[..], &mut recv_counts[..]);
+        match expected {
+            Some(lens) => {
+                let me = self.pid;
+                for (k, &len) in lens.iter().enumerate().filter(|&(k, _)| k != me) {
+                    recv_counts[k] = self.count(len as usize, "a block");
+                }
+            }
+            None => self
+                .comm()
+                .all_to_all_into(&send_counts[..], &mut recv_counts[..]),
+        }
         let total: usize = send_counts.iter().map(|&c| c as usize).sum();
         // Every rank takes the same branch: the collectives must match.
         let (recv, displs) = if self.send == SendMode::Hindexed {

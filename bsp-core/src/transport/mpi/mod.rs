@@ -300,17 +300,17 @@ impl Comm for MpiComm {
         Ok(all.into())
     }
 
-    fn transpose(&mut self, blocks: Blocks) -> Result<Blocks, Aborted> {
+    fn transpose(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted> {
         let blocks = dense(blocks, self.nprocs);
         Ok(listed(match self.mode {
             TransposeMode::Alltoall => self.eager_transpose(blocks),
-            TransposeMode::Alltoallv => self.counted_alltoallv(blocks),
+            TransposeMode::Alltoallv => self.counted_alltoallv(blocks, expected),
         }))
     }
 
-    fn alltoallv(&mut self, blocks: Blocks) -> Result<Blocks, Aborted> {
+    fn alltoallv(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted> {
         let blocks = dense(blocks, self.nprocs);
-        Ok(listed(self.counted_alltoallv(blocks)))
+        Ok(listed(self.counted_alltoallv(blocks, expected)))
     }
 
     fn set_superstep(&mut self, superstep: usize) {
