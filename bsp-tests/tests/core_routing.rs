@@ -371,6 +371,9 @@ fn auto_takes_each_router_where_the_model_says() {
         for rt in runtimes(&[4]).into_iter().step_by(2) {
             let auto = rt.with_router(Router::Auto).with_machine(crossover());
             let p = auto.nprocs();
+            if p < 2 {
+                continue; // one processor sends only to itself: nothing is routed
+            }
             let sends = |len: usize| -> Vec<Vec<Op>> {
                 (0..p)
                     .map(|me| {
