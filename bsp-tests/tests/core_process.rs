@@ -56,6 +56,16 @@ fn scenario() {
     }
 }
 
+/// Whether to skip: these scenarios are about the threads transport, and
+/// a child of an MPI rank would inherit the launcher's environment.
+fn skip() -> bool {
+    if support::launched_by_mpirun() {
+        eprintln!("note: threads-only process scenarios skipped under mpirun");
+        return true;
+    }
+    false
+}
+
 fn child(name: &str, env: &[(&str, &str)]) -> support::MpiRun {
     let mut all = vec![(SCENARIO_ENV, name)];
     all.extend_from_slice(env);
@@ -70,6 +80,9 @@ fn child(name: &str, env: &[(&str, &str)]) -> support::MpiRun {
 
 #[test]
 fn the_environment_sets_the_sync_time_limit() {
+    if skip() {
+        return;
+    }
     let run = child("late", &[("BSP_PROCS", "4"), ("BSP_SYNC_TIMEOUT", "0.25")]);
     assert!(
         run.stdout
@@ -87,6 +100,9 @@ fn the_environment_sets_the_sync_time_limit() {
 
 #[test]
 fn a_malformed_time_limit_is_a_configuration_error() {
+    if skip() {
+        return;
+    }
     let run = child("late", &[("BSP_PROCS", "3"), ("BSP_SYNC_TIMEOUT", "soon")]);
     assert!(
         run.stdout.contains("scenario result: Config")
@@ -99,6 +115,9 @@ fn a_malformed_time_limit_is_a_configuration_error() {
 
 #[test]
 fn a_processor_stuck_for_good_ends_the_process_with_the_error() {
+    if skip() {
+        return;
+    }
     let run = child("stuck", &[("BSP_PROCS", "3"), ("BSP_SYNC_TIMEOUT", "0.3")]);
     let status = run.status.expect("checked by child()");
     assert_eq!(status.code(), Some(1), "stderr:\n{}", run.stderr);
@@ -120,6 +139,9 @@ fn a_processor_stuck_for_good_ends_the_process_with_the_error() {
 
 #[test]
 fn a_panic_prints_nothing_before_the_error() {
+    if skip() {
+        return;
+    }
     let run = child("panic", &[("BSP_PROCS", "3"), ("RUST_BACKTRACE", "1")]);
     assert!(
         run.stdout.contains(
@@ -137,6 +159,9 @@ fn a_panic_prints_nothing_before_the_error() {
 
 #[test]
 fn a_processor_thread_that_cannot_start_releases_the_others() {
+    if skip() {
+        return;
+    }
     // Under a 1.5 GB address-space limit, 1500 threads with 2 MiB stacks
     // cannot all start.
     if !std::path::Path::new("/bin/sh").exists() {
