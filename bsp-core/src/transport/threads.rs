@@ -298,6 +298,54 @@ fn thread_limit() -> Option<(usize, String)> {
         .min_by_key(|(n, _)| *n)
 }
 
+/// The stack each processor thread gets: `RUST_MIN_STACK` where set (as
+/// for any thread std starts), else std's default of 2 MiB.
+fn processor_stack_bytes() -> usize {
+    std::env::var("RUST_MIN_STACK")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .unwrap_or(2 << 20)
+}
+
+/// Address space a processor thread takes besides its stack: a guard
+/// page, the signal stack std maps for it and room for its first
+/// allocations.
+const THREAD_OVERHEAD_BYTES: usize = 256 << 10;
+
+/// Checks `p` processor threads against the address-space limit
+/// (`ulimit -v`), so that a run too large for it fails with a clear error
+/// before the first thread starts rather than part way: a thread that
+/// starts but cannot map its signal stack aborts the whole process.
+fn check_address_space(p: usize, stack: usize) -> Result<()> {
+    let field = |text: &str, prefix: &str, index: usize| -> Option<u64> {
+        let line = text.lines().find(|l| l.starts_with(prefix))?;
+        line.split_whitespace().nth(index)?.parse::<u64>().ok()
+    };
+    let Some(limit) = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|s| field(&s, "Max address space", 3))
+    else {
+        return Ok(()); // unlimited, or not readable here
+    };
+    let used = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| field(&s, "VmSize:", 1))
+        .map_or(0, |kib| kib * 1024);
+    let needed = p as u64 * (stack + THREAD_OVERHEAD_BYTES) as u64;
+    let left = limit.saturating_sub(used);
+    if needed > left {
+        let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+        return Err(config_error(format!(
+            "cannot start p = {p} processor threads: their stacks need {:.2} GiB of address space \
+             and the address-space limit (ulimit -v) leaves {:.2} GiB; use fewer processors \
+             (BSP_PROCS), smaller stacks (RUST_MIN_STACK) or the MPI transport",
+            gib(needed),
+            gib(left)
+        )));
+    }
+    Ok(())
+}
+
 fn config_error(msg: String) -> Error {
     Error::new(ErrorKind::Config, None, None, msg)
 }
@@ -319,6 +367,10 @@ pub(crate) fn launch<R: Send>(p: usize, limits: RunLimits, body: &impl Body<R>) 
             )));
         }
     }
+    let stack = processor_stack_bytes();
+    if p > 64 {
+        check_address_space(p, stack)?;
+    }
     let shared = ThreadsShared::new(p, limits);
     let results: Vec<Option<R>> = std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(p);
@@ -332,6 +384,7 @@ pub(crate) fn launch<R: Send>(p: usize, limits: RunLimits, body: &impl Body<R>) 
             };
             let spawned = std::thread::Builder::new()
                 .name(format!("bsp-{pid}"))
+                .stack_size(stack)
                 .spawn_scoped(scope, processor);
             match spawned {
                 Ok(handle) => handles.push(handle),
