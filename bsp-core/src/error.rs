@@ -186,6 +186,18 @@ impl Error {
         Error::new(kind, Some(pid), Some(superstep), message)
     }
 
+    /// The same error seen from an enclosing machine: blamed on `pid` at
+    /// `superstep` (that machine's numbering), with `note` appended to the
+    /// message. The source is kept.
+    pub(crate) fn relocated(self, pid: Option<usize>, superstep: usize, note: &str) -> Self {
+        Error {
+            pid,
+            superstep: Some(superstep),
+            message: format!("{} {note}", self.message),
+            ..self
+        }
+    }
+
     /// The class of failure.
     pub fn kind(&self) -> ErrorKind {
         self.kind

@@ -24,6 +24,27 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
+/// The error of a processor's panic with `payload` (not [`Aborted`]) on
+/// processor `pid` at `superstep`: the misuse it carries, or a
+/// [`ErrorKind::Panic`] with the panic's message and location.
+pub(crate) fn panic_error(
+    payload: Box<dyn std::any::Any + Send>,
+    pid: usize,
+    superstep: usize,
+) -> Error {
+    match payload.downcast::<Error>() {
+        // A misuse found by a method that could not end the run itself.
+        Ok(error) => *error,
+        Err(payload) => {
+            let mut message = panic_message(payload.as_ref());
+            if let Some(at) = panic_hook::take_location() {
+                message = format!("{message} (at {at})");
+            }
+            Error::at(ErrorKind::Panic, pid, superstep, message)
+        }
+    }
+}
+
 /// Runs one processor's share of the program on `comm`: the closure, then
 /// the end protocol. A panic becomes the run's error through
 /// [`Comm::abort`], which the transport propagates (threads: record and
@@ -57,17 +78,7 @@ where
             if payload.is::<Aborted>() {
                 return None;
             }
-            let error = match payload.downcast::<Error>() {
-                // A misuse found by a method that could not end the run itself.
-                Ok(error) => *error,
-                Err(payload) => {
-                    let mut message = panic_message(payload.as_ref());
-                    if let Some(at) = panic_hook::take_location() {
-                        message = format!("{message} (at {at})");
-                    }
-                    Error::at(ErrorKind::Panic, ctx.pid(), ctx.superstep(), message)
-                }
-            };
+            let error = panic_error(payload, ctx.pid(), ctx.superstep());
             // `abort_with` unwinds with `Aborted` once the error is recorded.
             let _ = catch_unwind(AssertUnwindSafe(|| ctx.abort_with(error)));
             None

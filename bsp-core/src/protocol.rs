@@ -18,6 +18,8 @@ pub(crate) enum Status {
     Syncing = 1,
     /// Returned from its closure.
     Returned = 2,
+    /// Called `split` (its row is a [`split_words`] row).
+    Splitting = 4,
 }
 
 /// The status word of a row that announces a failure instead of a sync
@@ -180,6 +182,7 @@ impl SyncRow {
         let status = match w[0] {
             1 => Status::Syncing,
             2 => Status::Returned,
+            4 => Status::Splitting,
             other => panic!("bsp: corrupt sync row (status {other})"),
         };
         SyncRow {
@@ -335,6 +338,9 @@ pub(crate) fn decide(
     if let Some(error) = agreed_failure(words, width, || texts(Texts::Failure)) {
         return Err(error);
     }
+    if let Some(error) = split_mismatch(words, width) {
+        return Err(error);
+    }
     let row = |q: usize| SyncRow::from_words(&words[q * width..q * width + SyncRow::WORDS]);
     let first = row(0);
     let p = words.len() / width;
@@ -365,6 +371,7 @@ pub(crate) fn decide(
         match r.status {
             Status::Returned => returned = returned.or(Some((q, r.superstep))),
             Status::Syncing => syncing = syncing.or(Some((q, r.superstep))),
+            Status::Splitting => {}
         }
         if r.registrations != first.registrations || r.fingerprint != first.fingerprint {
             mismatch = mismatch.or(Some((q, r)));
@@ -413,6 +420,83 @@ pub(crate) fn decide(
         ));
     }
     Ok(decision)
+}
+
+/// Where a split's row keeps the processor's color and key.
+const SPLIT_COLOR: usize = 4;
+const SPLIT_KEY: usize = 5;
+
+/// The row a processor contributes when it calls `split` with `color`
+/// and `key` at `superstep`, padded to `width` words (a sync row's width,
+/// so that a split and a sync meet in the same all-gather and the
+/// mismatch is found, not waited on).
+pub(crate) fn split_words(superstep: u64, color: u64, key: u64, width: usize) -> Vec<u64> {
+    let mut words = vec![0u64; width];
+    words[0] = Status::Splitting as u64;
+    words[1] = superstep;
+    words[SPLIT_COLOR] = color;
+    words[SPLIT_KEY] = key;
+    words
+}
+
+/// The error of rows where some processors called `split` and others
+/// did not (they synced or returned); `None` when all did, or none.
+/// It blames the first processor of the smaller party (the splitter on a
+/// tie): the one most likely out of step.
+fn split_mismatch(words: &[u64], width: usize) -> Option<Error> {
+    let p = words.len() / width;
+    let status = |q: usize| words[q * width];
+    let splitting = Status::Splitting as u64;
+    let splitters = (0..p).filter(|&q| status(q) == splitting).count();
+    if splitters == 0 || splitters == p {
+        return None;
+    }
+    let first_splitter = (0..p).find(|&q| status(q) == splitting)?;
+    let first_other = (0..p).find(|&q| status(q) != splitting)?;
+    let doing = |q: usize| match status(q) {
+        2 => "returned from its closure",
+        4 => "called split",
+        _ => "called sync",
+    };
+    let culprit = if splitters <= p - splitters {
+        first_splitter
+    } else {
+        first_other
+    };
+    let superstep = words[culprit * width + 1] as usize;
+    let msg = format!(
+        "processor {first_splitter} called split (forming sub-machines) while processor \
+         {first_other} {} at superstep {}; every processor of a machine must call split at the \
+         same point, and no processor may sync its machine while others work in sub-machines \
+         ({splitters} of {p} processors called split)",
+        doing(first_other),
+        words[first_other * width + 1]
+    );
+    Some(Error::at(ErrorKind::SyncMismatch, culprit, superstep, msg))
+}
+
+/// Checks the rows gathered by a `split` (each `width` words) and returns
+/// every processor's (color, key), by pid.
+///
+/// # Errors
+///
+/// A failure announced in place of a row, or [`ErrorKind::SyncMismatch`]
+/// when some processor synced or returned instead of splitting.
+pub(crate) fn decide_split(
+    words: &[u64],
+    width: usize,
+    texts: impl FnOnce() -> Vec<String>,
+) -> Result<Vec<(u64, u64)>, Error> {
+    if let Some(error) = agreed_failure(words, width, texts) {
+        return Err(error);
+    }
+    if let Some(error) = split_mismatch(words, width) {
+        return Err(error);
+    }
+    Ok(words
+        .chunks_exact(width)
+        .map(|w| (w[SPLIT_COLOR], w[SPLIT_KEY]))
+        .collect())
 }
 
 #[cfg(test)]
@@ -507,6 +591,28 @@ mod tests {
         );
         assert_eq!(SyncRow::all(&words, width).len(), 3);
         assert!(matrix(&words, SyncRow::WORDS).is_none());
+    }
+
+    #[test]
+    fn a_split_meeting_a_sync_is_a_mismatch_blaming_the_minority() {
+        let width = SyncRow::WORDS;
+        let mut w = words(&[row(Status::Syncing, 3); 3]);
+        w[width..2 * width].copy_from_slice(&split_words(3, 1, 0, width));
+        let e = decide(&w, width, |_| Vec::new()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::SyncMismatch);
+        assert_eq!((e.pid(), e.superstep()), (Some(1), Some(3)));
+        assert!(e.message().contains("processor 1 called split"), "{e}");
+        // Two of three split: the one that synced is blamed.
+        w[2 * width..].copy_from_slice(&split_words(3, 0, 0, width));
+        let e = decide_split(&w, width, Vec::new).unwrap_err();
+        assert_eq!(e.pid(), Some(0));
+        let all: Vec<u64> = (0..3)
+            .flat_map(|q| split_words(3, q % 2, 9 - q, width))
+            .collect();
+        assert_eq!(
+            decide_split(&all, width, Vec::new).unwrap(),
+            vec![(0, 9), (1, 8), (0, 7)]
+        );
     }
 
     #[test]

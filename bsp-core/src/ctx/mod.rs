@@ -14,6 +14,7 @@ mod coarrays;
 mod inbox;
 mod queues;
 mod remote;
+mod split;
 
 use std::time::Instant;
 

@@ -17,12 +17,14 @@
 pub(crate) mod barrier;
 #[cfg(feature = "mpi")]
 pub(crate) mod mpi;
+pub(crate) mod split;
 pub(crate) mod threads;
 
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::segments::Segments;
+pub(crate) use split::Group;
 
 /// What a run asks of its transport beyond moving bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -147,6 +149,13 @@ pub(crate) trait Comm: Send {
     /// Ends the run with `error`: records it (the first error wins), releases
     /// every processor waiting in a collective and unwinds this one.
     fn abort(&mut self, error: Error) -> !;
+    /// The endpoint of this processor in its `group` of a split, a
+    /// communicator of its own among the group's members (see
+    /// `split.rs`). Every processor of this communicator calls it at the
+    /// same point, after agreeing on the groups; `superstep` is this
+    /// communicator's, for errors raised inside the group. A failure
+    /// inside the group ends the whole run.
+    fn split(&mut self, group: &Group, superstep: usize) -> Result<Box<dyn Comm>, Aborted>;
 }
 
 /// What a transport runs on each processor: given the processor's endpoint,

@@ -1,12 +1,14 @@
 //! The threads transport: one OS thread per processor, exchanging
 //! reference-counted byte segments through shared mailboxes.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use super::barrier::{Barrier, Interrupted};
-use super::{timeout_message, Aborted, Blocks, Body, Comm, Rows, RunLimits};
+use super::split::Frame;
+use super::{timeout_message, Aborted, Blocks, Body, Comm, Group, Rows, RunLimits};
 use crate::error::{Error, ErrorKind, Result};
 
 /// After a run with a sync time limit has failed, how long the processors
@@ -27,8 +29,20 @@ const MIN_GRACE: Duration = Duration::from_secs(5);
 /// rows, read as one shared snapshot, and an exchange leaves each block in
 /// its receiver's inbox, so a processor touches only its own inbox and
 /// the inboxes of the processors it sends to.
+///
+/// A sub-machine (a group formed by a split) has a `ThreadsShared` of its
+/// own, over its members only, linked to the run's (its `root`): its
+/// failures are recorded there, in the run's numbering (its `frame`),
+/// and a failure anywhere poisons every barrier of the run.
 pub(crate) struct ThreadsShared {
     nprocs: usize,
+    /// This state's number within the run (0 for the run itself).
+    id: u64,
+    /// For a sub-machine: the run's state, and where the sub-machine sits.
+    root: Option<Arc<ThreadsShared>>,
+    frame: Option<Arc<Frame>>,
+    /// The run's sub-machines, shared by all states of the run.
+    family: Arc<Family>,
     barrier: Barrier,
     rows: [Mutex<RowTable>; 2],
     /// `inboxes[set][to]`: the non-empty blocks sent to `to`, with their senders.
@@ -44,6 +58,20 @@ pub(crate) struct ThreadsShared {
     finished_signal: Condvar,
 }
 
+/// What the states of one run share to form sub-machines.
+#[derive(Default)]
+struct Family {
+    /// The number of the next sub-machine.
+    next_id: AtomicU64,
+    /// Groups being formed, by (parent state, parent epoch, color): the
+    /// group's state, created by its first member to arrive, and how many
+    /// members have still to take it.
+    forming: Mutex<HashMap<(u64, usize, u64), (Arc<ThreadsShared>, usize)>>,
+    /// Every sub-machine of the run, to release its waiters when the run
+    /// fails.
+    subs: Mutex<Vec<Weak<ThreadsShared>>>,
+}
+
 /// The rows of one all-gather, and the snapshot every processor returns.
 #[derive(Default)]
 struct RowTable {
@@ -55,9 +83,24 @@ struct RowTable {
 
 impl ThreadsShared {
     fn new(nprocs: usize, limits: RunLimits) -> Arc<Self> {
+        Arc::new(Self::state(nprocs, limits, None, None, Arc::default()))
+    }
+
+    fn state(
+        nprocs: usize,
+        limits: RunLimits,
+        root: Option<Arc<ThreadsShared>>,
+        frame: Option<Arc<Frame>>,
+        family: Arc<Family>,
+    ) -> Self {
         let inboxes = || (0..nprocs).map(|_| Mutex::new(Vec::new())).collect();
-        Arc::new(ThreadsShared {
+        let id = family.next_id.fetch_add(1, Ordering::Relaxed);
+        ThreadsShared {
             nprocs,
+            id,
+            root,
+            frame,
+            family,
             barrier: Barrier::new(nprocs),
             rows: Default::default(),
             inboxes: [inboxes(), inboxes()],
@@ -66,18 +109,54 @@ impl ThreadsShared {
             first_error: Mutex::new(None),
             finished: Mutex::new(0),
             finished_signal: Condvar::new(),
-        })
+        }
+    }
+
+    /// The state of the sub-machine `group` formed from `parent` (whose
+    /// processors are at `superstep`), registered with the run so that a
+    /// failure releases its waiters.
+    fn sub(parent: &Arc<ThreadsShared>, group: &Group, superstep: usize) -> Arc<Self> {
+        let root = parent.root.clone().unwrap_or_else(|| Arc::clone(parent));
+        let frame = Frame::nested(parent.frame.as_ref(), group, superstep);
+        let family = Arc::clone(&parent.family);
+        let state = Self::state(
+            group.members.len(),
+            parent.limits,
+            Some(Arc::clone(&root)),
+            Some(frame),
+            family,
+        );
+        let state = Arc::new(state);
+        {
+            let mut subs = lock(&state.family.subs);
+            subs.retain(|s| s.strong_count() > 0);
+            subs.push(Arc::downgrade(&state));
+        }
+        // Registered first, checked second: a failure recorded after the
+        // check finds the new state in the list.
+        if lock(&root.first_error).is_some() {
+            state.barrier.poison();
+        }
+        state
     }
 
     /// Records `error` unless an earlier one is recorded, and releases
-    /// everyone waiting at the barrier.
+    /// everyone waiting at a barrier of the run. A sub-machine records it
+    /// in the run's state, translated to the run's numbering.
     fn fail(&self, error: Error) {
+        if let (Some(root), Some(frame)) = (&self.root, &self.frame) {
+            return root.fail(frame.translate(error));
+        }
         let mut first = lock(&self.first_error);
         if first.is_none() {
             *first = Some((error, Instant::now()));
         }
         drop(first);
         self.barrier.poison();
+        let subs = lock(&self.family.subs);
+        for sub in subs.iter().filter_map(Weak::upgrade) {
+            sub.barrier.poison();
+        }
     }
 
     /// The first error recorded during the run, if any.
@@ -274,6 +353,28 @@ impl Comm for ThreadsComm {
     fn abort(&mut self, error: Error) -> ! {
         self.shared.fail(error);
         std::panic::resume_unwind(Box::new(Aborted))
+    }
+
+    /// The first member of `group` to arrive creates the group's state;
+    /// the others find it under the same (state, epoch, color), which
+    /// every member of this communicator agrees on after the split's
+    /// all-gather. No collective: the group's first sync is its first.
+    fn split(&mut self, group: &Group, superstep: usize) -> Result<Box<dyn Comm>, Aborted> {
+        let key = (self.shared.id, self.epoch, group.color);
+        let state = {
+            let mut forming = lock(&self.shared.family.forming);
+            let entry = forming.entry(key).or_insert_with(|| {
+                let state = ThreadsShared::sub(&self.shared, group, superstep);
+                (state, group.members.len())
+            });
+            entry.1 -= 1;
+            let state = Arc::clone(&entry.0);
+            if entry.1 == 0 {
+                forming.remove(&key);
+            }
+            state
+        };
+        Ok(Box::new(ThreadsComm::new(state, group.me)))
     }
 }
 

@@ -63,12 +63,13 @@
 mod alltoallw;
 mod eager;
 mod pool;
+mod split;
 mod timed;
 
 use std::cell::Cell;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use mpi::environment::Universe;
@@ -76,8 +77,9 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use mpi::Threading;
 
+use super::split::Frame;
 use super::{
-    dense, listed, timeout_message, Aborted, Blocks, Body, Comm, OnFailure, Rows, RunLimits,
+    dense, listed, timeout_message, Aborted, Blocks, Body, Comm, Group, OnFailure, Rows, RunLimits,
 };
 use crate::error::{Error, ErrorKind, Result};
 use pool::Pool;
@@ -264,11 +266,18 @@ pub(crate) struct MpiComm {
     limits: RunLimits,
     /// The superstep of the coming collectives, for error reports.
     superstep: usize,
+    /// A sub-machine's own communicator (from `MPI_Comm_split`) and its
+    /// place in the run; `None` for the run's.
+    own: Option<split::SubCommunicator>,
+    frame: Option<Arc<Frame>>,
 }
 
 impl MpiComm {
     fn comm(&self) -> &SimpleCommunicator {
-        &self.world.comm
+        match &self.own {
+            Some(own) => own.get(),
+            None => &self.world.comm,
+        }
     }
 }
 
@@ -315,17 +324,25 @@ impl Comm for MpiComm {
 
     fn set_superstep(&mut self, superstep: usize) {
         self.superstep = superstep;
-        SUPERSTEP.store(superstep, Ordering::Relaxed);
+        if self.frame.is_none() {
+            SUPERSTEP.store(superstep, Ordering::Relaxed);
+        }
     }
 
+    /// In return mode, the run's communicator agrees; a sub-machine's
+    /// cannot (the other groups would not learn of the failure), so a
+    /// failure inside one ends the job.
     fn agrees_on_failure(&self) -> bool {
-        self.limits.on_failure == OnFailure::Return
+        self.limits.on_failure == OnFailure::Return && self.frame.is_none()
     }
 
     /// Records the run's error in [`OnFailure::Return`] mode (the ranks
     /// have agreed on it, or this one gave up on a missing rank) and
     /// unwinds; in abort mode, ends the job.
     fn abort(&mut self, error: Error) -> ! {
+        if let Some(frame) = self.frame.clone() {
+            self.abort_job(frame.translate(error))
+        }
         if self.limits.on_failure == OnFailure::Return {
             let mut failure = lock(&self.world.failure);
             if failure.is_none() {
@@ -335,6 +352,10 @@ impl Comm for MpiComm {
             std::panic::resume_unwind(Box::new(Aborted))
         }
         self.abort_job(error)
+    }
+
+    fn split(&mut self, group: &Group, superstep: usize) -> Result<Box<dyn Comm>, Aborted> {
+        Ok(Box::new(self.split_group(group, superstep)))
     }
 }
 
@@ -349,7 +370,7 @@ impl MpiComm {
         // mismatch, say) each get a moment to print their own line before
         // the first `MPI_Abort` takes the job down.
         std::thread::sleep(Duration::from_millis(200));
-        self.comm().abort(1)
+        self.world.comm.abort(1)
     }
 }
 
@@ -458,6 +479,8 @@ pub(crate) fn launch<R: Send>(limits: RunLimits, body: &impl Body<R>) -> Result<
         slot: MIN_SLOT,
         limits,
         superstep: 0,
+        own: None,
+        frame: None,
     };
     let _running = RunGuard::enter();
     let outcome = body(Box::new(comm));

@@ -1,0 +1,57 @@
+//! Sub-machines under MPI: each group of a split gets a communicator of
+//! its own from `MPI_Comm_split`, so its collectives involve its members
+//! only.
+
+use std::os::raw::c_int;
+
+use mpi::topology::{Color, SimpleCommunicator};
+use mpi::traits::*;
+
+use super::{Frame, Group, MpiComm, MIN_SLOT};
+
+/// A sub-machine's communicator, owned by its endpoint and freed
+/// (`MPI_Comm_free`) when the endpoint is dropped at the end of the
+/// sub-machine.
+pub(super) struct SubCommunicator(SimpleCommunicator);
+
+// SAFETY: `SimpleCommunicator` is a handle (`MPI_Comm`), not `Send` only
+// because it wraps a raw pointer. It is created, used and freed by the
+// thread running this rank's processor, inside a run, while the world's
+// `run_lock` is held (MPI is initialised `MPI_THREAD_SERIALIZED`), so no
+// two threads call MPI through it at the same time.
+unsafe impl Send for SubCommunicator {}
+
+impl SubCommunicator {
+    pub(super) fn get(&self) -> &SimpleCommunicator {
+        &self.0
+    }
+}
+
+impl MpiComm {
+    /// This rank's endpoint in `group`: `MPI_Comm_split` of this
+    /// communicator, colored by the group's color rank and keyed by the
+    /// rank's pid in the group (which every member computed alike), so the
+    /// new communicator's ranks are the group's pids.
+    pub(super) fn split_group(&mut self, group: &Group, superstep: usize) -> MpiComm {
+        let color = c_int::try_from(group.color_rank).expect("bsp: fewer colors than ranks");
+        let key = c_int::try_from(group.me).expect("bsp: fewer members than ranks");
+        let sub = self
+            .comm()
+            .split_by_color_with_key(Color::with_value(color), key)
+            .expect("bsp: MPI_Comm_split gave no communicator for a defined color");
+        debug_assert_eq!(sub.rank() as usize, group.me);
+        debug_assert_eq!(sub.size() as usize, group.members.len());
+        MpiComm {
+            world: self.world,
+            pid: group.me,
+            nprocs: group.members.len(),
+            mode: self.mode,
+            send: self.send,
+            slot: MIN_SLOT,
+            limits: self.limits,
+            superstep: 0,
+            own: Some(SubCommunicator(sub)),
+            frame: Some(Frame::nested(self.frame.as_ref(), group, superstep)),
+        }
+    }
+}
