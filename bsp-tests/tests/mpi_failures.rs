@@ -137,6 +137,47 @@ fn scenario() {
             })
             .unwrap();
         }
+        "split-mismatch" => {
+            rt.run(|ctx| {
+                ctx.sync();
+                if ctx.pid() == last {
+                    ctx.sync();
+                } else {
+                    ctx.split(0, 0, |sub| sub.sync());
+                }
+                ctx.sync();
+            })
+            .unwrap();
+        }
+        "sub-early-return" => {
+            rt.run(|ctx| {
+                ctx.sync();
+                let me = ctx.pid();
+                ctx.split(0, 0, |sub| {
+                    if me != last {
+                        sub.sync();
+                    }
+                });
+            })
+            .unwrap();
+        }
+        // Also under BSP_ON_FAILURE=return: a failure in a sub-machine
+        // ends the job.
+        "sub-panic" => {
+            let outcome = rt.run(|ctx| {
+                ctx.sync();
+                let me = ctx.pid();
+                ctx.split(me % 2, 0, |sub| {
+                    sub.sync();
+                    if me == last {
+                        panic!("boom in a sub-machine");
+                    }
+                    sub.sync();
+                });
+                ctx.sync();
+            });
+            println!("returned: {outcome:?}");
+        }
         // Under BSP_ON_FAILURE=return: every rank gets the error and exits 7.
         "return-panic" | "return-out-of-bounds" | "return-stuck" => {
             let outcome = rt.run(|ctx| {
@@ -379,6 +420,58 @@ fn abort_ends_the_job_with_its_message() {
         "stderr:\n{}",
         run.stderr
     );
+}
+
+#[test]
+fn a_split_meeting_a_sync_is_reported_on_every_rank() {
+    // Two ranks: one splits, one syncs (the splitter is blamed on a tie);
+    // three: the one that syncs.
+    assert_reported_on_every_rank("split-mismatch", |np| {
+        format!(
+            "bsp: processor {}, superstep 1: superstep mismatch: processor 0 called split",
+            if np == 2 { 0 } else { np - 1 }
+        )
+    });
+}
+
+#[test]
+fn an_early_return_from_a_sub_machine_is_reported_on_every_rank() {
+    assert_reported_on_every_rank("sub-early-return", |np| {
+        format!(
+            "bsp: processor {}, superstep 1: superstep mismatch: processor {} returned from its closure after 0 syncs",
+            np - 1,
+            np - 1
+        )
+    });
+}
+
+#[test]
+fn a_panic_in_a_sub_machine_ends_the_job_in_either_failure_mode() {
+    for mode in ["abort", "return"] {
+        for np in [2, 3] {
+            let Some(run) = job_with("sub-panic", np, &[("BSP_ON_FAILURE", mode)]) else {
+                return;
+            };
+            let lines = assert_failed("sub-panic", np, &run);
+            let last = np - 1;
+            let want =
+                format!("bsp: processor {last}, superstep 1: panicked: boom in a sub-machine");
+            let place = format!(
+                "[in the sub-machine of color {} ({} processors): its processor {}, at its superstep 1]",
+                last % 2,
+                (np - last % 2).div_ceil(2),
+                last / 2
+            );
+            assert!(
+                lines
+                    .iter()
+                    .any(|l| l.starts_with(&want) && l.contains(&place)),
+                "{mode}, np = {np}: no {want:?} with {place:?} in\n{}",
+                run.stderr
+            );
+            assert!(!run.stdout.contains("returned:"), "{}", run.stdout);
+        }
+    }
 }
 
 /// Runs `name` under `BSP_ON_FAILURE=return` (and `env`) and checks that
