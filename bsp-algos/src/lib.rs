@@ -14,6 +14,11 @@
 //!   [`segmented_scan`], [`gather`], [`scatter`], [`all_gather`],
 //!   [`all_to_all`], with the operators [`Sum`], [`Prod`], [`Min`],
 //!   [`Max`], any closure ([`Op`]) or [`monoid`].
+//! * k-level collectives on sub-machines (Hambrusch, Hameed and Khokhar):
+//!   [`broadcast_k_level`], [`scatter_k_level`], [`gather_k_level`],
+//!   [`reduce_k_level`] and [`all_to_all_k_level`], for each of
+//!   [`Levels`] (direct, 2, 3 and log p levels), each with a `_cost`
+//!   function predicting its time from the machine's g and l.
 //! * Random access over a block-distributed global array ([`Block`]),
 //!   Shankar and Ranka: [`raw`] (write, with a [`Collision`] policy) and [`rar`]
 //!   (read), both with hot spots handled by bucket stretching, so their
@@ -40,6 +45,7 @@ mod broadcast;
 mod dist;
 mod gather;
 mod histogram;
+mod klevel;
 mod ops;
 mod puts_and_sends;
 mod random_access;
@@ -53,6 +59,11 @@ pub use broadcast::{broadcast, broadcast_tree, broadcast_two_phase, broadcast_ve
 pub use dist::Block;
 pub use gather::{all_gather, gather, scatter};
 pub use histogram::histogram;
+pub use klevel::{
+    all_to_all_k_level, all_to_all_k_level_cost, broadcast_k_level, broadcast_k_level_cost,
+    gather_k_level, gather_k_level_cost, reduce_k_level, reduce_k_level_cost, scatter_k_level,
+    scatter_k_level_cost, Levels,
+};
 pub use ops::{monoid, FnMonoid, Max, Min, Monoid, Op, Prod, Sum};
 pub use random_access::{
     concentrate, distribute, generalize, monotonic_raw, rar, rar_direct, raw, raw_direct,

@@ -58,6 +58,10 @@ pub(crate) struct ThreadsShared {
     finished_signal: Condvar,
 }
 
+/// A group being formed: the parent state's number, the parent's epoch
+/// (collectives entered) at the split, and the color.
+type GroupKey = (u64, usize, u64);
+
 /// What the states of one run share to form sub-machines.
 #[derive(Default)]
 struct Family {
@@ -66,7 +70,7 @@ struct Family {
     /// Groups being formed, by (parent state, parent epoch, color): the
     /// group's state, created by its first member to arrive, and how many
     /// members have still to take it.
-    forming: Mutex<HashMap<(u64, usize, u64), (Arc<ThreadsShared>, usize)>>,
+    forming: Mutex<HashMap<GroupKey, (Arc<ThreadsShared>, usize)>>,
     /// Every sub-machine of the run, to release its waiters when the run
     /// fails.
     subs: Mutex<Vec<Weak<ThreadsShared>>>,

@@ -1,0 +1,228 @@
+//! All-to-one: k-level gather and reduce, the one-to-all algorithms run
+//! backwards.
+
+use bsp_core::{Ctx, Machine};
+use bytemuck::Pod;
+
+use super::{Blocks, Combined, Levels};
+use crate::ops::{fold_into, Op};
+
+/// Every processor's `data` on `root`, in pid order (`Some` on the root,
+/// `None` elsewhere), with a `levels`-level algorithm: each block of
+/// consecutive pids first gathers at its leader, as a sub-machine with
+/// one level fewer, then the leaders send their blocks' parts to the root
+/// as one combined message each. Lengths may differ between processors.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::{gather_k_level, Levels};
+///
+/// let out = bsp_core::run(7, |ctx| {
+///     let mine = vec![ctx.pid() as u8; ctx.pid() % 3];
+///     gather_k_level(ctx, 5, &mine, Levels::Log)
+/// })
+/// .unwrap();
+/// let want: Vec<Vec<u8>> = (0..7).map(|q| vec![q as u8; q % 3]).collect();
+/// assert_eq!(out[5], Some(want));
+/// assert_eq!(out[0], None);
+/// ```
+///
+/// # Panics
+///
+/// If `root >= p`.
+///
+/// # Cost
+///
+/// The mirror of [`scatter_k_level`](crate::scatter_k_level): with parts
+/// of L bytes, k levels and g = ⌈p^(1/k)⌉, the (k − 1)-level gathers in
+/// blocks of ⌈p/g⌉ (after a split, 2l), then one superstep with
+/// h = (g − 1)⌈p/g⌉L at the root. 1 level: 1 superstep, h = (p − 1)L.
+/// Predicted by [`gather_k_level_cost`].
+pub fn gather_k_level<T: Pod>(
+    ctx: &mut Ctx,
+    root: usize,
+    data: &[T],
+    levels: Levels,
+) -> Option<Vec<Vec<T>>> {
+    let p = ctx.nprocs();
+    assert!(
+        root < p,
+        "bsp-algos: gather root {root} out of range (p = {p})"
+    );
+    gather_levels(ctx, root, data, levels.count(p))
+}
+
+fn gather_levels<T: Pod>(ctx: &mut Ctx, root: usize, data: &[T], k: usize) -> Option<Vec<Vec<T>>> {
+    let (n, me) = (ctx.nprocs(), ctx.pid());
+    if n == 1 {
+        return Some(vec![data.to_vec()]);
+    }
+    let blocks = Blocks::new(n, k);
+    if blocks.direct() {
+        return crate::gather(ctx, root, data);
+    }
+    let b = blocks.of(me);
+    let leader = blocks.leader(b, root);
+    let sub_root = leader - blocks.start(b);
+    let mine = ctx.split(b, me, |sub| gather_levels(sub, sub_root, data, k - 1));
+    let q = Combined::new(ctx);
+    if me == leader && me != root {
+        let parts = mine.as_deref().unwrap_or_default();
+        q.send(ctx, root, parts.iter().map(Vec::as_slice));
+    }
+    ctx.sync();
+    let out = (me == root).then(|| {
+        let mut received = q.receive(ctx);
+        let mut all = Vec::with_capacity(n);
+        for c in 0..blocks.g {
+            if c == b {
+                all.extend(mine.clone().unwrap_or_default());
+            } else {
+                all.append(&mut received[blocks.leader(c, root)]);
+            }
+        }
+        all
+    });
+    q.release(ctx);
+    out
+}
+
+/// The seconds [`gather_k_level`] is predicted to take on `p` processors
+/// of `machine` for parts of `bytes` bytes each.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::{gather_k_level_cost, scatter_k_level_cost, Levels};
+/// use bsp_core::{Cost, Machine};
+///
+/// let c = Cost { l_seconds: 1e-5, g_seconds_per_byte: 1e-9 };
+/// let m = Machine::new(c, c);
+/// let (g, s) = (gather_k_level_cost(&m, 8, 100, Levels::Two), scatter_k_level_cost(&m, 8, 100, Levels::Two));
+/// assert!((g - s).abs() < 1e-12);
+/// ```
+pub fn gather_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels: Levels) -> f64 {
+    super::scatter_k_level_cost(machine, p, bytes, levels)
+}
+
+/// Element-wise `data₀ ⊕ … ⊕ data_{p−1}` (in pid order) on `root`
+/// (`Some` there, `None` elsewhere), with a `levels`-level algorithm:
+/// each block of consecutive pids reduces at its leader, as a sub-machine
+/// with one level fewer, then the leaders send their partial results to
+/// the root, which combines them in block order. Blocks are consecutive,
+/// so `op` need only be associative.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::{reduce_k_level, Levels, Sum};
+///
+/// let out = bsp_core::run(9, |ctx| {
+///     let mine = [ctx.pid() as u64, 1];
+///     reduce_k_level(ctx, 0, &mine, &Sum, Levels::Three)
+/// })
+/// .unwrap();
+/// assert_eq!(out[0], Some(vec![36, 9]));
+/// ```
+///
+/// # Panics
+///
+/// If `root >= p`. Every processor must pass the same length; otherwise
+/// the run ends with an error or a panic.
+///
+/// # Cost
+///
+/// The mirror of [`broadcast_k_level`](crate::broadcast_k_level): with m
+/// bytes, k levels and g = ⌈p^(1/k)⌉, the (k − 1)-level reduces in blocks
+/// of ⌈p/g⌉ (after a split, 2l), then one superstep with h = (g − 1)m at
+/// the root. 1 level: 1 superstep, h = (p − 1)m; log p levels: ⌈log₂ p⌉
+/// supersteps of h = m. Predicted by [`reduce_k_level_cost`].
+pub fn reduce_k_level<T: Pod + Send, O: Op<T>>(
+    ctx: &mut Ctx,
+    root: usize,
+    data: &[T],
+    op: &O,
+    levels: Levels,
+) -> Option<Vec<T>> {
+    let p = ctx.nprocs();
+    assert!(
+        root < p,
+        "bsp-algos: reduce root {root} out of range (p = {p})"
+    );
+    reduce_levels(ctx, root, data, op, levels.count(p))
+}
+
+/// Folds `parts` in order; `None` for no parts.
+fn fold_all<T: Pod, O: Op<T>>(op: &O, parts: impl IntoIterator<Item = Vec<T>>) -> Option<Vec<T>> {
+    let mut parts = parts.into_iter();
+    let mut acc = parts.next()?;
+    for part in parts {
+        assert_eq!(
+            part.len(),
+            acc.len(),
+            "bsp-algos: reduce needs the same length on every processor"
+        );
+        fold_into(op, &mut acc, &part);
+    }
+    Some(acc)
+}
+
+fn reduce_levels<T: Pod + Send, O: Op<T>>(
+    ctx: &mut Ctx,
+    root: usize,
+    data: &[T],
+    op: &O,
+    k: usize,
+) -> Option<Vec<T>> {
+    let (n, me) = (ctx.nprocs(), ctx.pid());
+    if n == 1 {
+        return Some(data.to_vec());
+    }
+    let blocks = Blocks::new(n, k);
+    if blocks.direct() {
+        return crate::gather(ctx, root, data).and_then(|parts| fold_all(op, parts));
+    }
+    let b = blocks.of(me);
+    let leader = blocks.leader(b, root);
+    let sub_root = leader - blocks.start(b);
+    let mine = ctx.split(b, me, |sub| reduce_levels(sub, sub_root, data, op, k - 1));
+    let a = ctx.coarray::<T>(if me == root { blocks.g * data.len() } else { 0 });
+    if me == leader && me != root {
+        let partial = mine.as_deref().unwrap_or_default();
+        ctx.put(root, &a, b * data.len(), partial);
+    }
+    ctx.sync();
+    let out = (me == root).then(|| {
+        let rows = ctx.local(&a);
+        let partials = (0..blocks.g).map(|c| {
+            if c == b {
+                mine.clone().unwrap_or_default()
+            } else {
+                rows[c * data.len()..(c + 1) * data.len()].to_vec()
+            }
+        });
+        fold_all(op, partials).unwrap_or_default()
+    });
+    ctx.release(a);
+    out
+}
+
+/// The seconds [`reduce_k_level`] is predicted to take on `p` processors
+/// of `machine` for vectors of `bytes` bytes (the combining itself not
+/// counted).
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::{broadcast_k_level_cost, reduce_k_level_cost, Levels};
+/// use bsp_core::{Cost, Machine};
+///
+/// let c = Cost { l_seconds: 1e-5, g_seconds_per_byte: 1e-9 };
+/// let m = Machine::new(c, c);
+/// let r = reduce_k_level_cost(&m, 32, 4096, Levels::Log);
+/// assert!((r - broadcast_k_level_cost(&m, 32, 4096, Levels::Log)).abs() < 1e-12);
+/// ```
+pub fn reduce_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels: Levels) -> f64 {
+    super::broadcast_k_level_cost(machine, p, bytes, levels)
+}

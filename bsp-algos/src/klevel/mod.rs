@@ -1,0 +1,242 @@
+//! k-level collectives over sub-machines, after Hambrusch, Hameed and
+//! Khokhar, *Communication Operations on Coarse-Grained Mesh
+//! Architectures*.
+//!
+//! A k-level algorithm partitions the machine into sub-machines in one
+//! superstep and runs a (k − 1)-level algorithm in each, independently
+//! ([`Ctx::split`](bsp_core::Ctx::split)); a 1-level algorithm sends every
+//! message straight to its destination. Levels above one *combine*
+//! messages: the source sends one long message per sub-machine, to its
+//! leader, instead of one per processor; the log p-level algorithm halves
+//! the machine at every level (a binomial tree). Which is cheapest depends
+//! on p, the message size and the machine's l and g: combining trades h
+//! (moved once per level) for fewer messages per processor, and each level
+//! adds a superstep and a split. Every function has a `_cost` companion
+//! that predicts its seconds from a [`Machine`]'s g and l.
+//!
+//! The one-to-all and all-to-one algorithms cut the machine into g blocks
+//! of consecutive pids, g the smallest integer with gᵏ ≥ p (two for log p
+//! levels); a block's leader is the root when the root lies in it, else
+//! its first processor. The all-to-all algorithm views pids as digits in
+//! a mixed radix r₁ × … × r_k = p (the factors of p, shared out over the
+//! levels as evenly as they allow) and at level i exchanges within the
+//! sub-machines of processors that differ in digit i only: each item
+//! travels to the processor whose digit i is its destination's (the 2-step
+//! algorithm of the paper at two levels, the hypercube exchange at log p
+//! levels when p is a power of two). A p with fewer prime factors than k
+//! gets fewer levels: a prime p is always exchanged directly.
+
+mod all_to_all;
+mod all_to_one;
+mod one_to_all;
+
+pub use all_to_all::{all_to_all_k_level, all_to_all_k_level_cost};
+pub use all_to_one::{gather_k_level, gather_k_level_cost, reduce_k_level, reduce_k_level_cost};
+pub use one_to_all::{
+    broadcast_k_level, broadcast_k_level_cost, scatter_k_level, scatter_k_level_cost,
+};
+
+use std::fmt;
+
+use bsp_core::{Ctx, Machine, Queue, Raw};
+use bytemuck::Pod;
+
+use crate::puts_and_sends::{receive_by_source, send_all};
+
+/// How many levels of sub-machines a k-level collective uses.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::Levels;
+///
+/// assert_eq!(Levels::Two.count(64), 2);
+/// assert_eq!(Levels::Log.count(64), 6);
+/// assert_eq!(Levels::ALL.map(Levels::name), ["1-level", "2-level", "3-level", "log-p-level"]);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Levels {
+    /// Direct: every message straight to its destination, no combining.
+    One,
+    /// Sub-machines of about √p processors.
+    Two,
+    /// Sub-machines of about p^(2/3), then p^(1/3) processors.
+    Three,
+    /// ⌈log₂ p⌉ levels: the machine halved at each (a binomial tree).
+    Log,
+}
+
+impl Levels {
+    /// Every variant, from direct to log p levels.
+    pub const ALL: [Levels; 4] = [Levels::One, Levels::Two, Levels::Three, Levels::Log];
+
+    /// The variant's name, as benchmarks print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Levels::One => "1-level",
+            Levels::Two => "2-level",
+            Levels::Three => "3-level",
+            Levels::Log => "log-p-level",
+        }
+    }
+
+    /// The number of levels k on `p` processors (at least 1).
+    pub fn count(self, p: usize) -> usize {
+        match self {
+            Levels::One => 1,
+            Levels::Two => 2,
+            Levels::Three => 3,
+            Levels::Log => ceil_log2(p).max(1),
+        }
+    }
+}
+
+impl fmt::Display for Levels {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+fn ceil_log2(n: usize) -> usize {
+    n.next_power_of_two().trailing_zeros() as usize
+}
+
+/// The blocks of one level of a one-to-all or all-to-one algorithm on `n`
+/// processors with `k` levels left: `g` blocks of consecutive pids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Blocks {
+    n: usize,
+    g: usize,
+}
+
+impl Blocks {
+    /// The smallest g ≥ 2 with gᵏ ≥ n; `g == n` means direct (k ≤ 1, or a
+    /// machine too small to divide).
+    fn new(n: usize, k: usize) -> Blocks {
+        if k <= 1 || n <= 2 {
+            return Blocks { n, g: n };
+        }
+        let mut g: usize = 2;
+        while g.checked_pow(k as u32).is_some_and(|x| x < n) {
+            g += 1;
+        }
+        Blocks { n, g: g.min(n) }
+    }
+
+    fn direct(self) -> bool {
+        self.g == self.n
+    }
+
+    /// The first pid of block `b` (`b == g` gives n).
+    fn start(self, b: usize) -> usize {
+        b * self.n / self.g
+    }
+
+    /// The block of pid `q`.
+    fn of(self, q: usize) -> usize {
+        let b = ((q + 1) * self.g - 1) / self.n;
+        debug_assert!(self.start(b) <= q && q < self.start(b + 1));
+        b
+    }
+
+    /// The largest block's size.
+    fn largest(self) -> usize {
+        self.n.div_ceil(self.g)
+    }
+
+    /// The leader of block `b` for a collective rooted at `root`.
+    fn leader(self, b: usize, root: usize) -> usize {
+        if self.of(root) == b {
+            root
+        } else {
+            self.start(b)
+        }
+    }
+}
+
+/// Predicted seconds of one superstep routing `h` bytes on `machine`
+/// (with the router [`Router::Auto`](bsp_core::Router::Auto) would pick).
+fn superstep(machine: &Machine, h: f64) -> f64 {
+    machine.choose(h.max(0.0) as u64).1
+}
+
+/// Predicted seconds of a split and of the sub-machine's end: two
+/// all-gathers of sync rows, about l each.
+fn split(machine: &Machine) -> f64 {
+    2.0 * superstep(machine, 0.0)
+}
+
+/// Queues for combined messages: each message is a list of parts, its
+/// lengths on one queue and its elements on the other.
+struct Combined<T: Pod> {
+    lens: Queue<u64, Raw>,
+    data: Queue<T, Raw>,
+}
+
+impl<T: Pod> Combined<T> {
+    fn new(ctx: &mut Ctx) -> Self {
+        Combined {
+            lens: ctx.queue::<u64>(),
+            data: ctx.queue::<T>(),
+        }
+    }
+
+    /// Sends `parts` to `dst` as one combined message.
+    fn send<'a>(&self, ctx: &mut Ctx, dst: usize, parts: impl IntoIterator<Item = &'a [T]>) {
+        for part in parts {
+            ctx.send(dst, &self.lens, &(part.len() as u64));
+            send_all(ctx, dst, &self.data, part);
+        }
+    }
+
+    /// After the sync: the combined message from each processor, by pid
+    /// (empty where none came), split back into its parts.
+    fn receive(&self, ctx: &mut Ctx) -> Vec<Vec<Vec<T>>> {
+        let lens = receive_by_source(ctx, &self.lens);
+        let data = receive_by_source(ctx, &self.data);
+        lens.into_iter()
+            .zip(data)
+            .map(|(lens, data)| {
+                let mut at = 0;
+                lens.iter()
+                    .map(|&len| {
+                        let part = data[at..at + len as usize].to_vec();
+                        at += len as usize;
+                        part
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn release(self, ctx: &mut Ctx) {
+        ctx.release_queue(self.lens);
+        ctx.release_queue(self.data);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_cover_the_machine_in_order() {
+        for n in 1..40 {
+            for k in 1..7 {
+                let b = Blocks::new(n, k);
+                assert!(b.g >= 1 && b.g <= n);
+                if !b.direct() {
+                    assert!(b.g.pow(k as u32) >= n && (b.g - 1).pow(k as u32) < n);
+                }
+                for q in 0..n {
+                    let i = b.of(q);
+                    assert!(b.start(i) <= q && q < b.start(i + 1));
+                }
+                assert_eq!(b.start(b.g), n);
+            }
+        }
+        // log p levels halve the machine.
+        assert_eq!(Blocks::new(16, Levels::Log.count(16)).g, 2);
+        assert_eq!(Blocks::new(16, 2).g, 4);
+    }
+}

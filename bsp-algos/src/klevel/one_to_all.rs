@@ -1,0 +1,252 @@
+//! One-to-all: k-level broadcast and scatter (personalized one-to-all).
+
+use bsp_core::{Ctx, Machine};
+use bytemuck::Pod;
+
+use super::{split, superstep, Blocks, Combined, Levels};
+use crate::puts_and_sends::put_to_others;
+
+/// Broadcasts the root's `buf` into `buf` on every processor with a
+/// `levels`-level algorithm: the root sends `buf` to the leader of each
+/// block of consecutive pids, and each block broadcasts on its own, as a
+/// sub-machine, with one level fewer. [`Levels::One`] sends straight to
+/// all p − 1; [`Levels::Log`] is the binomial tree.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::{broadcast_k_level, Levels};
+///
+/// for levels in Levels::ALL {
+///     let out = bsp_core::run(6, move |ctx| {
+///         let mut buf = if ctx.pid() == 4 { [7u32, 8] } else { [0, 0] };
+///         broadcast_k_level(ctx, 4, &mut buf, levels);
+///         buf
+///     })
+///     .unwrap();
+///     assert!(out.iter().all(|b| b == &[7, 8]), "{levels}");
+/// }
+/// ```
+///
+/// # Panics
+///
+/// If `root >= p`. Every processor must pass the same length.
+///
+/// # Cost
+///
+/// With m bytes, k levels and blocks of g = ⌈p^(1/k)⌉: one superstep
+/// with h = (g − 1)m at the root, a split (2l), then the same on
+/// ⌈p/g⌉ processors with k − 1 levels; the last level sends straight,
+/// h = (p' − 1)m. 1 level: 1 superstep, h = (p − 1)m; log p levels:
+/// ⌈log₂ p⌉ supersteps of h = m and as many splits. Predicted by
+/// [`broadcast_k_level_cost`].
+pub fn broadcast_k_level<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T], levels: Levels) {
+    let p = ctx.nprocs();
+    assert!(
+        root < p,
+        "bsp-algos: broadcast root {root} out of range (p = {p})"
+    );
+    broadcast_levels(ctx, root, buf, levels.count(p));
+}
+
+fn broadcast_levels<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T], k: usize) {
+    let (n, me) = (ctx.nprocs(), ctx.pid());
+    if n == 1 || buf.is_empty() {
+        return;
+    }
+    let blocks = Blocks::new(n, k);
+    let a = ctx.coarray::<T>(buf.len());
+    if blocks.direct() {
+        if me == root {
+            put_to_others(ctx, &a, 0, buf);
+        }
+        ctx.sync();
+        if me != root {
+            buf.copy_from_slice(ctx.local(&a));
+        }
+        ctx.release(a);
+        return;
+    }
+    if me == root {
+        for b in 0..blocks.g {
+            let leader = blocks.leader(b, root);
+            if leader != root {
+                ctx.put(leader, &a, 0, buf);
+            }
+        }
+    }
+    ctx.sync();
+    let b = blocks.of(me);
+    let leader = blocks.leader(b, root);
+    if me == leader && me != root {
+        buf.copy_from_slice(ctx.local(&a));
+    }
+    ctx.release(a);
+    let sub_root = leader - blocks.start(b);
+    ctx.split(b, me, |sub| broadcast_levels(sub, sub_root, buf, k - 1));
+}
+
+/// The seconds [`broadcast_k_level`] is predicted to take on `p`
+/// processors of `machine` for a message of `bytes` bytes.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::{broadcast_k_level_cost, Levels};
+/// use bsp_core::{Cost, Machine};
+///
+/// let c = Cost { l_seconds: 1e-5, g_seconds_per_byte: 1e-9 };
+/// let m = Machine::new(c, c);
+/// // Long messages: direct sends each byte from the root p − 1 times,
+/// // the binomial tree only log p times.
+/// let direct = broadcast_k_level_cost(&m, 64, 1 << 20, Levels::One);
+/// let tree = broadcast_k_level_cost(&m, 64, 1 << 20, Levels::Log);
+/// assert!(tree < direct);
+/// // Short ones: one superstep beats log p supersteps and splits.
+/// assert!(broadcast_k_level_cost(&m, 64, 8, Levels::One) < broadcast_k_level_cost(&m, 64, 8, Levels::Log));
+/// ```
+pub fn broadcast_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels: Levels) -> f64 {
+    fn cost(machine: &Machine, n: usize, bytes: f64, k: usize) -> f64 {
+        if n <= 1 {
+            return 0.0;
+        }
+        let blocks = Blocks::new(n, k);
+        if blocks.direct() {
+            return superstep(machine, (n - 1) as f64 * bytes);
+        }
+        superstep(machine, (blocks.g - 1) as f64 * bytes)
+            + split(machine)
+            + cost(machine, blocks.largest(), bytes, k - 1)
+    }
+    if bytes == 0 {
+        return 0.0;
+    }
+    cost(machine, p, bytes as f64, levels.count(p))
+}
+
+/// Sends `parts[j]` from `root` to processor j with a `levels`-level
+/// algorithm (the paper's one-to-all): the root combines the parts of each
+/// block of consecutive pids into one message to the block's leader, and
+/// each block scatters on its own, as a sub-machine, with one level fewer.
+/// Returns this processor's part. Only the root's `parts` is read.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::{scatter_k_level, Levels};
+///
+/// let out = bsp_core::run(5, |ctx| {
+///     let parts: Vec<Vec<u16>> = if ctx.pid() == 0 {
+///         (0..5).map(|j| vec![j; j as usize]).collect()
+///     } else {
+///         vec![]
+///     };
+///     scatter_k_level(ctx, 0, &parts, Levels::Two)
+/// })
+/// .unwrap();
+/// assert_eq!(out[3], vec![3, 3, 3]);
+/// assert_eq!(out[0], vec![]);
+/// ```
+///
+/// # Panics
+///
+/// If `root >= p`, or on the root if `parts.len() != p`.
+///
+/// # Cost
+///
+/// With parts of L bytes, k levels and g = ⌈p^(1/k)⌉: one superstep with
+/// h = (g − 1)⌈p/g⌉L at the root (g − 1 combined messages), a split (2l),
+/// then the same on ⌈p/g⌉ processors with k − 1 levels; the last level
+/// sends straight, h = (p' − 1)L. 1 level: 1 superstep, h = (p − 1)L, in
+/// p − 1 messages; more levels move the bytes k times in fewer, longer
+/// messages. Predicted by [`scatter_k_level_cost`].
+pub fn scatter_k_level<T: Pod>(
+    ctx: &mut Ctx,
+    root: usize,
+    parts: &[Vec<T>],
+    levels: Levels,
+) -> Vec<T> {
+    let (p, me) = (ctx.nprocs(), ctx.pid());
+    assert!(
+        root < p,
+        "bsp-algos: scatter root {root} out of range (p = {p})"
+    );
+    let parts = if me == root {
+        assert_eq!(
+            parts.len(),
+            p,
+            "bsp-algos: scatter needs one part per processor"
+        );
+        parts.to_vec()
+    } else {
+        Vec::new()
+    };
+    scatter_levels(ctx, root, parts, levels.count(p))
+}
+
+fn scatter_levels<T: Pod>(ctx: &mut Ctx, root: usize, mut parts: Vec<Vec<T>>, k: usize) -> Vec<T> {
+    let (n, me) = (ctx.nprocs(), ctx.pid());
+    if n == 1 {
+        return parts.pop().unwrap_or_default();
+    }
+    let blocks = Blocks::new(n, k);
+    if blocks.direct() {
+        return crate::scatter(ctx, root, &parts);
+    }
+    let q = Combined::new(ctx);
+    if me == root {
+        for b in 0..blocks.g {
+            let leader = blocks.leader(b, root);
+            if leader != root {
+                let block = &parts[blocks.start(b)..blocks.start(b + 1)];
+                q.send(ctx, leader, block.iter().map(Vec::as_slice));
+            }
+        }
+    }
+    ctx.sync();
+    let b = blocks.of(me);
+    let leader = blocks.leader(b, root);
+    let mine = if me == root {
+        parts.drain(blocks.start(b)..blocks.start(b + 1)).collect()
+    } else if me == leader {
+        std::mem::take(&mut q.receive(ctx)[root])
+    } else {
+        Vec::new()
+    };
+    q.release(ctx);
+    let sub_root = leader - blocks.start(b);
+    ctx.split(b, me, |sub| scatter_levels(sub, sub_root, mine, k - 1))
+}
+
+/// The seconds [`scatter_k_level`] is predicted to take on `p` processors
+/// of `machine` for parts of `bytes` bytes each.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::{scatter_k_level_cost, Levels};
+/// use bsp_core::{Cost, Machine};
+///
+/// let c = Cost { l_seconds: 1e-5, g_seconds_per_byte: 1e-9 };
+/// let m = Machine::new(c, c);
+/// // In the BSP model the root's h is at least (p − 1)L whatever the
+/// // levels, so each level only adds: direct is cheapest.
+/// let direct = scatter_k_level_cost(&m, 16, 64, Levels::One);
+/// assert!(direct < scatter_k_level_cost(&m, 16, 64, Levels::Two));
+/// ```
+pub fn scatter_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels: Levels) -> f64 {
+    fn cost(machine: &Machine, n: usize, bytes: f64, k: usize) -> f64 {
+        if n <= 1 {
+            return 0.0;
+        }
+        let blocks = Blocks::new(n, k);
+        if blocks.direct() {
+            return superstep(machine, (n - 1) as f64 * bytes);
+        }
+        let combined = blocks.largest() as f64 * bytes + 8.0 * blocks.largest() as f64;
+        superstep(machine, (blocks.g - 1) as f64 * combined)
+            + split(machine)
+            + cost(machine, blocks.largest(), bytes, k - 1)
+    }
+    cost(machine, p, bytes as f64, levels.count(p))
+}
