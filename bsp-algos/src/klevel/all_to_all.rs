@@ -3,8 +3,8 @@
 use bsp_core::{Ctx, Machine};
 use bytemuck::Pod;
 
-use super::{split, superstep, Levels};
-use crate::puts_and_sends::{receive_by_source, send_all};
+use super::{split, superstep, Combined, Levels};
+use crate::puts_and_sends::receive_by_source;
 
 /// The radices of a k-level all-to-all on `p` processors: the prime
 /// factors of p, shared out over at most `k` levels so that their
@@ -121,34 +121,27 @@ fn exchange<T: Pod>(
     digit: impl Fn(usize) -> usize,
 ) -> Vec<Item<T>> {
     let me = sub.pid();
-    let heads = sub.queue::<[u64; 3]>();
-    let data = sub.queue::<T>();
+    let heads = sub.queue::<[u64; 2]>();
+    let parts = Combined::new(sub);
     let mut kept = Vec::new();
     for item in items {
         let to = digit(item.dst);
         if to == me {
             kept.push(item);
         } else {
-            let head = [item.src as u64, item.dst as u64, item.data.len() as u64];
-            sub.send(to, &heads, &head);
-            send_all(sub, to, &data, &item.data);
+            sub.send(to, &heads, &[item.src as u64, item.dst as u64]);
+            parts.send(sub, to, [item.data.as_slice()]);
         }
     }
     sub.sync();
     let heads_by = receive_by_source(sub, &heads);
-    let data_by = receive_by_source(sub, &data);
+    let parts_by = parts.receive(sub);
     sub.release_queue(heads);
-    sub.release_queue(data);
-    for (heads, data) in heads_by.into_iter().zip(data_by) {
-        let mut at = 0;
-        for [src, dst, len] in heads {
-            let len = len as usize;
-            kept.push(Item {
-                src: src as usize,
-                dst: dst as usize,
-                data: data[at..at + len].to_vec(),
-            });
-            at += len;
+    parts.release(sub);
+    for (heads, parts) in heads_by.into_iter().zip(parts_by) {
+        for ([src, dst], data) in heads.into_iter().zip(parts) {
+            let (src, dst) = (src as usize, dst as usize);
+            kept.push(Item { src, dst, data });
         }
     }
     kept

@@ -166,6 +166,31 @@ fn split(machine: &Machine) -> f64 {
     2.0 * superstep(machine, 0.0)
 }
 
+/// Predicted seconds of a one-to-all algorithm (or its all-to-one
+/// mirror) on `n` processors with `k` levels: a direct level moves
+/// `bytes` between the root and each of the n − 1 others; a combining
+/// level moves `to_leader(blocks)` bytes between the root and each of the
+/// g − 1 other leaders, then splits and runs k − 1 levels on the largest
+/// block.
+fn tree_cost(
+    machine: &Machine,
+    n: usize,
+    k: usize,
+    bytes: f64,
+    to_leader: &dyn Fn(Blocks) -> f64,
+) -> f64 {
+    if n <= 1 {
+        return 0.0;
+    }
+    let blocks = Blocks::new(n, k);
+    if blocks.direct() {
+        return superstep(machine, (n - 1) as f64 * bytes);
+    }
+    superstep(machine, (blocks.g - 1) as f64 * to_leader(blocks))
+        + split(machine)
+        + tree_cost(machine, blocks.largest(), k - 1, bytes, to_leader)
+}
+
 /// Queues for combined messages: each message is a list of parts, its
 /// lengths on one queue and its elements on the other.
 struct Combined<T: Pod> {

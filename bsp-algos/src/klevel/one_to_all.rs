@@ -3,7 +3,7 @@
 use bsp_core::{Ctx, Machine};
 use bytemuck::Pod;
 
-use super::{split, superstep, Blocks, Combined, Levels};
+use super::{tree_cost, Blocks, Combined, Levels};
 use crate::puts_and_sends::put_to_others;
 
 /// Broadcasts the root's `buf` into `buf` on every processor with a
@@ -106,22 +106,11 @@ fn broadcast_levels<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T], k:
 /// assert!(broadcast_k_level_cost(&m, 64, 8, Levels::One) < broadcast_k_level_cost(&m, 64, 8, Levels::Log));
 /// ```
 pub fn broadcast_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels: Levels) -> f64 {
-    fn cost(machine: &Machine, n: usize, bytes: f64, k: usize) -> f64 {
-        if n <= 1 {
-            return 0.0;
-        }
-        let blocks = Blocks::new(n, k);
-        if blocks.direct() {
-            return superstep(machine, (n - 1) as f64 * bytes);
-        }
-        superstep(machine, (blocks.g - 1) as f64 * bytes)
-            + split(machine)
-            + cost(machine, blocks.largest(), bytes, k - 1)
-    }
     if bytes == 0 {
         return 0.0;
     }
-    cost(machine, p, bytes as f64, levels.count(p))
+    // Each leader gets the whole message.
+    tree_cost(machine, p, levels.count(p), bytes as f64, &|_| bytes as f64)
 }
 
 /// Sends `parts[j]` from `root` to processor j with a `levels`-level
@@ -235,18 +224,7 @@ fn scatter_levels<T: Pod>(ctx: &mut Ctx, root: usize, mut parts: Vec<Vec<T>>, k:
 /// assert!(direct < scatter_k_level_cost(&m, 16, 64, Levels::Two));
 /// ```
 pub fn scatter_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels: Levels) -> f64 {
-    fn cost(machine: &Machine, n: usize, bytes: f64, k: usize) -> f64 {
-        if n <= 1 {
-            return 0.0;
-        }
-        let blocks = Blocks::new(n, k);
-        if blocks.direct() {
-            return superstep(machine, (n - 1) as f64 * bytes);
-        }
-        let combined = blocks.largest() as f64 * bytes + 8.0 * blocks.largest() as f64;
-        superstep(machine, (blocks.g - 1) as f64 * combined)
-            + split(machine)
-            + cost(machine, blocks.largest(), bytes, k - 1)
-    }
-    cost(machine, p, bytes as f64, levels.count(p))
+    // Each leader gets its block's parts and their lengths (8 bytes each).
+    let to_leader = |blocks: Blocks| blocks.largest() as f64 * (bytes as f64 + 8.0);
+    tree_cost(machine, p, levels.count(p), bytes as f64, &to_leader)
 }
