@@ -87,6 +87,7 @@ for src in examples/*.rs benchmarks/examples/*.rs; do
         bench_router) args=(--mib 8 --reps 1 --rounds 1) ;;
         bench_mpi) args=(--quick) ;;
         bench_access) args=(--n 100000 --reps 1) ;;
+        bench_k_level) args=(--bytes 8,5000 --reps 1) ;;
         histogram) args=(--n 1000000 --bins 1000 --dist zipf --reps 1) ;;
         radix_sort) args=(--n 1000003 --dist S --bits 64) ;;
         nas_is) args=(--class S) ;;
