@@ -4,7 +4,6 @@ use bsp_core::{Ctx, Machine};
 use bytemuck::Pod;
 
 use super::{split, superstep, Combined, Levels};
-use crate::puts_and_sends::receive_by_source;
 
 /// The radices of a k-level all-to-all on `p` processors: the prime
 /// factors of p, shared out over at most `k` levels so that their
@@ -75,8 +74,8 @@ struct Item<T> {
 /// and one superstep in which each processor sends and receives
 /// (r_i − 1)·(p / r_i) messages, h = (r_i − 1)(p / r_i)(L + 24) bytes
 /// (24 bytes of source, destination and length per message), in
-/// r_i − 1 combined messages. 1 level: 1 superstep, h = (p − 1)L in
-/// p − 1 messages. Predicted by [`all_to_all_k_level_cost`].
+/// r_i − 1 combined messages. 1 level: 1 superstep, h = (p − 1)(L + 24)
+/// in p − 1 messages. Predicted by [`all_to_all_k_level_cost`].
 pub fn all_to_all_k_level<T: Pod>(
     ctx: &mut Ctx,
     sends: Vec<Vec<T>>,
@@ -89,21 +88,24 @@ pub fn all_to_all_k_level<T: Pod>(
         "bsp-algos: all_to_all needs one vector per processor"
     );
     let radices = radices(p, levels.count(p));
-    if radices.len() <= 1 {
-        return crate::all_to_all(ctx, sends);
-    }
     let mut items: Vec<Item<T>> = sends
         .into_iter()
         .enumerate()
         .map(|(dst, data)| Item { src: me, dst, data })
         .collect();
-    let mut weight = 1;
-    for r in radices {
-        let digit = |q: usize| (q / weight) % r;
-        let mine = digit(me);
-        let color = me - mine * weight;
-        items = ctx.split(color, mine, |sub| exchange(sub, items, digit));
-        weight *= r;
+    if radices.len() <= 1 {
+        // Direct: one exchange on the whole machine, each item to its
+        // destination.
+        items = exchange(ctx, items, |q| q);
+    } else {
+        let mut weight = 1;
+        for r in radices {
+            let digit = |q: usize| (q / weight) % r;
+            let mine = digit(me);
+            let color = me - mine * weight;
+            items = ctx.split(color, mine, |sub| exchange(sub, items, digit));
+            weight *= r;
+        }
     }
     let mut out: Vec<Vec<T>> = (0..p).map(|_| Vec::new()).collect();
     for item in items {
@@ -121,29 +123,22 @@ fn exchange<T: Pod>(
     digit: impl Fn(usize) -> usize,
 ) -> Vec<Item<T>> {
     let me = sub.pid();
-    let heads = sub.queue::<[u64; 2]>();
-    let parts = Combined::new(sub);
+    let q = Combined::<[u64; 2], T>::new(sub);
     let mut kept = Vec::new();
     for item in items {
         let to = digit(item.dst);
         if to == me {
             kept.push(item);
         } else {
-            sub.send(to, &heads, &[item.src as u64, item.dst as u64]);
-            parts.send(sub, to, [item.data.as_slice()]);
+            q.send(sub, to, &[item.src as u64, item.dst as u64], &item.data);
         }
     }
     sub.sync();
-    let heads_by = receive_by_source(sub, &heads);
-    let parts_by = parts.receive(sub);
-    sub.release_queue(heads);
-    parts.release(sub);
-    for (heads, parts) in heads_by.into_iter().zip(parts_by) {
-        for ([src, dst], data) in heads.into_iter().zip(parts) {
-            let (src, dst) = (src as usize, dst as usize);
-            kept.push(Item { src, dst, data });
-        }
+    for ([src, dst], data) in q.receive(sub).into_iter().flatten() {
+        let (src, dst) = (src as usize, dst as usize);
+        kept.push(Item { src, dst, data });
     }
+    q.release(sub);
     kept
 }
 
@@ -167,7 +162,7 @@ fn exchange<T: Pod>(
 pub fn all_to_all_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels: Levels) -> f64 {
     let radices = radices(p, levels.count(p));
     if radices.len() <= 1 {
-        return superstep(machine, p.saturating_sub(1) as f64 * bytes as f64);
+        return superstep(machine, p.saturating_sub(1) as f64 * (bytes as f64 + 24.0));
     }
     radices
         .iter()

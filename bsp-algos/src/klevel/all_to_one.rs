@@ -59,17 +59,20 @@ fn gather_levels<T: Pod>(ctx: &mut Ctx, root: usize, data: &[T], k: usize) -> Op
         return Some(vec![data.to_vec()]);
     }
     let blocks = Blocks::new(n, k);
-    if blocks.direct() {
-        return crate::gather(ctx, root, data);
-    }
     let b = blocks.of(me);
     let leader = blocks.leader(b, root);
     let sub_root = leader - blocks.start(b);
-    let mine = ctx.split(b, me, |sub| gather_levels(sub, sub_root, data, k - 1));
-    let q = Combined::new(ctx);
+    // Direct (blocks of one): every processor is its block's leader.
+    let mine = if blocks.direct() {
+        Some(vec![data.to_vec()])
+    } else {
+        ctx.split(b, me, |sub| gather_levels(sub, sub_root, data, k - 1))
+    };
+    let q = Combined::<(), T>::new(ctx);
     if me == leader && me != root {
-        let parts = mine.as_deref().unwrap_or_default();
-        q.send(ctx, root, parts.iter().map(Vec::as_slice));
+        for part in mine.as_deref().unwrap_or_default() {
+            q.send(ctx, root, &(), part);
+        }
     }
     ctx.sync();
     let out = (me == root).then(|| {
@@ -79,7 +82,8 @@ fn gather_levels<T: Pod>(ctx: &mut Ctx, root: usize, data: &[T], k: usize) -> Op
             if c == b {
                 all.extend(mine.clone().unwrap_or_default());
             } else {
-                all.append(&mut received[blocks.leader(c, root)]);
+                let from = std::mem::take(&mut received[blocks.leader(c, root)]);
+                all.extend(from.into_iter().map(|((), part)| part));
             }
         }
         all
@@ -180,13 +184,15 @@ fn reduce_levels<T: Pod + Send, O: Op<T>>(
         return Some(data.to_vec());
     }
     let blocks = Blocks::new(n, k);
-    if blocks.direct() {
-        return crate::gather(ctx, root, data).and_then(|parts| fold_all(op, parts));
-    }
     let b = blocks.of(me);
     let leader = blocks.leader(b, root);
     let sub_root = leader - blocks.start(b);
-    let mine = ctx.split(b, me, |sub| reduce_levels(sub, sub_root, data, op, k - 1));
+    // Direct (blocks of one): every processor is its block's leader.
+    let mine = if blocks.direct() {
+        Some(data.to_vec())
+    } else {
+        ctx.split(b, me, |sub| reduce_levels(sub, sub_root, data, op, k - 1))
+    };
     let a = ctx.coarray::<T>(if me == root { blocks.g * data.len() } else { 0 });
     if me == leader && me != root {
         let partial = mine.as_deref().unwrap_or_default();

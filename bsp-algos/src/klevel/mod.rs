@@ -38,10 +38,8 @@ pub use one_to_all::{
 
 use std::fmt;
 
-use bsp_core::{Ctx, Machine, Queue, Raw};
+use bsp_core::{Ctx, Machine, Queue, Tag, Tagged};
 use bytemuck::Pod;
-
-use crate::puts_and_sends::{receive_by_source, send_all};
 
 /// How many levels of sub-machines a k-level collective uses.
 ///
@@ -167,76 +165,53 @@ fn split(machine: &Machine) -> f64 {
 }
 
 /// Predicted seconds of a one-to-all algorithm (or its all-to-one
-/// mirror) on `n` processors with `k` levels: a direct level moves
-/// `bytes` between the root and each of the n − 1 others; a combining
-/// level moves `to_leader(blocks)` bytes between the root and each of the
-/// g − 1 other leaders, then splits and runs k − 1 levels on the largest
-/// block.
-fn tree_cost(
-    machine: &Machine,
-    n: usize,
-    k: usize,
-    bytes: f64,
-    to_leader: &dyn Fn(Blocks) -> f64,
-) -> f64 {
+/// mirror) on `n` processors with `k` levels: a level moves
+/// `to_leader(blocks)` bytes between the root and each of the g − 1 other
+/// leaders (direct: blocks of one, g = n), then, unless direct, splits and
+/// runs k − 1 levels on the largest block.
+fn tree_cost(machine: &Machine, n: usize, k: usize, to_leader: &dyn Fn(Blocks) -> f64) -> f64 {
     if n <= 1 {
         return 0.0;
     }
     let blocks = Blocks::new(n, k);
+    let step = superstep(machine, (blocks.g - 1) as f64 * to_leader(blocks));
     if blocks.direct() {
-        return superstep(machine, (n - 1) as f64 * bytes);
+        return step;
     }
-    superstep(machine, (blocks.g - 1) as f64 * to_leader(blocks))
-        + split(machine)
-        + tree_cost(machine, blocks.largest(), k - 1, bytes, to_leader)
+    step + split(machine) + tree_cost(machine, blocks.largest(), k - 1, to_leader)
 }
 
-/// Queues for combined messages: each message is a list of parts, its
-/// lengths on one queue and its elements on the other.
-struct Combined<T: Pod> {
-    lens: Queue<u64, Raw>,
-    data: Queue<T, Raw>,
+/// A queue for combined messages: one message to a destination is a list
+/// of parts, each a tag `K` and a slice, sent whole (not element by
+/// element) and received in send order.
+struct Combined<K: Pod, T: Pod> {
+    q: Queue<Tagged<K, T>, Tag>,
 }
 
-impl<T: Pod> Combined<T> {
+impl<K: Pod, T: Pod> Combined<K, T> {
     fn new(ctx: &mut Ctx) -> Self {
         Combined {
-            lens: ctx.queue::<u64>(),
-            data: ctx.queue::<T>(),
+            q: ctx.tagged_queue::<K, T>(),
         }
     }
 
-    /// Sends `parts` to `dst` as one combined message.
-    fn send<'a>(&self, ctx: &mut Ctx, dst: usize, parts: impl IntoIterator<Item = &'a [T]>) {
-        for part in parts {
-            ctx.send(dst, &self.lens, &(part.len() as u64));
-            send_all(ctx, dst, &self.data, part);
-        }
+    /// Adds a part with `tag` to the combined message for `dst`.
+    fn send(&self, ctx: &mut Ctx, dst: usize, tag: &K, part: &[T]) {
+        ctx.send_tagged(dst, &self.q, tag, part);
     }
 
     /// After the sync: the combined message from each processor, by pid
-    /// (empty where none came), split back into its parts.
-    fn receive(&self, ctx: &mut Ctx) -> Vec<Vec<Vec<T>>> {
-        let lens = receive_by_source(ctx, &self.lens);
-        let data = receive_by_source(ctx, &self.data);
-        lens.into_iter()
-            .zip(data)
-            .map(|(lens, data)| {
-                let mut at = 0;
-                lens.iter()
-                    .map(|&len| {
-                        let part = data[at..at + len as usize].to_vec();
-                        at += len as usize;
-                        part
-                    })
-                    .collect()
-            })
-            .collect()
+    /// (empty where none came), as its parts with their tags.
+    fn receive(&self, ctx: &mut Ctx) -> Vec<Vec<(K, Vec<T>)>> {
+        let mut by_source: Vec<Vec<(K, Vec<T>)>> = (0..ctx.nprocs()).map(|_| Vec::new()).collect();
+        for (src, m) in ctx.receive_with_source(&self.q) {
+            by_source[src].push((m.tag, m.payload));
+        }
+        by_source
     }
 
     fn release(self, ctx: &mut Ctx) {
-        ctx.release_queue(self.lens);
-        ctx.release_queue(self.data);
+        ctx.release_queue(self.q);
     }
 }
 

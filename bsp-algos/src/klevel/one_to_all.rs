@@ -38,7 +38,7 @@ use crate::puts_and_sends::put_to_others;
 /// with h = (g − 1)m at the root, a split (2l), then the same on
 /// ⌈p/g⌉ processors with k − 1 levels; the last level sends straight,
 /// h = (p' − 1)m. 1 level: 1 superstep, h = (p − 1)m; log p levels:
-/// ⌈log₂ p⌉ supersteps of h = m and as many splits. Predicted by
+/// ⌈log₂ p⌉ supersteps of h = m and one split fewer. Predicted by
 /// [`broadcast_k_level_cost`].
 pub fn broadcast_k_level<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T], levels: Levels) {
     let p = ctx.nprocs();
@@ -110,7 +110,7 @@ pub fn broadcast_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels:
         return 0.0;
     }
     // Each leader gets the whole message.
-    tree_cost(machine, p, levels.count(p), bytes as f64, &|_| bytes as f64)
+    tree_cost(machine, p, levels.count(p), &|_| bytes as f64)
 }
 
 /// Sends `parts[j]` from `root` to processor j with a `levels`-level
@@ -146,9 +146,9 @@ pub fn broadcast_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels:
 /// With parts of L bytes, k levels and g = ⌈p^(1/k)⌉: one superstep with
 /// h = (g − 1)⌈p/g⌉L at the root (g − 1 combined messages), a split (2l),
 /// then the same on ⌈p/g⌉ processors with k − 1 levels; the last level
-/// sends straight, h = (p' − 1)L. 1 level: 1 superstep, h = (p − 1)L, in
-/// p − 1 messages; more levels move the bytes k times in fewer, longer
-/// messages. Predicted by [`scatter_k_level_cost`].
+/// sends straight, h = (p' − 1)L. 1 level: 1 superstep, h = (p − 1)L
+/// (and 8 bytes of length per part), in p − 1 messages; more levels
+/// move the bytes k times in fewer, longer messages. Predicted by [`scatter_k_level_cost`].
 pub fn scatter_k_level<T: Pod>(
     ctx: &mut Ctx,
     root: usize,
@@ -179,16 +179,15 @@ fn scatter_levels<T: Pod>(ctx: &mut Ctx, root: usize, mut parts: Vec<Vec<T>>, k:
         return parts.pop().unwrap_or_default();
     }
     let blocks = Blocks::new(n, k);
-    if blocks.direct() {
-        return crate::scatter(ctx, root, &parts);
-    }
-    let q = Combined::new(ctx);
+    // Direct (blocks of one): the combined message to a leader is its part.
+    let q = Combined::<(), T>::new(ctx);
     if me == root {
         for b in 0..blocks.g {
             let leader = blocks.leader(b, root);
             if leader != root {
-                let block = &parts[blocks.start(b)..blocks.start(b + 1)];
-                q.send(ctx, leader, block.iter().map(Vec::as_slice));
+                for part in &parts[blocks.start(b)..blocks.start(b + 1)] {
+                    q.send(ctx, leader, &(), part);
+                }
             }
         }
     }
@@ -198,11 +197,18 @@ fn scatter_levels<T: Pod>(ctx: &mut Ctx, root: usize, mut parts: Vec<Vec<T>>, k:
     let mine = if me == root {
         parts.drain(blocks.start(b)..blocks.start(b + 1)).collect()
     } else if me == leader {
-        std::mem::take(&mut q.receive(ctx)[root])
+        let mut received = q.receive(ctx);
+        std::mem::take(&mut received[root])
+            .into_iter()
+            .map(|((), part)| part)
+            .collect()
     } else {
         Vec::new()
     };
     q.release(ctx);
+    if blocks.direct() {
+        return mine.into_iter().next().unwrap_or_default();
+    }
     let sub_root = leader - blocks.start(b);
     ctx.split(b, me, |sub| scatter_levels(sub, sub_root, mine, k - 1))
 }
@@ -224,7 +230,7 @@ fn scatter_levels<T: Pod>(ctx: &mut Ctx, root: usize, mut parts: Vec<Vec<T>>, k:
 /// assert!(direct < scatter_k_level_cost(&m, 16, 64, Levels::Two));
 /// ```
 pub fn scatter_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels: Levels) -> f64 {
-    // Each leader gets its block's parts and their lengths (8 bytes each).
+    // Each leader gets its block's parts, each with its length (8 bytes).
     let to_leader = |blocks: Blocks| blocks.largest() as f64 * (bytes as f64 + 8.0);
-    tree_cost(machine, p, levels.count(p), bytes as f64, &to_leader)
+    tree_cost(machine, p, levels.count(p), &to_leader)
 }
