@@ -161,6 +161,21 @@ fn scenario() {
             })
             .unwrap();
         }
+        "sub-stuck" => {
+            rt.run(|ctx| {
+                let me = ctx.pid();
+                ctx.split(0, 0, |sub| {
+                    sub.sync();
+                    if me == last {
+                        loop {
+                            std::thread::sleep(Duration::from_secs(1));
+                        }
+                    }
+                    sub.sync();
+                });
+            })
+            .unwrap();
+        }
         // Also under BSP_ON_FAILURE=return: a failure in a sub-machine
         // ends the job.
         "sub-panic" => {
@@ -443,6 +458,27 @@ fn an_early_return_from_a_sub_machine_is_reported_on_every_rank() {
             np - 1
         )
     });
+}
+
+#[test]
+fn a_rank_stuck_in_a_sub_machine_is_named_at_the_time_limit() {
+    for np in [2, 3] {
+        let Some(run) = job_with("sub-stuck", np, &[("BSP_SYNC_TIMEOUT", "0.5")]) else {
+            return;
+        };
+        let lines = assert_failed("sub-stuck", np, &run);
+        let last = np - 1;
+        let want = format!("bsp: processor {last}, superstep 0: sync timeout");
+        let named = format!("processor {last} has not arrived");
+        let place = format!("[in the sub-machine of color 0 ({np} processors): its processor {last}, at its superstep 1]");
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with(&want) && l.contains(&named) && l.contains(&place)),
+            "np = {np}: no {want:?} with {place:?} in\n{}",
+            run.stderr
+        );
+    }
 }
 
 #[test]
