@@ -63,7 +63,7 @@ fn gather_levels<T: Pod>(ctx: &mut Ctx, root: usize, data: &[T], k: usize) -> Op
     let leader = blocks.leader(b, root);
     let sub_root = leader - blocks.start(b);
     // Direct (blocks of one): every processor is its block's leader.
-    let mine = if blocks.direct() {
+    let mut mine = if blocks.direct() {
         Some(vec![data.to_vec()])
     } else {
         ctx.split(b, me, |sub| gather_levels(sub, sub_root, data, k - 1))
@@ -80,7 +80,7 @@ fn gather_levels<T: Pod>(ctx: &mut Ctx, root: usize, data: &[T], k: usize) -> Op
         let mut all = Vec::with_capacity(n);
         for c in 0..blocks.g {
             if c == b {
-                all.extend(mine.clone().unwrap_or_default());
+                all.extend(mine.take().unwrap_or_default());
             } else {
                 let from = std::mem::take(&mut received[blocks.leader(c, root)]);
                 all.extend(from.into_iter().map(|((), part)| part));
@@ -188,7 +188,7 @@ fn reduce_levels<T: Pod + Send, O: Op<T>>(
     let leader = blocks.leader(b, root);
     let sub_root = leader - blocks.start(b);
     // Direct (blocks of one): every processor is its block's leader.
-    let mine = if blocks.direct() {
+    let mut mine = if blocks.direct() {
         Some(data.to_vec())
     } else {
         ctx.split(b, me, |sub| reduce_levels(sub, sub_root, data, op, k - 1))
@@ -203,7 +203,7 @@ fn reduce_levels<T: Pod + Send, O: Op<T>>(
         let rows = ctx.local(&a);
         let partials = (0..blocks.g).map(|c| {
             if c == b {
-                mine.clone().unwrap_or_default()
+                mine.take().unwrap_or_default()
             } else {
                 rows[c * data.len()..(c + 1) * data.len()].to_vec()
             }
