@@ -4,22 +4,105 @@
 use bsp_core::Ctx;
 use bytemuck::Pod;
 
+use crate::hypercube::{fold_before, join_pairs, rounds, Cube};
+use crate::model::{all_but_own, pick, Model, Variant};
 use crate::ops::{fold_into, Monoid, Op};
-use crate::rows::{fold_rows, long_vector, rows_to, transpose_blocks};
+use crate::rows::{fold_rows, rows_to, transpose_blocks};
 
 /// The element-wise fold of the vectors of the processors before this one
 /// (`None` on processor 0), and of all processors.
-fn scan_parts<T: Pod + Send, O: Op<T>>(
-    ctx: &mut Ctx,
-    data: &[T],
-    op: &O,
-) -> (Option<Vec<T>>, Vec<T>) {
+type Parts<T> = (Option<Vec<T>>, Vec<T>);
+
+/// The signature of a scan variant: returns the scan and the total.
+pub type ScanFn<T, O> = fn(&mut Ctx, &[T], &O) -> (Vec<T>, Vec<T>);
+
+fn direct_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
+    Some(model.superstep(((p.max(1) - 1) * bytes) as f64))
+}
+
+fn two_phase_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
+    let out = all_but_own(bytes, p);
+    Some(model.superstep(out) + model.superstep(2.0 * out))
+}
+
+fn hypercube_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
+    Some(Cube::new(p).seconds(model, bytes, 2 * bytes))
+}
+
+/// The exclusive-scan variants [`exclusive_scan`] chooses from, with their
+/// costs for vectors of `bytes` bytes: [`exclusive_scan_direct`],
+/// [`exclusive_scan_two_phase`] and [`exclusive_scan_hypercube`].
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::Sum;
+///
+/// let out = bsp_core::run(3, |ctx| {
+///     let mut firsts = Vec::new();
+///     for v in bsp_algos::exclusive_scan_variants::<u32, Sum>() {
+///         firsts.push((v.run)(ctx, &[1], &Sum).0[0]);
+///     }
+///     firsts
+/// })
+/// .unwrap();
+/// assert_eq!(out[2], vec![2, 2, 2]);
+/// ```
+pub fn exclusive_scan_variants<T: Pod + Send, O: Monoid<T>>() -> Vec<Variant<ScanFn<T, O>>> {
+    vec![
+        Variant::new("direct", direct_cost, exclusive_scan_direct::<T, O>),
+        Variant::new(
+            "two-phase",
+            two_phase_cost,
+            exclusive_scan_two_phase::<T, O>,
+        ),
+        Variant::new(
+            "hypercube",
+            hypercube_cost,
+            exclusive_scan_hypercube::<T, O>,
+        ),
+    ]
+}
+
+/// The inclusive-scan variants [`inclusive_scan`] chooses from, with their
+/// costs for vectors of `bytes` bytes: [`inclusive_scan_direct`],
+/// [`inclusive_scan_two_phase`] and [`inclusive_scan_hypercube`].
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::Sum;
+///
+/// let names: Vec<_> = bsp_algos::inclusive_scan_variants::<u8, Sum>().iter().map(|v| v.name).collect();
+/// assert_eq!(names, ["direct", "two-phase", "hypercube"]);
+/// ```
+pub fn inclusive_scan_variants<T: Pod + Send, O: Op<T>>() -> Vec<Variant<ScanFn<T, O>>> {
+    vec![
+        Variant::new("direct", direct_cost, inclusive_scan_direct::<T, O>),
+        Variant::new(
+            "two-phase",
+            two_phase_cost,
+            inclusive_scan_two_phase::<T, O>,
+        ),
+        Variant::new(
+            "hypercube",
+            hypercube_cost,
+            inclusive_scan_hypercube::<T, O>,
+        ),
+    ]
+}
+
+/// Every vector to every processor, which folds those before it.
+fn parts_direct<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &[T], op: &O) -> Parts<T> {
     let (p, me, m) = (ctx.nprocs(), ctx.pid(), data.len());
-    if !long_vector::<T>(m, p) {
-        let rows = rows_to(ctx, data, |_| true);
-        let total = fold_rows(op, &rows, m, 0..p).expect("p >= 1");
-        return (fold_rows(op, &rows, m, 0..me), total);
-    }
+    let rows = rows_to(ctx, data, |_| true);
+    let total = fold_rows(op, &rows, m, 0..p).expect("p >= 1");
+    (fold_rows(op, &rows, m, 0..me), total)
+}
+
+/// The transpose route.
+fn parts_two_phase<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &[T], op: &O) -> Parts<T> {
+    let (p, me, m) = (ctx.nprocs(), ctx.pid(), data.len());
     // Processor j scans block j over the sources, then returns to every
     // processor i its prefix block and the total block: [prefix | total].
     let (blocks, rows) = transpose_blocks(ctx, data);
@@ -52,9 +135,46 @@ fn scan_parts<T: Pod + Send, O: Op<T>>(
     ((me > 0).then_some(before), total)
 }
 
+/// The hypercube prefix sum: the all-reduce's rounds, in which a node
+/// whose bit is set also folds what it receives into its prefix.
+fn parts_hypercube<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &[T], op: &O) -> Parts<T> {
+    let (me, m) = (ctx.pid(), data.len());
+    let cube = Cube::new(ctx.nprocs());
+    let inbox = ctx.coarray::<T>(2 * m);
+    let joined = join_pairs(ctx, &cube, &inbox, data, op);
+    let (total, below) = rounds(ctx, &cube, &inbox, joined, op, true);
+    let parts = if cube.pairs == 0 {
+        (below, total)
+    } else {
+        // The first of a pair returns [its prefix ⊕ its own vector | total]
+        // to the second.
+        if me < 2 * cube.pairs && !cube.is_passenger(me) {
+            let mut upto = data.to_vec();
+            if let Some(b) = &below {
+                fold_before(op, b, &mut upto);
+            }
+            ctx.put(me + 1, &inbox, 0, &upto);
+            ctx.put(me + 1, &inbox, m, &total);
+        }
+        ctx.sync();
+        if cube.is_passenger(me) {
+            let got = ctx.local(&inbox);
+            (Some(got[..m].to_vec()), got[m..].to_vec())
+        } else {
+            (below, total)
+        }
+    };
+    ctx.release(inbox);
+    parts
+}
+
 /// Exclusive scan: element-wise `data₀ ⊕ … ⊕ data_{pid−1}` (the identity
 /// on processor 0), and the total `data₀ ⊕ … ⊕ data_{p−1}`, on every
-/// processor.
+/// processor, by the variant of least predicted cost
+/// ([`exclusive_scan_variants`], [`pick`]). As for
+/// [`all_reduce`](crate::all_reduce), the variants group the folds
+/// differently, which only an operator associative up to rounding can
+/// tell apart.
 ///
 /// # Examples
 ///
@@ -78,22 +198,29 @@ fn scan_parts<T: Pod + Send, O: Op<T>>(
 ///
 /// # Cost
 ///
-/// Direct: 1 superstep, h = (p − 1)m. Long vectors (p ≥ 4, m ≥ p and
-/// (p − 1)·m·size ≥ 32 KiB): a transpose, a local scan of each block over
-/// the processors, and the prefix and total blocks sent back: 2
-/// supersteps, h ≈ m and h ≈ 2m.
+/// The least of the variants' (B = `data`'s bytes, T(h) = l + g·h):
+/// [`exclusive_scan_direct`] T((p − 1)B); [`exclusive_scan_two_phase`]
+/// T(B(p − 1)/p) + T(2B(p − 1)/p); [`exclusive_scan_hypercube`]
+/// log₂ q · T(B), plus T(B) + T(2B) when p is not a power of two
+/// (q = 2^⌊log₂ p⌋).
 pub fn exclusive_scan<T: Pod + Send, O: Monoid<T>>(
     ctx: &mut Ctx,
     data: &[T],
     op: &O,
 ) -> (Vec<T>, Vec<T>) {
-    let (before, total) = scan_parts(ctx, data, op);
-    let before = before.unwrap_or_else(|| vec![op.identity(); data.len()]);
-    (before, total)
+    let variants = exclusive_scan_variants::<T, O>();
+    let chosen = pick(
+        &Model::of(ctx),
+        ctx.nprocs(),
+        std::mem::size_of_val(data),
+        &variants,
+    );
+    (chosen.run)(ctx, data, op)
 }
 
 /// Inclusive scan: element-wise `data₀ ⊕ … ⊕ data_pid`, and the total, on
-/// every processor. Needs no identity.
+/// every processor, by the variant of least predicted cost
+/// ([`inclusive_scan_variants`], [`pick`]). Needs no identity.
 ///
 /// # Examples
 ///
@@ -119,7 +246,23 @@ pub fn inclusive_scan<T: Pod + Send, O: Op<T>>(
     data: &[T],
     op: &O,
 ) -> (Vec<T>, Vec<T>) {
-    let (before, total) = scan_parts(ctx, data, op);
+    let variants = inclusive_scan_variants::<T, O>();
+    let chosen = pick(
+        &Model::of(ctx),
+        ctx.nprocs(),
+        std::mem::size_of_val(data),
+        &variants,
+    );
+    (chosen.run)(ctx, data, op)
+}
+
+fn exclusive<T: Copy, O: Monoid<T>>(parts: Parts<T>, m: usize, op: &O) -> (Vec<T>, Vec<T>) {
+    let (before, total) = parts;
+    (before.unwrap_or_else(|| vec![op.identity(); m]), total)
+}
+
+fn inclusive<T: Copy, O: Op<T>>(parts: Parts<T>, data: &[T], op: &O) -> (Vec<T>, Vec<T>) {
+    let (before, total) = parts;
     let upto = match before {
         Some(mut acc) => {
             fold_into(op, &mut acc, data);
@@ -128,4 +271,185 @@ pub fn inclusive_scan<T: Pod + Send, O: Op<T>>(
         None => data.to_vec(),
     };
     (upto, total)
+}
+
+/// [`exclusive_scan`] by direct: every vector goes to every processor,
+/// which folds those before it and all of them.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::Sum;
+///
+/// let out = bsp_core::run(4, |ctx| {
+///     bsp_algos::exclusive_scan_direct(ctx, &[ctx.pid() as u32, 1], &Sum)
+/// })
+/// .unwrap();
+/// assert_eq!(out[3], (vec![3, 3], vec![6, 4]));
+/// ```
+///
+/// # Panics
+///
+/// As [`exclusive_scan`].
+///
+/// # Cost
+///
+/// 1 superstep, h = (p − 1)m: predicted l + g·(p − 1)B for B bytes.
+pub fn exclusive_scan_direct<T: Pod + Send, O: Monoid<T>>(
+    ctx: &mut Ctx,
+    data: &[T],
+    op: &O,
+) -> (Vec<T>, Vec<T>) {
+    exclusive(parts_direct(ctx, data, op), data.len(), op)
+}
+
+/// [`inclusive_scan`] by direct, as [`exclusive_scan_direct`].
+///
+/// # Examples
+///
+/// ```
+/// let out = bsp_core::run(4, |ctx| {
+///     let concat = |a: [u64; 2], b: [u64; 2]| [a[0] * b[1] + b[0], a[1] * b[1]];
+///     bsp_algos::inclusive_scan_direct(ctx, &[[ctx.pid() as u64, 10]], &concat)
+/// })
+/// .unwrap();
+/// assert_eq!(out[2].0, vec![[12, 1000]]); // digits 0, 1, 2
+/// ```
+///
+/// # Panics
+///
+/// As [`exclusive_scan`].
+///
+/// # Cost
+///
+/// As [`exclusive_scan_direct`].
+pub fn inclusive_scan_direct<T: Pod + Send, O: Op<T>>(
+    ctx: &mut Ctx,
+    data: &[T],
+    op: &O,
+) -> (Vec<T>, Vec<T>) {
+    inclusive(parts_direct(ctx, data, op), data, op)
+}
+
+/// [`exclusive_scan`] by two-phase: a transpose gives processor j block j
+/// of every vector; it scans the block over the processors and returns to
+/// every processor its prefix block and the total block.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::Sum;
+///
+/// let out = bsp_core::run(5, |ctx| {
+///     bsp_algos::exclusive_scan_two_phase(ctx, &[ctx.pid() as u32, 1], &Sum)
+/// })
+/// .unwrap();
+/// assert_eq!(out[3], (vec![3, 3], vec![10, 5]));
+/// ```
+///
+/// # Panics
+///
+/// As [`exclusive_scan`].
+///
+/// # Cost
+///
+/// 2 supersteps, h ≈ m(p − 1)/p and h ≈ 2m(p − 1)/p: predicted
+/// (l + g·B(p − 1)/p) + (l + 2g·B(p − 1)/p) for B bytes.
+pub fn exclusive_scan_two_phase<T: Pod + Send, O: Monoid<T>>(
+    ctx: &mut Ctx,
+    data: &[T],
+    op: &O,
+) -> (Vec<T>, Vec<T>) {
+    exclusive(parts_two_phase(ctx, data, op), data.len(), op)
+}
+
+/// [`inclusive_scan`] by two-phase, as [`exclusive_scan_two_phase`].
+///
+/// # Examples
+///
+/// ```
+/// let out = bsp_core::run(5, |ctx| {
+///     let concat = |a: [u64; 2], b: [u64; 2]| [a[0] * b[1] + b[0], a[1] * b[1]];
+///     bsp_algos::inclusive_scan_two_phase(ctx, &[[ctx.pid() as u64, 10]], &concat)
+/// })
+/// .unwrap();
+/// assert_eq!(out[2].0, vec![[12, 1000]]); // digits 0, 1, 2
+/// ```
+///
+/// # Panics
+///
+/// As [`exclusive_scan`].
+///
+/// # Cost
+///
+/// As [`exclusive_scan_two_phase`].
+pub fn inclusive_scan_two_phase<T: Pod + Send, O: Op<T>>(
+    ctx: &mut Ctx,
+    data: &[T],
+    op: &O,
+) -> (Vec<T>, Vec<T>) {
+    inclusive(parts_two_phase(ctx, data, op), data, op)
+}
+
+/// [`exclusive_scan`] by hypercube: the hypercube prefix sum. The rounds
+/// are those of [`all_reduce_hypercube`](crate::all_reduce_hypercube); a
+/// processor whose pid has the round's bit set also folds what it receives
+/// into its prefix. When p is not a power of two, pairs join and part as
+/// there.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::Sum;
+///
+/// let out = bsp_core::run(6, |ctx| {
+///     bsp_algos::exclusive_scan_hypercube(ctx, &[ctx.pid() as u32, 1], &Sum)
+/// })
+/// .unwrap();
+/// assert_eq!(out[3], (vec![3, 3], vec![15, 6]));
+/// ```
+///
+/// # Panics
+///
+/// As [`exclusive_scan`].
+///
+/// # Cost
+///
+/// log₂ q supersteps of h = m (q = 2^⌊log₂ p⌋), plus, when p is not a
+/// power of two, one of h = m and one of h = 2m: predicted log₂ q ·
+/// (l + g·B) (+ (l + g·B) + (l + 2g·B)) for B bytes.
+pub fn exclusive_scan_hypercube<T: Pod + Send, O: Monoid<T>>(
+    ctx: &mut Ctx,
+    data: &[T],
+    op: &O,
+) -> (Vec<T>, Vec<T>) {
+    exclusive(parts_hypercube(ctx, data, op), data.len(), op)
+}
+
+/// [`inclusive_scan`] by hypercube, as [`exclusive_scan_hypercube`].
+///
+/// # Examples
+///
+/// ```
+/// let out = bsp_core::run(6, |ctx| {
+///     let concat = |a: [u64; 2], b: [u64; 2]| [a[0] * b[1] + b[0], a[1] * b[1]];
+///     bsp_algos::inclusive_scan_hypercube(ctx, &[[ctx.pid() as u64, 10]], &concat)
+/// })
+/// .unwrap();
+/// assert_eq!(out[2].0, vec![[12, 1000]]); // digits 0, 1, 2
+/// ```
+///
+/// # Panics
+///
+/// As [`exclusive_scan`].
+///
+/// # Cost
+///
+/// As [`exclusive_scan_hypercube`].
+pub fn inclusive_scan_hypercube<T: Pod + Send, O: Op<T>>(
+    ctx: &mut Ctx,
+    data: &[T],
+    op: &O,
+) -> (Vec<T>, Vec<T>) {
+    inclusive(parts_hypercube(ctx, data, op), data, op)
 }

@@ -84,7 +84,7 @@ pub const DIRECT_MARGIN: f64 = 0.05;
 
 impl Machine {
     /// A machine with the given costs of the two-phase and the direct router.
-    pub fn new(two_phase: Cost, direct: Cost) -> Self {
+    pub const fn new(two_phase: Cost, direct: Cost) -> Self {
         Machine { two_phase, direct }
     }
 
