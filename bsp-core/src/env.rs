@@ -28,3 +28,8 @@ pub const MACHINE_CACHE_ENV: &str = "BSP_MACHINE_CACHE";
 /// Environment variable naming the trace file of `BSP_PROFILE=trace`
 /// (default `bsp-trace.json`).
 pub const TRACE_FILE_ENV: &str = "BSP_TRACE_FILE";
+/// Environment variable choosing the barrier of the threads transport's
+/// syncs: `central` (the default; one shared counter) or `binomial` (a
+/// binomial tree of per-processor flags, after the collectives chapter's
+/// shared-memory barrier).
+pub const BARRIER_ENV: &str = "BSP_BARRIER";

@@ -7,6 +7,8 @@ mod support;
 
 use bsp::algos::{self, Model, Sum};
 use bsp::{Cost, Machine, Router, Runtime};
+use std::time::Duration;
+
 use proptest::prelude::*;
 use support::{affine, affine_input, on_runtimes};
 
@@ -299,6 +301,61 @@ fn the_choice_follows_l_and_g() {
     for bytes in [8, 4096, 1 << 20] {
         for p in [2, 3, 4, 8, 16] {
             assert_eq!(algos::pick(&typical, p, bytes, &uv).name, "routed");
+        }
+    }
+}
+
+/// The variants again, in a child process whose syncs meet at the
+/// binomial-tree barrier of the threads transport (`BSP_BARRIER=binomial`).
+#[test]
+fn the_binomial_barrier_carries_the_collectives() {
+    if support::under_mpi() || std::env::var_os(bsp::BARRIER_ENV).is_some() {
+        return;
+    }
+    for name in [
+        "variants_at_64_processors",
+        "reduction_and_scan_variants_match_oracle",
+    ] {
+        let run = support::rerun_test(
+            name,
+            &[(bsp::BARRIER_ENV, "binomial")],
+            Duration::from_secs(300),
+        );
+        assert!(
+            run.status.is_some_and(|s| s.success()) && run.stdout.contains("1 passed"),
+            "{name} on the binomial barrier: {}\n{}",
+            run.stdout,
+            run.stderr
+        );
+    }
+}
+
+/// A `BSP_BARRIER` that names no barrier ends the run with a
+/// configuration error naming the variable.
+#[test]
+fn an_unknown_barrier_is_a_configuration_error() {
+    if support::under_mpi() {
+        return;
+    }
+    match std::env::var(bsp::BARRIER_ENV).as_deref() {
+        Ok("no-such-barrier") => {
+            let err = Runtime::threads(2).run(|ctx| ctx.pid()).unwrap_err();
+            assert_eq!(err.kind(), bsp::ErrorKind::Config, "{err}");
+            assert!(err.to_string().contains(bsp::BARRIER_ENV), "{err}");
+        }
+        Ok(_) => {}
+        Err(_) => {
+            let run = support::rerun_test(
+                "an_unknown_barrier_is_a_configuration_error",
+                &[(bsp::BARRIER_ENV, "no-such-barrier")],
+                Duration::from_secs(60),
+            );
+            assert!(
+                run.status.is_some_and(|s| s.success()) && run.stdout.contains("1 passed"),
+                "{}\n{}",
+                run.stdout,
+                run.stderr
+            );
         }
     }
 }

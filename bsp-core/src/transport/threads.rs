@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use super::barrier::{Barrier, Interrupted};
+use super::barrier::{Barrier, BarrierKind, Interrupted};
 use super::{timeout_message, Aborted, Blocks, Body, Comm, Rows, RunLimits};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -54,11 +54,11 @@ struct RowTable {
 }
 
 impl ThreadsShared {
-    fn new(nprocs: usize, limits: RunLimits) -> Arc<Self> {
+    fn new(nprocs: usize, limits: RunLimits, barrier: BarrierKind) -> Arc<Self> {
         let inboxes = || (0..nprocs).map(|_| Mutex::new(Vec::new())).collect();
         Arc::new(ThreadsShared {
             nprocs,
-            barrier: Barrier::new(nprocs),
+            barrier: Barrier::new(nprocs, barrier),
             rows: Default::default(),
             inboxes: [inboxes(), inboxes()],
             entered: (0..nprocs).map(|_| AtomicUsize::new(0)).collect(),
@@ -182,7 +182,7 @@ impl ThreadsComm {
         let shared = &*self.shared;
         shared.entered[self.pid].store(self.epoch, Ordering::Release);
         let deadline = shared.limits.sync_timeout.map(|t| Instant::now() + t);
-        match shared.barrier.wait(deadline) {
+        match shared.barrier.wait(self.pid, deadline) {
             Ok(()) => Ok(()),
             Err(Interrupted::Poisoned) => Err(Aborted),
             Err(Interrupted::TimedOut) => {
@@ -371,7 +371,8 @@ pub(crate) fn launch<R: Send>(p: usize, limits: RunLimits, body: &impl Body<R>) 
     if p > 64 {
         check_address_space(p, stack)?;
     }
-    let shared = ThreadsShared::new(p, limits);
+    let barrier = BarrierKind::from_env().map_err(config_error)?;
+    let shared = ThreadsShared::new(p, limits, barrier);
     let results: Vec<Option<R>> = std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(p);
         for pid in 0..p {
