@@ -89,12 +89,14 @@ impl Machine {
     }
 
     /// The cost of `router`; `None` for [`Router::Auto`], which is not a
-    /// router of its own.
+    /// router of its own, and for [`Router::Transportation`], which the
+    /// probe does not measure.
     pub fn cost(&self, router: Router) -> Option<Cost> {
         match router {
             Router::TwoPhase => Some(self.two_phase),
             Router::Direct => Some(self.direct),
-            Router::Auto => None,
+            // Not probed: the model states no cost for it.
+            Router::Auto | Router::Transportation => None,
         }
     }
 

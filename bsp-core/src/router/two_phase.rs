@@ -106,30 +106,36 @@ fn within_bound(block: u64, total: u64, p: u64) -> bool {
 /// One part of a block: the processor it is for (stage 1) or from
 /// (stage 2), and its length in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Part {
-    peer: usize,
-    len: usize,
+pub(super) struct Part {
+    pub(super) peer: usize,
+    pub(super) len: usize,
 }
 
 /// A part on its way into a block: the processor the block goes to, the
 /// part's header entry, and where its slices lie in the pool.
-struct Piece {
-    to: usize,
-    part: Part,
-    slices: Range<usize>,
+pub(super) struct Piece {
+    pub(super) to: usize,
+    pub(super) part: Part,
+    pub(super) slices: Range<usize>,
 }
 
 /// The parts of one exchange (or of the reassembly), gathered in any order
 /// and then grouped by where they go. Cost: O(parts · log parts), never p.
 #[derive(Default)]
-struct Pieces {
+pub(super) struct Pieces {
     pieces: Vec<Piece>,
     pool: Segments,
 }
 
 impl Pieces {
     /// Adds a part for `to`: the next `len` bytes of `from`.
-    fn push(&mut self, to: usize, peer: usize, len: usize, from: &mut SegmentCursor<'_>) {
+    pub(super) fn push(
+        &mut self,
+        to: usize,
+        peer: usize,
+        len: usize,
+        from: &mut SegmentCursor<'_>,
+    ) {
         let start = self.pool.len();
         from.take(len, &mut self.pool);
         self.pieces.push(Piece {
@@ -142,7 +148,7 @@ impl Pieces {
     /// The parts grouped by `to`, ascending; within a group, in the order
     /// they were added. Calls `group(to, parts)` for each and gathers the
     /// blocks it returns.
-    fn group(
+    pub(super) fn group(
         mut self,
         mut group: impl FnMut(usize, &[Piece], &mut Segments) -> Segments,
     ) -> Blocks {
@@ -155,7 +161,7 @@ impl Pieces {
 }
 
 /// The payload of `run`'s parts, in bytes and in words.
-fn payload(run: &[Piece]) -> (u64, u64) {
+pub(super) fn payload(run: &[Piece]) -> (u64, u64) {
     run.iter().fold((0, 0), |(bytes, w), piece| {
         (bytes + piece.part.len as u64, w + words(piece.part.len))
     })
@@ -163,7 +169,7 @@ fn payload(run: &[Piece]) -> (u64, u64) {
 
 /// The block made of `run`'s parts: its header, then their payload, moved
 /// out of `pool`. Adds the header's length to `header_bytes`.
-fn block(run: &[Piece], pool: &mut Segments, header_bytes: &mut u64) -> Segments {
+pub(super) fn block(run: &[Piece], pool: &mut Segments, header_bytes: &mut u64) -> Segments {
     let header = encode_header(run.iter().map(|piece| piece.part));
     *header_bytes += header.len() as u64;
     let mut out = Vec::with_capacity(1 + run.len());
@@ -226,7 +232,7 @@ fn encode_header(parts: impl ExactSizeIterator<Item = Part>) -> Bytes {
 
 /// Reads the header at the front of a block into `parts` (emptied first);
 /// the cursor is left at the first part's payload.
-fn decode_header(from: &mut SegmentCursor<'_>, parts: &mut Vec<Part>) {
+pub(super) fn decode_header(from: &mut SegmentCursor<'_>, parts: &mut Vec<Part>) {
     parts.clear();
     let count = get_varint(from) as usize;
     let mut next = 0;
