@@ -4,8 +4,8 @@
 /// [`Runtime::from_env`](crate::Runtime::from_env).
 pub const PROCS_ENV: &str = "BSP_PROCS";
 /// Environment variable naming the router for
-/// [`Runtime::from_env`](crate::Runtime::from_env) (`auto`, `two-phase` or
-/// `direct`).
+/// [`Runtime::from_env`](crate::Runtime::from_env) (`auto`, `two-phase`,
+/// `direct` or `transportation`).
 pub const ROUTER_ENV: &str = "BSP_ROUTER";
 /// Environment variable that, set to `1`, makes processor 0 print the
 /// per-superstep statistics table to standard error when a run ends, and,

@@ -168,7 +168,7 @@ fn bare(run: &[Piece], pool: &mut Segments) -> Segments {
 
 /// Whether a stage-1 block of `block` words keeps ⌈s/p⌉.
 fn within_first(block: u64, s: u64, p: u64) -> bool {
-    p * block <= s + p - 1
+    p * block < s + p
 }
 
 /// Whether a stage-2 block of `block` words keeps h/p + (p − 1).
