@@ -158,9 +158,42 @@ pub fn reduce_direct<T: Pod + Send, O: Op<T>>(
     op: &O,
 ) -> Option<Vec<T>> {
     check_root(ctx, root);
+    let out = fold_direct(ctx, data, op, |q| q == root);
+    (ctx.pid() == root).then_some(out)
+}
+
+/// Every processor's vector to the processors `to` selects, each folding
+/// all p in pid order; empty on the others. One superstep.
+fn fold_direct<T: Pod + Send, O: Op<T>>(
+    ctx: &mut Ctx,
+    data: &[T],
+    op: &O,
+    to: impl Fn(usize) -> bool,
+) -> Vec<T> {
+    let (p, me) = (ctx.nprocs(), ctx.pid());
+    let receives = to(me);
+    let rows = rows_to(ctx, data, to);
+    if receives {
+        fold_rows(op, &rows, data.len(), 0..p).expect("p >= 1")
+    } else {
+        Vec::new()
+    }
+}
+
+/// A reduce-scatter (a transpose; processor j folds block j over the
+/// processors), then the folded blocks gathered on the processors `to`
+/// selects; empty on the others. Two supersteps.
+fn fold_two_phase<T: Pod + Send, O: Op<T>>(
+    ctx: &mut Ctx,
+    data: &[T],
+    op: &O,
+    to: impl Fn(usize) -> bool,
+) -> Vec<T> {
     let p = ctx.nprocs();
-    let rows = rows_to(ctx, data, |q| q == root);
-    (ctx.pid() == root).then(|| fold_rows(op, &rows, data.len(), 0..p).expect("p >= 1"))
+    let (blocks, rows) = transpose_blocks(ctx, data);
+    let w = blocks.local_len(ctx.pid());
+    let chunk = fold_rows(op, &rows, w, 0..p).expect("p >= 1");
+    gather_blocks(ctx, blocks, &chunk, to)
 }
 
 /// Reduce in two supersteps: a transpose gives processor j block j of
@@ -191,11 +224,7 @@ pub fn reduce_two_phase<T: Pod + Send, O: Op<T>>(
     op: &O,
 ) -> Option<Vec<T>> {
     check_root(ctx, root);
-    let p = ctx.nprocs();
-    let (blocks, rows) = transpose_blocks(ctx, data);
-    let w = blocks.local_len(ctx.pid());
-    let chunk = fold_rows(op, &rows, w, 0..p).expect("p >= 1");
-    let out = gather_blocks(ctx, blocks, &chunk, |q| q == root);
+    let out = fold_two_phase(ctx, data, op, |q| q == root);
     (ctx.pid() == root).then_some(out)
 }
 
@@ -272,9 +301,7 @@ pub fn all_reduce<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T], op: &O
 ///
 /// 1 superstep, h = (p − 1)m: predicted l + g·(p − 1)B for B bytes.
 pub fn all_reduce_direct<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T], op: &O) {
-    let p = ctx.nprocs();
-    let rows = rows_to(ctx, data, |_| true);
-    data.copy_from_slice(&fold_rows(op, &rows, data.len(), 0..p).expect("p >= 1"));
+    data.copy_from_slice(&fold_direct(ctx, data, op, |_| true));
 }
 
 /// All-reduce as a reduce-scatter (a transpose, then each processor folds
@@ -304,11 +331,7 @@ pub fn all_reduce_direct<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T],
 /// 2 supersteps, h ≈ m(p − 1)/p each: predicted 2 · (l + g·B(p − 1)/p)
 /// for B bytes.
 pub fn all_reduce_two_phase<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T], op: &O) {
-    let p = ctx.nprocs();
-    let (blocks, rows) = transpose_blocks(ctx, data);
-    let w = blocks.local_len(ctx.pid());
-    let chunk = fold_rows(op, &rows, w, 0..p).expect("p >= 1");
-    data.copy_from_slice(&gather_blocks(ctx, blocks, &chunk, |_| true));
+    data.copy_from_slice(&fold_two_phase(ctx, data, op, |_| true));
 }
 
 /// Hypercube all-reduce: in round d every processor exchanges its running

@@ -49,19 +49,11 @@ fn hypercube_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
 /// assert_eq!(out[2], vec![2, 2, 2]);
 /// ```
 pub fn exclusive_scan_variants<T: Pod + Send, O: Monoid<T>>() -> Vec<Variant<ScanFn<T, O>>> {
-    vec![
-        Variant::new("direct", direct_cost, exclusive_scan_direct::<T, O>),
-        Variant::new(
-            "two-phase",
-            two_phase_cost,
-            exclusive_scan_two_phase::<T, O>,
-        ),
-        Variant::new(
-            "hypercube",
-            hypercube_cost,
-            exclusive_scan_hypercube::<T, O>,
-        ),
-    ]
+    table([
+        exclusive_scan_direct::<T, O>,
+        exclusive_scan_two_phase::<T, O>,
+        exclusive_scan_hypercube::<T, O>,
+    ])
 }
 
 /// The inclusive-scan variants [`inclusive_scan`] chooses from, with their
@@ -77,18 +69,19 @@ pub fn exclusive_scan_variants<T: Pod + Send, O: Monoid<T>>() -> Vec<Variant<Sca
 /// assert_eq!(names, ["direct", "two-phase", "hypercube"]);
 /// ```
 pub fn inclusive_scan_variants<T: Pod + Send, O: Op<T>>() -> Vec<Variant<ScanFn<T, O>>> {
+    table([
+        inclusive_scan_direct::<T, O>,
+        inclusive_scan_two_phase::<T, O>,
+        inclusive_scan_hypercube::<T, O>,
+    ])
+}
+
+/// The scan variants, named and costed: direct, two-phase, hypercube.
+fn table<F>([direct, two_phase, hypercube]: [F; 3]) -> Vec<Variant<F>> {
     vec![
-        Variant::new("direct", direct_cost, inclusive_scan_direct::<T, O>),
-        Variant::new(
-            "two-phase",
-            two_phase_cost,
-            inclusive_scan_two_phase::<T, O>,
-        ),
-        Variant::new(
-            "hypercube",
-            hypercube_cost,
-            inclusive_scan_hypercube::<T, O>,
-        ),
+        Variant::new("direct", direct_cost, direct),
+        Variant::new("two-phase", two_phase_cost, two_phase),
+        Variant::new("hypercube", hypercube_cost, hypercube),
     ]
 }
 
@@ -273,183 +266,101 @@ fn inclusive<T: Copy, O: Op<T>>(parts: Parts<T>, data: &[T], op: &O) -> (Vec<T>,
     (upto, total)
 }
 
-/// [`exclusive_scan`] by direct: every vector goes to every processor,
-/// which folds those before it and all of them.
-///
-/// # Examples
-///
-/// ```
-/// use bsp_algos::Sum;
-///
-/// let out = bsp_core::run(4, |ctx| {
-///     bsp_algos::exclusive_scan_direct(ctx, &[ctx.pid() as u32, 1], &Sum)
-/// })
-/// .unwrap();
-/// assert_eq!(out[3], (vec![3, 3], vec![6, 4]));
-/// ```
-///
-/// # Panics
-///
-/// As [`exclusive_scan`].
-///
-/// # Cost
-///
-/// 1 superstep, h = (p − 1)m: predicted l + g·(p − 1)B for B bytes.
-pub fn exclusive_scan_direct<T: Pod + Send, O: Monoid<T>>(
-    ctx: &mut Ctx,
-    data: &[T],
-    op: &O,
-) -> (Vec<T>, Vec<T>) {
-    exclusive(parts_direct(ctx, data, op), data.len(), op)
+/// Defines the exclusive and the inclusive scan of one variant, with
+/// their docs, from the function computing the variant's [`Parts`].
+macro_rules! scan_variant {
+    (
+        $exclusive:ident, $inclusive:ident, $parts:ident, $p:literal,
+        $(#[doc = $what:literal])*
+        cost: $(#[doc = $cost:literal])*
+    ) => {
+        $(#[doc = $what])*
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use bsp_algos::Sum;
+        ///
+        #[doc = concat!("let out = bsp_core::run(", $p, ", |ctx| {")]
+        #[doc = concat!("    bsp_algos::", stringify!($exclusive), "(ctx, &[ctx.pid() as u32, 1], &Sum)")]
+        /// })
+        /// .unwrap();
+        #[doc = concat!("assert_eq!(out[3], (vec![3, 3], vec![", $p, " * (", $p, " - 1) / 2, ", $p, "]));")]
+        /// ```
+        ///
+        /// # Panics
+        ///
+        /// As [`exclusive_scan`].
+        ///
+        /// # Cost
+        ///
+        $(#[doc = $cost])*
+        pub fn $exclusive<T: Pod + Send, O: Monoid<T>>(
+            ctx: &mut Ctx,
+            data: &[T],
+            op: &O,
+        ) -> (Vec<T>, Vec<T>) {
+            exclusive($parts(ctx, data, op), data.len(), op)
+        }
+
+        #[doc = concat!("[`inclusive_scan`] by the algorithm of [`", stringify!($exclusive), "`].")]
+        ///
+        /// # Examples
+        ///
+        /// ```
+        #[doc = concat!("let out = bsp_core::run(", $p, ", |ctx| {")]
+        ///     // Decimal digits, concatenated in pid order: (value, 10^digits).
+        ///     let concat = |a: [u64; 2], b: [u64; 2]| [a[0] * b[1] + b[0], a[1] * b[1]];
+        #[doc = concat!("    bsp_algos::", stringify!($inclusive), "(ctx, &[[ctx.pid() as u64, 10]], &concat)")]
+        /// })
+        /// .unwrap();
+        /// assert_eq!(out[2].0, vec![[12, 1000]]);
+        /// ```
+        ///
+        /// # Panics
+        ///
+        /// As [`exclusive_scan`].
+        ///
+        /// # Cost
+        ///
+        #[doc = concat!("As [`", stringify!($exclusive), "`].")]
+        pub fn $inclusive<T: Pod + Send, O: Op<T>>(
+            ctx: &mut Ctx,
+            data: &[T],
+            op: &O,
+        ) -> (Vec<T>, Vec<T>) {
+            inclusive($parts(ctx, data, op), data, op)
+        }
+    };
 }
 
-/// [`inclusive_scan`] by direct, as [`exclusive_scan_direct`].
-///
-/// # Examples
-///
-/// ```
-/// let out = bsp_core::run(4, |ctx| {
-///     let concat = |a: [u64; 2], b: [u64; 2]| [a[0] * b[1] + b[0], a[1] * b[1]];
-///     bsp_algos::inclusive_scan_direct(ctx, &[[ctx.pid() as u64, 10]], &concat)
-/// })
-/// .unwrap();
-/// assert_eq!(out[2].0, vec![[12, 1000]]); // digits 0, 1, 2
-/// ```
-///
-/// # Panics
-///
-/// As [`exclusive_scan`].
-///
-/// # Cost
-///
-/// As [`exclusive_scan_direct`].
-pub fn inclusive_scan_direct<T: Pod + Send, O: Op<T>>(
-    ctx: &mut Ctx,
-    data: &[T],
-    op: &O,
-) -> (Vec<T>, Vec<T>) {
-    inclusive(parts_direct(ctx, data, op), data, op)
-}
+scan_variant!(
+    exclusive_scan_direct, inclusive_scan_direct, parts_direct, 4,
+    /// [`exclusive_scan`] by direct delivery: every vector goes to every
+    /// processor, which folds those before it and all of them.
+    cost:
+    /// 1 superstep, h = (p − 1)m: predicted l + g·(p − 1)B for B bytes.
+);
 
-/// [`exclusive_scan`] by two-phase: a transpose gives processor j block j
-/// of every vector; it scans the block over the processors and returns to
-/// every processor its prefix block and the total block.
-///
-/// # Examples
-///
-/// ```
-/// use bsp_algos::Sum;
-///
-/// let out = bsp_core::run(5, |ctx| {
-///     bsp_algos::exclusive_scan_two_phase(ctx, &[ctx.pid() as u32, 1], &Sum)
-/// })
-/// .unwrap();
-/// assert_eq!(out[3], (vec![3, 3], vec![10, 5]));
-/// ```
-///
-/// # Panics
-///
-/// As [`exclusive_scan`].
-///
-/// # Cost
-///
-/// 2 supersteps, h ≈ m(p − 1)/p and h ≈ 2m(p − 1)/p: predicted
-/// (l + g·B(p − 1)/p) + (l + 2g·B(p − 1)/p) for B bytes.
-pub fn exclusive_scan_two_phase<T: Pod + Send, O: Monoid<T>>(
-    ctx: &mut Ctx,
-    data: &[T],
-    op: &O,
-) -> (Vec<T>, Vec<T>) {
-    exclusive(parts_two_phase(ctx, data, op), data.len(), op)
-}
+scan_variant!(
+    exclusive_scan_two_phase, inclusive_scan_two_phase, parts_two_phase, 5,
+    /// [`exclusive_scan`] in two phases: a transpose gives processor j
+    /// block j of every vector; it scans the block over the processors and
+    /// returns to every processor its prefix block and the total block.
+    cost:
+    /// 2 supersteps, h ≈ m(p − 1)/p and h ≈ 2m(p − 1)/p: predicted
+    /// (l + g·B(p − 1)/p) + (l + 2g·B(p − 1)/p) for B bytes.
+);
 
-/// [`inclusive_scan`] by two-phase, as [`exclusive_scan_two_phase`].
-///
-/// # Examples
-///
-/// ```
-/// let out = bsp_core::run(5, |ctx| {
-///     let concat = |a: [u64; 2], b: [u64; 2]| [a[0] * b[1] + b[0], a[1] * b[1]];
-///     bsp_algos::inclusive_scan_two_phase(ctx, &[[ctx.pid() as u64, 10]], &concat)
-/// })
-/// .unwrap();
-/// assert_eq!(out[2].0, vec![[12, 1000]]); // digits 0, 1, 2
-/// ```
-///
-/// # Panics
-///
-/// As [`exclusive_scan`].
-///
-/// # Cost
-///
-/// As [`exclusive_scan_two_phase`].
-pub fn inclusive_scan_two_phase<T: Pod + Send, O: Op<T>>(
-    ctx: &mut Ctx,
-    data: &[T],
-    op: &O,
-) -> (Vec<T>, Vec<T>) {
-    inclusive(parts_two_phase(ctx, data, op), data, op)
-}
-
-/// [`exclusive_scan`] by hypercube: the hypercube prefix sum. The rounds
-/// are those of [`all_reduce_hypercube`](crate::all_reduce_hypercube); a
-/// processor whose pid has the round's bit set also folds what it receives
-/// into its prefix. When p is not a power of two, pairs join and part as
-/// there.
-///
-/// # Examples
-///
-/// ```
-/// use bsp_algos::Sum;
-///
-/// let out = bsp_core::run(6, |ctx| {
-///     bsp_algos::exclusive_scan_hypercube(ctx, &[ctx.pid() as u32, 1], &Sum)
-/// })
-/// .unwrap();
-/// assert_eq!(out[3], (vec![3, 3], vec![15, 6]));
-/// ```
-///
-/// # Panics
-///
-/// As [`exclusive_scan`].
-///
-/// # Cost
-///
-/// log₂ q supersteps of h = m (q = 2^⌊log₂ p⌋), plus, when p is not a
-/// power of two, one of h = m and one of h = 2m: predicted log₂ q ·
-/// (l + g·B) (+ (l + g·B) + (l + 2g·B)) for B bytes.
-pub fn exclusive_scan_hypercube<T: Pod + Send, O: Monoid<T>>(
-    ctx: &mut Ctx,
-    data: &[T],
-    op: &O,
-) -> (Vec<T>, Vec<T>) {
-    exclusive(parts_hypercube(ctx, data, op), data.len(), op)
-}
-
-/// [`inclusive_scan`] by hypercube, as [`exclusive_scan_hypercube`].
-///
-/// # Examples
-///
-/// ```
-/// let out = bsp_core::run(6, |ctx| {
-///     let concat = |a: [u64; 2], b: [u64; 2]| [a[0] * b[1] + b[0], a[1] * b[1]];
-///     bsp_algos::inclusive_scan_hypercube(ctx, &[[ctx.pid() as u64, 10]], &concat)
-/// })
-/// .unwrap();
-/// assert_eq!(out[2].0, vec![[12, 1000]]); // digits 0, 1, 2
-/// ```
-///
-/// # Panics
-///
-/// As [`exclusive_scan`].
-///
-/// # Cost
-///
-/// As [`exclusive_scan_hypercube`].
-pub fn inclusive_scan_hypercube<T: Pod + Send, O: Op<T>>(
-    ctx: &mut Ctx,
-    data: &[T],
-    op: &O,
-) -> (Vec<T>, Vec<T>) {
-    inclusive(parts_hypercube(ctx, data, op), data, op)
-}
+scan_variant!(
+    exclusive_scan_hypercube, inclusive_scan_hypercube, parts_hypercube, 6,
+    /// [`exclusive_scan`] on a hypercube: the rounds of
+    /// [`all_reduce_hypercube`](crate::all_reduce_hypercube), in which a
+    /// processor whose pid has the round's bit set also folds what it
+    /// receives into its prefix. When p is not a power of two, pairs join
+    /// and part as there.
+    cost:
+    /// log₂ q supersteps of h = m (q = 2^⌊log₂ p⌋), plus, when p is not a
+    /// power of two, one of h = m and one of h = 2m: predicted log₂ q ·
+    /// (l + g·B) (+ (l + g·B) + (l + 2g·B)) for B bytes.
+);

@@ -24,7 +24,9 @@
 //! of its non-empty parts. Reassembly puts a stream's parts back in
 //! intermediate order. A stream to the processor itself stays where it is.
 
-use super::two_phase::{block, decode_header, payload, Part, Piece, Pieces};
+use super::two_phase::{
+    block, decode_header, note_second, payload, regroup, with_own, Part, Piece, Pieces,
+};
 use super::{words, Matrix, RouteFigures, WORD_BYTES};
 use crate::segments::{segments_len, SegmentCursor, Segments};
 use crate::transport::{Aborted, Blocks, Comm};
@@ -166,6 +168,25 @@ fn bare(run: &[Piece], pool: &mut Segments) -> Segments {
         .collect()
 }
 
+/// The parts of the block from `from` in the first (`first`) or second
+/// exchange: from the matrix when known, else from the block's header.
+fn list(
+    expected: &Option<Expected>,
+    from: usize,
+    cursor: &mut SegmentCursor<'_>,
+    parts: &mut Vec<Part>,
+    first: bool,
+) {
+    match expected {
+        Some(e) => parts.clone_from(if first {
+            &e.first[from]
+        } else {
+            &e.second[from]
+        }),
+        None => decode_header(cursor, parts),
+    }
+}
+
 /// Whether a stage-1 block of `block` words keeps ⌈s/p⌉.
 fn within_first(block: u64, s: u64, p: u64) -> bool {
     p * block < s + p
@@ -228,18 +249,11 @@ pub(super) fn route(
     let received = comm.transpose(first, lengths.as_deref())?;
 
     // Stage 2: regroup by final destination, in source order (Fig. 8).
-    let mut pieces = Pieces::default();
-    let mut parts = Vec::new();
-    for (i, block) in &received {
-        let mut cursor = SegmentCursor::new(block);
-        match &expected {
-            Some(e) => parts.clone_from(&e.first[*i]),
-            None => decode_header(&mut cursor, &mut parts),
-        }
-        for part in &parts {
-            pieces.push(part.peer, *i, part.len, &mut cursor);
-        }
-    }
+    let pieces = regroup(
+        &received,
+        |i, cursor, parts| list(&expected, i, cursor, parts, true),
+        |_| {},
+    );
     let second = pieces.group(|_, run, pool| {
         if headers {
             block(run, pool, &mut figures.header_bytes)
@@ -252,23 +266,11 @@ pub(super) fn route(
     let arrived = comm.transpose(second, lengths.as_deref())?;
 
     // Reassemble each source's stream: its parts in intermediate order.
-    let mut pieces = Pieces::default();
-    for (k, block) in &arrived {
-        let mut cursor = SegmentCursor::new(block);
-        match &expected {
-            Some(e) => parts.clone_from(&e.second[*k]),
-            None => decode_header(&mut cursor, &mut parts),
-        }
-        let (mut bytes, mut block_words) = (0, 0);
-        for part in &parts {
-            pieces.push(part.peer, *k, part.len, &mut cursor);
-            bytes += part.len as u64;
-            block_words += words(part.len);
-        }
-        figures.received_words += block_words;
-        figures.second_block = figures.second_block.max(bytes);
-        figures.second_block_words = figures.second_block_words.max(block_words);
-    }
+    let pieces = regroup(
+        &arrived,
+        |k, cursor, parts| list(&expected, k, cursor, parts, false),
+        |parts| note_second(&mut figures, parts),
+    );
     drop(arrived);
     debug_assert!(
         within_second(figures.second_block_words, figures.received_words, p as u64),
@@ -276,12 +278,8 @@ pub(super) fn route(
         figures.second_block_words,
         figures.received_words
     );
-    let mut delivered = pieces.group(|_, run, pool| bare(run, pool));
-    if let Some(own) = own {
-        let at = delivered.partition_point(|&(i, _)| i < me);
-        delivered.insert(at, (me, own));
-    }
-    Ok((delivered, figures))
+    let delivered = pieces.group(|_, run, pool| bare(run, pool));
+    Ok((with_own(delivered, me, own), figures))
 }
 
 #[cfg(test)]

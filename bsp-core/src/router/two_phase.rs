@@ -160,6 +160,40 @@ impl Pieces {
     }
 }
 
+/// Reads each block of `blocks` (listed by sender) as the parts that
+/// `parts_of` lists for it — by decoding the block's header, or from what
+/// the receiver knows — and adds each part to the pieces bound for the
+/// part's peer, with the sender as the piece's peer. `seen` gets each
+/// block's parts.
+pub(super) fn regroup(
+    blocks: &Blocks,
+    mut parts_of: impl FnMut(usize, &mut SegmentCursor<'_>, &mut Vec<Part>),
+    mut seen: impl FnMut(&[Part]),
+) -> Pieces {
+    let mut pieces = Pieces::default();
+    let mut parts = Vec::new();
+    for (from, block) in blocks {
+        let mut cursor = SegmentCursor::new(block);
+        parts_of(*from, &mut cursor, &mut parts);
+        for part in &parts {
+            pieces.push(part.peer, *from, part.len, &mut cursor);
+        }
+        seen(&parts);
+    }
+    pieces
+}
+
+/// Adds the parts of a block received in the second exchange to the
+/// figures. Every part but a stream's last is whole words; the last one's
+/// short word is a word of its stream too.
+pub(super) fn note_second(figures: &mut RouteFigures, parts: &[Part]) {
+    let bytes: u64 = parts.iter().map(|part| part.len as u64).sum();
+    let block_words: u64 = parts.iter().map(|part| words(part.len)).sum();
+    figures.received_words += block_words;
+    figures.second_block = figures.second_block.max(bytes);
+    figures.second_block_words = figures.second_block_words.max(block_words);
+}
+
 /// The payload of `run`'s parts, in bytes and in words.
 pub(super) fn payload(run: &[Piece]) -> (u64, u64) {
     run.iter().fold((0, 0), |(bytes, w), piece| {
@@ -284,15 +318,11 @@ pub(super) fn route(
     let received = comm.transpose(first, expected.as_ref().map(|e| &e.0[..]))?;
 
     // Stage 2: regroup what arrived by final destination, in source order.
-    let mut pieces = Pieces::default();
-    let mut parts = Vec::new();
-    for (i, block) in &received {
-        let mut cursor = SegmentCursor::new(block);
-        decode_header(&mut cursor, &mut parts);
-        for part in &parts {
-            pieces.push(part.peer, *i, part.len, &mut cursor);
-        }
-    }
+    let pieces = regroup(
+        &received,
+        |_, cursor, parts| decode_header(cursor, parts),
+        |_| {},
+    );
     let second = pieces.group(|_, run, pool| block(run, pool, &mut figures.header_bytes));
     drop(received);
     let arrived = comm.transpose(second, expected.as_ref().map(|e| &e.1[..]))?;
@@ -300,22 +330,11 @@ pub(super) fn route(
     // Reassemble each source's stream. Source i's part c came through
     // intermediate (i + me + c) mod p: in intermediate order, the parts
     // from intermediate (i + me) mod p on come first.
-    let mut pieces = Pieces::default();
-    for (k, block) in &arrived {
-        let mut cursor = SegmentCursor::new(block);
-        decode_header(&mut cursor, &mut parts);
-        let (mut bytes, mut block_words) = (0, 0);
-        for part in &parts {
-            pieces.push(part.peer, *k, part.len, &mut cursor);
-            bytes += part.len as u64;
-            // Every part but a stream's last is whole words; the last one's
-            // short word is a word of its stream too.
-            block_words += words(part.len);
-        }
-        figures.received_words += block_words;
-        figures.second_block = figures.second_block.max(bytes);
-        figures.second_block_words = figures.second_block_words.max(block_words);
-    }
+    let pieces = regroup(
+        &arrived,
+        |_, cursor, parts| decode_header(cursor, parts),
+        |parts| note_second(&mut figures, parts),
+    );
     drop(arrived);
     debug_assert!(
         within_bound(figures.second_block_words, figures.received_words, p as u64),
@@ -323,7 +342,7 @@ pub(super) fn route(
         figures.second_block_words,
         figures.received_words
     );
-    let mut delivered = pieces.group(|i, run, pool| {
+    let delivered = pieces.group(|i, run, pool| {
         let first = run.partition_point(|piece| piece.part.peer < (i + me) % p);
         let mut stream = Segments::new();
         for piece in run[first..].iter().chain(&run[..first]) {
@@ -331,11 +350,17 @@ pub(super) fn route(
         }
         stream
     });
+    Ok((with_own(delivered, me, own), figures))
+}
+
+/// `delivered` (listed by source) with this processor's stream to itself,
+/// which stayed local, in its place.
+pub(super) fn with_own(mut delivered: Blocks, me: usize, own: Option<Segments>) -> Blocks {
     if let Some(own) = own {
         let at = delivered.partition_point(|&(i, _)| i < me);
         delivered.insert(at, (me, own));
     }
-    Ok((delivered, figures))
+    delivered
 }
 
 #[cfg(test)]

@@ -68,9 +68,6 @@ struct Tree {
     epoch: Vec<CachePadded<AtomicUsize>>,
     /// `children[i]`: processor i's children are i + 2^c for c below this.
     children: Vec<u32>,
-    /// Waiters asleep on the condition variable (they must be woken when a
-    /// ready epoch changes).
-    sleepers: AtomicUsize,
 }
 
 impl Tree {
@@ -97,7 +94,6 @@ impl Tree {
             ready: zeros(),
             epoch: zeros(),
             children,
-            sleepers: AtomicUsize::new(0),
         }
     }
 }
@@ -129,6 +125,9 @@ pub(crate) struct Barrier {
     arrived: CachePadded<AtomicUsize>,
     generation: CachePadded<AtomicUsize>,
     poisoned: AtomicBool,
+    /// Waiters asleep on `wake` (a binomial-tree arrival wakes them only
+    /// when there are some).
+    sleepers: AtomicUsize,
     sleep_lock: Mutex<()>,
     wake: Condvar,
     /// Backoff steps to spin before sleeping.
@@ -144,6 +143,7 @@ impl Barrier {
             arrived: CachePadded::new(AtomicUsize::new(0)),
             generation: CachePadded::new(AtomicUsize::new(0)),
             poisoned: AtomicBool::new(false),
+            sleepers: AtomicUsize::new(0),
             sleep_lock: Mutex::new(()),
             wake: Condvar::new(),
             // With a core per thread, spinning for a while is the fast path;
@@ -175,17 +175,17 @@ impl Barrier {
         tree.epoch[pid].store(epoch, Ordering::Relaxed);
         for c in 0..tree.children[pid] {
             let child = &tree.ready[pid + (1 << c)];
-            self.wait_until(tree, deadline, || child.load(Ordering::Acquire) >= epoch)?;
+            self.wait_until(deadline, || child.load(Ordering::Acquire) >= epoch)?;
         }
         tree.ready[pid].store(epoch, Ordering::SeqCst);
-        if tree.sleepers.load(Ordering::SeqCst) > 0 {
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
             // Taking the lock orders the store before any sleeper's re-check.
             drop(self.sleep_lock.lock().unwrap_or_else(|e| e.into_inner()));
             self.wake.notify_all();
         }
         if pid != 0 {
             let root = &tree.ready[0];
-            self.wait_until(tree, deadline, || root.load(Ordering::Acquire) >= epoch)?;
+            self.wait_until(deadline, || root.load(Ordering::Acquire) >= epoch)?;
         }
         self.check()
     }
@@ -194,7 +194,6 @@ impl Barrier {
     /// deadline passes.
     fn wait_until(
         &self,
-        tree: &Tree,
         deadline: Option<Instant>,
         done: impl Fn() -> bool,
     ) -> Result<(), Interrupted> {
@@ -210,7 +209,7 @@ impl Barrier {
             }
         }
         let mut guard = self.sleep_lock.lock().unwrap_or_else(|e| e.into_inner());
-        tree.sleepers.fetch_add(1, Ordering::SeqCst);
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
         let outcome = loop {
             if done() || self.is_poisoned() {
                 break self.check();
@@ -228,7 +227,7 @@ impl Barrier {
                 }
             };
         };
-        tree.sleepers.fetch_sub(1, Ordering::SeqCst);
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
         drop(guard);
         outcome
     }
@@ -245,35 +244,7 @@ impl Barrier {
             return self.check();
         }
         let released = || self.generation.load(Ordering::Acquire) != generation;
-        let backoff = Backoff::new();
-        for _ in 0..self.spin_steps {
-            if released() || self.is_poisoned() {
-                return self.check();
-            }
-            if backoff.is_completed() {
-                std::thread::yield_now();
-            } else {
-                backoff.snooze();
-            }
-        }
-        let mut guard = self.sleep_lock.lock().unwrap_or_else(|e| e.into_inner());
-        while !released() && !self.is_poisoned() {
-            guard = match deadline {
-                None => self.wake.wait(guard).unwrap_or_else(|e| e.into_inner()),
-                Some(deadline) => {
-                    let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-                        return Err(Interrupted::TimedOut);
-                    };
-                    let (guard, _) = self
-                        .wake
-                        .wait_timeout(guard, left)
-                        .unwrap_or_else(|e| e.into_inner());
-                    guard
-                }
-            };
-        }
-        drop(guard);
-        self.check()
+        self.wait_until(deadline, released)
     }
 
     fn check(&self) -> Result<(), Interrupted> {
