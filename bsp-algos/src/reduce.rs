@@ -33,8 +33,8 @@ pub fn reduce_variants<T: Pod + Send, O: Op<T>>() -> Vec<Variant<ReduceFn<T, O>>
 }
 
 /// The all-reduce variants [`all_reduce`] chooses from, with their costs
-/// for vectors of `bytes` bytes: [`all_reduce_direct`],
-/// [`all_reduce_two_phase`] and [`all_reduce_hypercube`].
+/// for vectors of `bytes` bytes: [`all_reduce_hypercube`],
+/// [`all_reduce_direct`] and [`all_reduce_two_phase`].
 ///
 /// # Examples
 ///
@@ -55,9 +55,12 @@ pub fn reduce_variants<T: Pod + Send, O: Op<T>>() -> Vec<Variant<ReduceFn<T, O>>
 /// ```
 pub fn all_reduce_variants<T: Pod + Send, O: Op<T>>() -> Vec<Variant<AllReduceFn<T, O>>> {
     vec![
+        // First, as it wins ties (p = 2, where it and the direct variant
+        // both take one superstep of h = m): it folds in place, where the
+        // direct variant gathers p copies.
+        Variant::new("hypercube", hypercube_cost, all_reduce_hypercube::<T, O>),
         Variant::new("direct", direct_cost, all_reduce_direct::<T, O>),
         Variant::new("two-phase", two_phase_cost, all_reduce_two_phase::<T, O>),
-        Variant::new("hypercube", hypercube_cost, all_reduce_hypercube::<T, O>),
     ]
 }
 
