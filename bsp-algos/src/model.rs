@@ -48,7 +48,11 @@ impl Model {
     /// The model of this run: its machine ([`Ctx::machine`], or
     /// [`NOMINAL_MACHINE`] when the run has none) and its router. Every
     /// processor gets the same model, so every processor picks the same
-    /// variant.
+    /// variant. Like the automatic router's choice, the variant (and so
+    /// the number of supersteps a collective takes) can differ between
+    /// machines and transports whose measured l and g differ; results do
+    /// not, except in the rounding of operators that are associative only
+    /// up to rounding.
     pub fn of(ctx: &Ctx) -> Self {
         Model::new(ctx.machine().unwrap_or(NOMINAL_MACHINE), ctx.router())
     }
