@@ -85,6 +85,7 @@ for src in examples/*.rs benchmarks/examples/*.rs; do
         hello) args=() ;;
         bspbench) args=(--max-kib 256) ;;
         bench_router) args=(--mib 8 --reps 1 --rounds 1) ;;
+        bench_collectives) args=(--bytes 8,4096 --reps 2) ;;
         bench_mpi) args=(--quick) ;;
         bench_access) args=(--n 100000 --reps 1) ;;
         bench_k_level) args=(--bytes 8,5000 --reps 1) ;;

@@ -1,7 +1,8 @@
 //! Router benchmark: delivers h-relations of the shapes of Bader, Helman and
 //! JáJá (Eq. 7: h = n/p, 2n/p, 4n/p, 8n/p), plus `shift`, `random` and
 //! `skew` (the first ⌈p/8⌉ processors send 3/4 of the data), with
-//! the two-phase router, the direct router and a baseline, and prints
+//! the two-phase router, the direct router, the transportation primitive
+//! (Ranka, Shankar and Alsabti), the automatic choice and a baseline, and prints
 //! seconds, GB/s and the ratio to the baseline. Every time is the slowest
 //! processor's, from a barrier to the end of its delivery; the median over
 //! all reps is reported.
@@ -27,7 +28,7 @@ use bsp::prelude::*;
 use common::{median, Args, Progress};
 use serde_json::json;
 
-const USAGE: &str = "bench_router: h-relation routing, two-phase vs direct vs auto vs a baseline (memcpy; MPI_Alltoallv under MPI)
+const USAGE: &str = "bench_router: h-relation routing, two-phase vs direct vs transportation vs auto vs a baseline (memcpy; MPI_Alltoallv under MPI)
 
 usage: bench_router [--procs 2,8] [--mib 1024 | --kib K] [--reps 5] [--rounds 3] [--shapes h1,h2,h4,h8,shift,random,skew] [--json]
 
@@ -356,11 +357,16 @@ fn main() {
             );
         }
         println!(
-            "{:>5} {:>7} {:>7} {:>10} {:>12} {:>11} {:>8} {:>9}  auto took",
+            "{:>5} {:>7} {:>7} {:>14} {:>12} {:>11} {:>8} {:>9}  auto took",
             "procs", "shape", "h/(n/p)", "router", "bytes", "seconds", "GB/s", "vs base"
         );
     }
-    const ROUTERS: [Router; 3] = [Router::TwoPhase, Router::Direct, Router::Auto];
+    const ROUTERS: [Router; 4] = [
+        Router::TwoPhase,
+        Router::Direct,
+        Router::Transportation,
+        Router::Auto,
+    ];
     let steps = (procs.len() * shapes.len() * rounds) as u64;
     let progress = Progress::new(steps, "bench_router", json || !lead);
     for &p in &procs {
@@ -409,7 +415,7 @@ fn main() {
                 continue;
             }
             let base = median(&mut samples[0]);
-            let names = [base_name, "two-phase", "direct", "auto"];
+            let names = [base_name, "two-phase", "direct", "transportation", "auto"];
             progress.suspend(|| {
                 for (name, s) in names.iter().zip(samples.iter_mut()) {
                     let secs = median(s);
@@ -435,7 +441,7 @@ fn main() {
                         println!("{row}");
                     } else {
                         println!(
-                        "{p:>5} {shape:>7} {:>7.2} {name:>10} {bytes:>12} {secs:>11.6} {gbs:>8.2} {:>8.2}x  {took}",
+                        "{p:>5} {shape:>7} {:>7.2} {name:>14} {bytes:>12} {secs:>11.6} {gbs:>8.2} {:>8.2}x  {took}",
                         h as f64 * p as f64 / words as f64,
                         base / secs
                     );
@@ -457,7 +463,7 @@ fn print_spreads(p: usize, rows: &[(usize, &str, f64)], json: bool) {
     hs.sort_unstable();
     hs.dedup();
     for h in hs {
-        for name in ["two-phase", "direct", "auto"] {
+        for name in ["two-phase", "direct", "transportation", "auto"] {
             let times: Vec<f64> = rows
                 .iter()
                 .filter(|r| r.0 == h && r.1 == name)

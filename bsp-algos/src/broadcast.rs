@@ -4,10 +4,94 @@ use bsp_core::Ctx;
 use bytemuck::Pod;
 
 use crate::dist::Block;
+use crate::model::{all_but_own, ceil_log2, floor_log2, pick, Model, Variant};
 use crate::puts_and_sends::put_to_others;
 
-/// Data of at least this many bytes (with p > 2) takes the two-phase route.
-const TWO_PHASE_BYTES: usize = 8 << 10;
+/// The signature of a broadcast variant.
+pub type BroadcastFn<T> = fn(&mut Ctx, usize, &mut [T]);
+
+/// The broadcast variants [`broadcast`] chooses from, with their costs
+/// for a buffer of `bytes` bytes: [`broadcast_tree`],
+/// [`broadcast_two_phase`] and [`broadcast_pipelined`].
+///
+/// # Examples
+///
+/// ```
+/// let out = bsp_core::run(3, |ctx| {
+///     let mut results = Vec::new();
+///     for v in bsp_algos::broadcast_variants::<u32>() {
+///         let mut buf = [ctx.pid() as u32; 4];
+///         (v.run)(ctx, 1, &mut buf);
+///         results.push(buf);
+///     }
+///     results
+/// })
+/// .unwrap();
+/// assert!(out.iter().flatten().all(|b| b == &[1; 4]));
+/// ```
+pub fn broadcast_variants<T: Pod + Send>() -> Vec<Variant<BroadcastFn<T>>> {
+    vec![
+        Variant::new("tree", tree_cost, broadcast_tree::<T>),
+        Variant::new("two-phase", two_phase_cost, broadcast_two_phase::<T>),
+        Variant::new("pipelined", pipelined_cost, broadcast_pipelined::<T>),
+    ]
+}
+
+fn tree_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
+    Some(model.supersteps(ceil_log2(p), bytes as f64))
+}
+
+fn two_phase_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
+    Some(model.supersteps(2, all_but_own(bytes, p)))
+}
+
+fn pipelined_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
+    Some(pipeline_seconds(
+        model,
+        p,
+        bytes,
+        pipeline_packets(model, p, bytes),
+    ))
+}
+
+/// Children of a node of the pipeline's binary tree, at most.
+fn fan_out(p: usize) -> usize {
+    (p.max(1) - 1).min(2)
+}
+
+/// Supersteps of the pipelined broadcast with `k` packets: the first
+/// packet needs one superstep per level of the tree below the root
+/// (⌊log₂ p⌋), the others follow one superstep apart.
+fn pipeline_supersteps(p: usize, k: usize) -> usize {
+    if p <= 1 {
+        0
+    } else {
+        k + floor_log2(p) - 1
+    }
+}
+
+fn pipeline_seconds(model: &Model, p: usize, bytes: usize, k: usize) -> f64 {
+    let h = fan_out(p) as f64 * bytes as f64 / k as f64;
+    model.supersteps(pipeline_supersteps(p, k), h)
+}
+
+/// The number of packets that minimises the pipelined broadcast's
+/// predicted cost: searched over a geometric grid (ratio 2^¼) from 1 to
+/// one packet per 8-byte word.
+fn pipeline_packets(model: &Model, p: usize, bytes: usize) -> usize {
+    let most = (bytes / 8).max(1);
+    let mut best = (1, pipeline_seconds(model, p, bytes, 1));
+    let mut k = 1.0f64;
+    while (k as usize) < most {
+        k = (k * 1.189_207).max(k + 1.0);
+        let packets = (k as usize).min(most);
+        let t = pipeline_seconds(model, p, bytes, packets);
+        if t < best.1 {
+            best = (packets, t);
+        }
+    }
+    best.0
+}
 
 fn check_root(ctx: &Ctx, root: usize) {
     assert!(
@@ -17,9 +101,9 @@ fn check_root(ctx: &Ctx, root: usize) {
     );
 }
 
-/// Copies the root's `buf` into `buf` on every processor, choosing the
-/// algorithm by size: [`broadcast_tree`] for short data (or p ≤ 2),
-/// [`broadcast_two_phase`] from 8 KiB on.
+/// Copies the root's `buf` into `buf` on every processor, by the variant
+/// of least predicted cost ([`broadcast_variants`], [`pick`]) for the
+/// buffer's size, p and the run's machine ([`Model::of`]).
 ///
 /// As in MPI, every processor passes a buffer of the same length (the
 /// receivers' contents are overwritten). Use [`broadcast_vec`] when only
@@ -44,15 +128,26 @@ fn check_root(ctx: &Ctx, root: usize) {
 ///
 /// # Cost
 ///
-/// As the algorithm chosen: ⌈log₂ p⌉ supersteps of h = m, or 2 supersteps
-/// of h ≈ 2m (m = `buf.len()` elements).
+/// The least of the variants' (B = `buf`'s bytes, T(h) = l + g·h the
+/// model's superstep):
+///
+/// * [`broadcast_tree`]: ⌈log₂ p⌉ · T(B);
+/// * [`broadcast_two_phase`]: 2 · T(B(p − 1)/p);
+/// * [`broadcast_pipelined`]: (k + ⌊log₂ p⌋ − 1) · T(2B/k), k chosen to
+///   minimise it.
+///
+/// The tree wins short buffers; the two-phase broadcast long ones; the
+/// pipeline only where l is small against g·B and p is large.
 pub fn broadcast<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
-    let bytes = std::mem::size_of_val(buf);
-    if ctx.nprocs() > 2 && bytes >= TWO_PHASE_BYTES {
-        broadcast_two_phase(ctx, root, buf);
-    } else {
-        broadcast_tree(ctx, root, buf);
-    }
+    check_root(ctx, root);
+    let variants = broadcast_variants::<T>();
+    let chosen = pick(
+        &Model::of(ctx),
+        ctx.nprocs(),
+        std::mem::size_of_val(buf),
+        &variants,
+    );
+    (chosen.run)(ctx, root, buf);
 }
 
 /// Binomial-tree broadcast: in round r (r = 1..⌈log₂ p⌉) every processor
@@ -77,13 +172,14 @@ pub fn broadcast<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
 ///
 /// # Cost
 ///
-/// ⌈log₂ p⌉ supersteps, each an h-relation of h = m elements (one put).
+/// ⌈log₂ p⌉ supersteps, each an h-relation of h = m elements (one put):
+/// predicted ⌈log₂ p⌉ · (l + g·B) for B bytes.
 pub fn broadcast_tree<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
     check_root(ctx, root);
     let p = ctx.nprocs();
     let a = ctx.coarray_from(buf.to_vec());
     let v = (ctx.pid() + p - root) % p; // rank relative to the root
-    for round in (0..ceil_log2(p)).rev() {
+    for round in (0..ceil_log2(p) as u32).rev() {
         let mask = 1usize << round;
         if v % (2 * mask) == 0 && v + mask < p {
             let data = ctx.local(&a).to_vec();
@@ -117,7 +213,8 @@ pub fn broadcast_tree<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) 
 /// # Cost
 ///
 /// 2 supersteps: a scatter (h = m − ⌈m/p⌉ at the root) and an all-gather
-/// (h ≈ m(p − 1)/p), with p − 1 put records per processor in each.
+/// (h ≈ m(p − 1)/p), with p − 1 put records per processor in each:
+/// predicted 2 · (l + g·B(p − 1)/p) for B bytes.
 pub fn broadcast_two_phase<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
     check_root(ctx, root);
     let (p, me) = (ctx.nprocs(), ctx.pid());
@@ -132,6 +229,69 @@ pub fn broadcast_two_phase<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut 
     let mine = ctx.local(&a)[blocks.range(me)].to_vec();
     put_to_others(ctx, &a, blocks.start(me), &mine);
     ctx.sync();
+    buf.copy_from_slice(&ctx.release(a));
+}
+
+/// Pipelined binary-tree broadcast for long data: the buffer is cut into
+/// k packets that flow down a binary tree (processor v places from the
+/// root has children 2v + 1 and 2v + 2), one level per superstep, so
+/// that the levels work on successive packets at once.
+///
+/// k is the number of packets that minimises the predicted cost below on
+/// this run's machine ([`Model::of`]); every processor computes the same.
+///
+/// # Examples
+///
+/// ```
+/// let out = bsp_core::run(7, |ctx| {
+///     let mut buf: Vec<u32> = if ctx.pid() == 4 { (0..500).collect() } else { vec![0; 500] };
+///     bsp_algos::broadcast_pipelined(ctx, 4, &mut buf);
+///     buf.iter().enumerate().all(|(i, &x)| x == i as u32)
+/// })
+/// .unwrap();
+/// assert!(out.iter().all(|&ok| ok));
+/// ```
+///
+/// # Panics
+///
+/// As [`broadcast`].
+///
+/// # Cost
+///
+/// k + ⌊log₂ p⌋ − 1 supersteps (none for p = 1), each an h-relation of
+/// h = 2⌈m/k⌉ elements (an inner node sends a packet to each of two
+/// children): predicted (k + ⌊log₂ p⌋ − 1) · (l + 2g·B/k) for B bytes.
+pub fn broadcast_pipelined<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
+    check_root(ctx, root);
+    let (p, me) = (ctx.nprocs(), ctx.pid());
+    if p <= 1 {
+        return;
+    }
+    let model = Model::of(ctx);
+    let k = pipeline_packets(&model, p, std::mem::size_of_val(buf)).min(buf.len().max(1));
+    let packets = Block::new(buf.len(), k);
+    let a = ctx.coarray_from(buf.to_vec());
+    let v = (me + p - root) % p; // place in the tree, counted from the root
+    let depth = floor_log2(v + 1);
+    let children: Vec<usize> = [2 * v + 1, 2 * v + 2]
+        .into_iter()
+        .filter(|&c| c < p)
+        .map(|c| (c + root) % p)
+        .collect();
+    for step in 0..pipeline_supersteps(p, k) {
+        // A node at depth d forwards packet `step − d`, received in the
+        // superstep before (the root holds every packet from the start).
+        if let Some(j) = step.checked_sub(depth).filter(|&j| j < k) {
+            let range = packets.range(j);
+            if !range.is_empty() && !children.is_empty() {
+                let data = ctx.local(&a)[range.clone()].to_vec();
+                for &c in &children {
+                    ctx.put(c, &a, range.start, &data);
+                }
+            }
+        }
+        ctx.sync();
+    }
     buf.copy_from_slice(&ctx.release(a));
 }
 
@@ -167,9 +327,4 @@ pub fn broadcast_vec<T: Pod + Send>(ctx: &mut Ctx, root: usize, data: &[T]) -> V
     };
     broadcast(ctx, root, &mut buf);
     buf
-}
-
-/// `ceil(log2(p))`.
-fn ceil_log2(p: usize) -> u32 {
-    p.next_power_of_two().trailing_zeros()
 }

@@ -4,15 +4,82 @@
 use bsp_core::Ctx;
 use bytemuck::Pod;
 
+use crate::hypercube::{join_pairs, rounds, Cube};
+use crate::model::{all_but_own, pick, Model, Variant};
 use crate::ops::Op;
-use crate::rows::{fold_rows, gather_blocks, long_vector, rows_to, transpose_blocks};
+use crate::rows::{fold_rows, gather_blocks, rows_to, transpose_blocks};
+
+/// The signature of a reduce variant.
+pub type ReduceFn<T, O> = fn(&mut Ctx, usize, &[T], &O) -> Option<Vec<T>>;
+/// The signature of an all-reduce variant.
+pub type AllReduceFn<T, O> = fn(&mut Ctx, &mut [T], &O);
+
+/// The reduce variants [`reduce`] chooses from, with their costs for
+/// vectors of `bytes` bytes: [`reduce_direct`] and [`reduce_two_phase`].
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::Sum;
+///
+/// let names: Vec<_> = bsp_algos::reduce_variants::<u64, Sum>().iter().map(|v| v.name).collect();
+/// assert_eq!(names, ["direct", "two-phase"]);
+/// ```
+pub fn reduce_variants<T: Pod + Send, O: Op<T>>() -> Vec<Variant<ReduceFn<T, O>>> {
+    vec![
+        Variant::new("direct", direct_cost, reduce_direct::<T, O>),
+        Variant::new("two-phase", two_phase_cost, reduce_two_phase::<T, O>),
+    ]
+}
+
+/// The all-reduce variants [`all_reduce`] chooses from, with their costs
+/// for vectors of `bytes` bytes: [`all_reduce_hypercube`],
+/// [`all_reduce_direct`] and [`all_reduce_two_phase`].
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::Sum;
+///
+/// let out = bsp_core::run(5, |ctx| {
+///     let mut sums = Vec::new();
+///     for v in bsp_algos::all_reduce_variants::<u32, Sum>() {
+///         let mut x = [ctx.pid() as u32];
+///         (v.run)(ctx, &mut x, &Sum);
+///         sums.push(x[0]);
+///     }
+///     sums
+/// })
+/// .unwrap();
+/// assert!(out.iter().all(|s| s == &[10, 10, 10]));
+/// ```
+pub fn all_reduce_variants<T: Pod + Send, O: Op<T>>() -> Vec<Variant<AllReduceFn<T, O>>> {
+    vec![
+        // First, as it wins ties (p = 2, where it and the direct variant
+        // both take one superstep of h = m): it folds in place, where the
+        // direct variant gathers p copies.
+        Variant::new("hypercube", hypercube_cost, all_reduce_hypercube::<T, O>),
+        Variant::new("direct", direct_cost, all_reduce_direct::<T, O>),
+        Variant::new("two-phase", two_phase_cost, all_reduce_two_phase::<T, O>),
+    ]
+}
+
+fn direct_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
+    Some(model.superstep(((p.max(1) - 1) * bytes) as f64))
+}
+
+fn two_phase_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
+    Some(model.supersteps(2, all_but_own(bytes, p)))
+}
+
+fn hypercube_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
+    Some(Cube::new(p).seconds(model, bytes, bytes))
+}
 
 /// Element-wise `data₀ ⊕ data₁ ⊕ … ⊕ data_{p−1}` (in pid order), returned
-/// on `root` (`Some`) and `None` elsewhere.
-///
-/// Short vectors go straight to the root in one superstep; long ones (see
-/// `# Cost`) are reduced block-wise on all processors (a transpose) and the
-/// blocks then gathered at the root.
+/// on `root` (`Some`) and `None` elsewhere, by the variant of least
+/// predicted cost ([`reduce_variants`], [`pick`]) for the vector's size,
+/// p and the run's machine ([`Model::of`]).
 ///
 /// # Examples
 ///
@@ -35,35 +102,144 @@ use crate::rows::{fold_rows, gather_blocks, long_vector, rows_to, transpose_bloc
 ///
 /// # Cost
 ///
-/// Direct: 1 superstep, h = (p − 1)m at the root. Long vectors (p ≥ 4,
-/// m ≥ p and (p − 1)·m·size ≥ 32 KiB): 2 supersteps, h ≈ m(p − 1)/p each.
+/// The least of the variants' (B = `data`'s bytes, T(h) = l + g·h the
+/// model's superstep): [`reduce_direct`] T((p − 1)B),
+/// [`reduce_two_phase`] 2 · T(B(p − 1)/p). Direct wins short vectors,
+/// two-phase long ones.
 pub fn reduce<T: Pod + Send, O: Op<T>>(
     ctx: &mut Ctx,
     root: usize,
     data: &[T],
     op: &O,
 ) -> Option<Vec<T>> {
+    check_root(ctx, root);
+    let variants = reduce_variants::<T, O>();
+    let chosen = pick(
+        &Model::of(ctx),
+        ctx.nprocs(),
+        std::mem::size_of_val(data),
+        &variants,
+    );
+    (chosen.run)(ctx, root, data, op)
+}
+
+fn check_root(ctx: &Ctx, root: usize) {
     let p = ctx.nprocs();
     assert!(
         root < p,
         "bsp-algos: reduce root {root} out of range (p = {p})"
     );
-    let to_root = |q: usize| q == root;
-    let m = data.len();
-    if long_vector::<T>(m, p) {
-        let (blocks, rows) = transpose_blocks(ctx, data);
-        let w = blocks.local_len(ctx.pid());
-        let chunk = fold_rows(op, &rows, w, 0..p).expect("p >= 1");
-        let out = gather_blocks(ctx, blocks, &chunk, to_root);
-        (ctx.pid() == root).then_some(out)
+}
+
+/// Reduce by sending every vector straight to the root, which folds them
+/// in pid order.
+///
+/// # Examples
+///
+/// ```
+/// // Decimal digits, concatenated in pid order: (value, 10^digits).
+/// let concat = |a: [u64; 2], b: [u64; 2]| [a[0] * b[1] + b[0], a[1] * b[1]];
+/// let out = bsp_core::run(3, |ctx| {
+///     bsp_algos::reduce_direct(ctx, 0, &[[ctx.pid() as u64 + 1, 10]], &concat)
+/// })
+/// .unwrap();
+/// assert_eq!(out[0], Some(vec![[123, 1000]]));
+/// ```
+///
+/// # Panics
+///
+/// As [`reduce`].
+///
+/// # Cost
+///
+/// 1 superstep, h = (p − 1)m at the root: predicted l + g·(p − 1)B for B
+/// bytes.
+pub fn reduce_direct<T: Pod + Send, O: Op<T>>(
+    ctx: &mut Ctx,
+    root: usize,
+    data: &[T],
+    op: &O,
+) -> Option<Vec<T>> {
+    check_root(ctx, root);
+    let out = fold_direct(ctx, data, op, |q| q == root);
+    (ctx.pid() == root).then_some(out)
+}
+
+/// Every processor's vector to the processors `to` selects, each folding
+/// all p in pid order; empty on the others. One superstep.
+fn fold_direct<T: Pod + Send, O: Op<T>>(
+    ctx: &mut Ctx,
+    data: &[T],
+    op: &O,
+    to: impl Fn(usize) -> bool,
+) -> Vec<T> {
+    let (p, me) = (ctx.nprocs(), ctx.pid());
+    let receives = to(me);
+    let rows = rows_to(ctx, data, to);
+    if receives {
+        fold_rows(op, &rows, data.len(), 0..p).expect("p >= 1")
     } else {
-        let rows = rows_to(ctx, data, to_root);
-        (ctx.pid() == root).then(|| fold_rows(op, &rows, m, 0..p).expect("p >= 1"))
+        Vec::new()
     }
 }
 
+/// A reduce-scatter (a transpose; processor j folds block j over the
+/// processors), then the folded blocks gathered on the processors `to`
+/// selects; empty on the others. Two supersteps.
+fn fold_two_phase<T: Pod + Send, O: Op<T>>(
+    ctx: &mut Ctx,
+    data: &[T],
+    op: &O,
+    to: impl Fn(usize) -> bool,
+) -> Vec<T> {
+    let p = ctx.nprocs();
+    let (blocks, rows) = transpose_blocks(ctx, data);
+    let w = blocks.local_len(ctx.pid());
+    let chunk = fold_rows(op, &rows, w, 0..p).expect("p >= 1");
+    gather_blocks(ctx, blocks, &chunk, to)
+}
+
+/// Reduce in two supersteps: a transpose gives processor j block j of
+/// every vector, which it folds in pid order (a reduce-scatter); the root
+/// then gathers the folded blocks.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::Sum;
+///
+/// let out = bsp_core::run(4, |ctx| bsp_algos::reduce_two_phase(ctx, 3, &[1u32; 10], &Sum)).unwrap();
+/// assert_eq!(out[3], Some(vec![4; 10]));
+/// ```
+///
+/// # Panics
+///
+/// As [`reduce`].
+///
+/// # Cost
+///
+/// 2 supersteps, h ≈ m(p − 1)/p each: predicted 2 · (l + g·B(p − 1)/p)
+/// for B bytes.
+pub fn reduce_two_phase<T: Pod + Send, O: Op<T>>(
+    ctx: &mut Ctx,
+    root: usize,
+    data: &[T],
+    op: &O,
+) -> Option<Vec<T>> {
+    check_root(ctx, root);
+    let out = fold_two_phase(ctx, data, op, |q| q == root);
+    (ctx.pid() == root).then_some(out)
+}
+
 /// Element-wise `data₀ ⊕ … ⊕ data_{p−1}` (in pid order) written into
-/// `data` on every processor.
+/// `data` on every processor, by the variant of least predicted cost
+/// ([`all_reduce_variants`], [`pick`]).
+///
+/// The variants fold in pid order but group differently (the hypercube
+/// folds subcubes first): for an operator that is associative only up to
+/// rounding (floating-point sums) the last bits can depend on the variant
+/// chosen, and so on the machine; call a variant by name where bitwise
+/// reproducibility across machines matters.
 ///
 /// # Examples
 ///
@@ -88,18 +264,127 @@ pub fn reduce<T: Pod + Send, O: Op<T>>(
 ///
 /// # Cost
 ///
-/// Direct: 1 superstep, h = (p − 1)m. Long vectors (as [`reduce`]): a
-/// reduce-scatter then an all-gather, 2 supersteps, h ≈ m(p − 1)/p each.
+/// The least of the variants' (B = `data`'s bytes, T(h) = l + g·h):
+/// [`all_reduce_direct`] T((p − 1)B); [`all_reduce_two_phase`]
+/// 2 · T(B(p − 1)/p); [`all_reduce_hypercube`] log₂ q · T(B), plus
+/// 2 · T(B) when p is not a power of two (q = 2^⌊log₂ p⌋).
 pub fn all_reduce<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T], op: &O) {
-    let p = ctx.nprocs();
-    let m = data.len();
-    if long_vector::<T>(m, p) {
-        let (blocks, rows) = transpose_blocks(ctx, data);
-        let w = blocks.local_len(ctx.pid());
-        let chunk = fold_rows(op, &rows, w, 0..p).expect("p >= 1");
-        data.copy_from_slice(&gather_blocks(ctx, blocks, &chunk, |_| true));
+    let variants = all_reduce_variants::<T, O>();
+    let chosen = pick(
+        &Model::of(ctx),
+        ctx.nprocs(),
+        std::mem::size_of_val(data),
+        &variants,
+    );
+    (chosen.run)(ctx, data, op);
+}
+
+/// All-reduce by sending every vector to every processor, each folding
+/// all p in pid order.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::Sum;
+///
+/// let out = bsp_core::run(3, |ctx| {
+///     let mut v = [ctx.pid() as u8, 1];
+///     bsp_algos::all_reduce_direct(ctx, &mut v, &Sum);
+///     v
+/// })
+/// .unwrap();
+/// assert_eq!(out, vec![[3, 3]; 3]);
+/// ```
+///
+/// # Panics
+///
+/// As [`all_reduce`].
+///
+/// # Cost
+///
+/// 1 superstep, h = (p − 1)m: predicted l + g·(p − 1)B for B bytes.
+pub fn all_reduce_direct<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T], op: &O) {
+    data.copy_from_slice(&fold_direct(ctx, data, op, |_| true));
+}
+
+/// All-reduce as a reduce-scatter (a transpose, then each processor folds
+/// its block over the processors) followed by an all-gather of the folded
+/// blocks.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::Max;
+///
+/// let out = bsp_core::run(4, |ctx| {
+///     let mut v: Vec<u32> = (0..9).map(|i| i * ctx.pid() as u32).collect();
+///     bsp_algos::all_reduce_two_phase(ctx, &mut v, &Max);
+///     v
+/// })
+/// .unwrap();
+/// assert!(out.iter().all(|v| v == &(0..9).map(|i| 3 * i).collect::<Vec<u32>>()));
+/// ```
+///
+/// # Panics
+///
+/// As [`all_reduce`].
+///
+/// # Cost
+///
+/// 2 supersteps, h ≈ m(p − 1)/p each: predicted 2 · (l + g·B(p − 1)/p)
+/// for B bytes.
+pub fn all_reduce_two_phase<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T], op: &O) {
+    data.copy_from_slice(&fold_two_phase(ctx, data, op, |_| true));
+}
+
+/// Hypercube all-reduce: in round d every processor exchanges its running
+/// fold with the processor whose pid differs in bit d and folds the two,
+/// the lower pid's first; after log₂ p rounds every processor holds the
+/// fold of all. When p is not a power of two, processors 2j + 1
+/// (j < p − q, q = 2^⌊log₂ p⌋) first hand their vector to 2j, which
+/// takes their place in the cube, and get the result back at the end.
+///
+/// # Examples
+///
+/// ```
+/// // Decimal digits, concatenated in pid order: (value, 10^digits).
+/// let concat = |a: [u64; 2], b: [u64; 2]| [a[0] * b[1] + b[0], a[1] * b[1]];
+/// let out = bsp_core::run(6, |ctx| {
+///     let mut v = [[ctx.pid() as u64, 10]];
+///     bsp_algos::all_reduce_hypercube(ctx, &mut v, &concat);
+///     v[0][0]
+/// })
+/// .unwrap();
+/// assert_eq!(out, vec![12345; 6]);
+/// ```
+///
+/// # Panics
+///
+/// As [`all_reduce`].
+///
+/// # Cost
+///
+/// log₂ q supersteps of h = m, plus 2 supersteps of h = m when p is not a
+/// power of two: predicted log₂ q · (l + g·B) (+ 2 · (l + g·B)) for B
+/// bytes.
+pub fn all_reduce_hypercube<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T], op: &O) {
+    let me = ctx.pid();
+    let cube = Cube::new(ctx.nprocs());
+    let inbox = ctx.coarray::<T>(data.len());
+    let joined = join_pairs(ctx, &cube, &inbox, data, op);
+    let (total, _) = rounds(ctx, &cube, &inbox, joined, op, false);
+    if cube.pairs > 0 {
+        if me < 2 * cube.pairs && !cube.is_passenger(me) {
+            ctx.put(me + 1, &inbox, 0, &total);
+        }
+        ctx.sync();
+        if cube.is_passenger(me) {
+            data.copy_from_slice(ctx.local(&inbox));
+        } else {
+            data.copy_from_slice(&total);
+        }
     } else {
-        let rows = rows_to(ctx, data, |_| true);
-        data.copy_from_slice(&fold_rows(op, &rows, m, 0..p).expect("p >= 1"));
+        data.copy_from_slice(&total);
     }
+    ctx.release(inbox);
 }

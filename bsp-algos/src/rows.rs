@@ -1,7 +1,6 @@
 //! The two data movements under reduce, all-reduce and scan: every
 //! processor's whole vector to some processors (the direct route), or
-//! block j of every vector to processor j (the transpose route), and
-//! [`long_vector`], which chooses between them.
+//! block j of every vector to processor j (the transpose route).
 //!
 //! Each helper registers one coarray and releases it after the sync that
 //! fills it, returning its local part without a copy.
@@ -11,15 +10,6 @@ use bytemuck::Pod;
 
 use crate::dist::Block;
 use crate::ops::{fold_into, Op};
-
-/// Whether a collective over `m` elements of `T` on `p` processors should
-/// take the two-superstep, h ≈ 2m route (a transpose then an all-gather)
-/// rather than the one-superstep, h = (p − 1)m direct route: when the
-/// direct route's extra volume outweighs one more barrier.
-pub(crate) fn long_vector<T>(m: usize, p: usize) -> bool {
-    const LONG_BYTES: usize = 32 << 10;
-    p >= 4 && m >= p && (p - 1) * m * std::mem::size_of::<T>().max(1) >= LONG_BYTES
-}
 
 /// Every processor's `data` (length m everywhere) as p rows of m, on the
 /// processors `to` selects; an empty vector on the others.

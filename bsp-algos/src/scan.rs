@@ -4,22 +4,102 @@
 use bsp_core::Ctx;
 use bytemuck::Pod;
 
+use crate::hypercube::{fold_before, join_pairs, rounds, Cube};
+use crate::model::{all_but_own, pick, Model, Variant};
 use crate::ops::{fold_into, Monoid, Op};
-use crate::rows::{fold_rows, long_vector, rows_to, transpose_blocks};
+use crate::rows::{fold_rows, rows_to, transpose_blocks};
 
 /// The element-wise fold of the vectors of the processors before this one
 /// (`None` on processor 0), and of all processors.
-fn scan_parts<T: Pod + Send, O: Op<T>>(
-    ctx: &mut Ctx,
-    data: &[T],
-    op: &O,
-) -> (Option<Vec<T>>, Vec<T>) {
+type Parts<T> = (Option<Vec<T>>, Vec<T>);
+
+/// The signature of a scan variant: returns the scan and the total.
+pub type ScanFn<T, O> = fn(&mut Ctx, &[T], &O) -> (Vec<T>, Vec<T>);
+
+fn direct_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
+    Some(model.superstep(((p.max(1) - 1) * bytes) as f64))
+}
+
+fn two_phase_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
+    let out = all_but_own(bytes, p);
+    Some(model.superstep(out) + model.superstep(2.0 * out))
+}
+
+fn hypercube_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
+    Some(Cube::new(p).seconds(model, bytes, 2 * bytes))
+}
+
+/// The exclusive-scan variants [`exclusive_scan`] chooses from, with their
+/// costs for vectors of `bytes` bytes: [`exclusive_scan_direct`],
+/// [`exclusive_scan_two_phase`] and [`exclusive_scan_hypercube`].
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::Sum;
+///
+/// let out = bsp_core::run(3, |ctx| {
+///     let mut firsts = Vec::new();
+///     for v in bsp_algos::exclusive_scan_variants::<u32, Sum>() {
+///         firsts.push((v.run)(ctx, &[1], &Sum).0[0]);
+///     }
+///     firsts
+/// })
+/// .unwrap();
+/// assert_eq!(out[2], vec![2, 2, 2]);
+/// ```
+pub fn exclusive_scan_variants<T: Pod + Send, O: Monoid<T>>() -> Vec<Variant<ScanFn<T, O>>> {
+    table([
+        exclusive_scan_direct::<T, O>,
+        exclusive_scan_two_phase::<T, O>,
+        exclusive_scan_hypercube::<T, O>,
+    ])
+}
+
+/// The inclusive-scan variants [`inclusive_scan`] chooses from, with their
+/// costs for vectors of `bytes` bytes: [`inclusive_scan_direct`],
+/// [`inclusive_scan_two_phase`] and [`inclusive_scan_hypercube`].
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::Sum;
+///
+/// let names: Vec<_> = bsp_algos::inclusive_scan_variants::<u8, Sum>().iter().map(|v| v.name).collect();
+/// assert_eq!(names, ["hypercube", "direct", "two-phase"]);
+/// ```
+pub fn inclusive_scan_variants<T: Pod + Send, O: Op<T>>() -> Vec<Variant<ScanFn<T, O>>> {
+    table([
+        inclusive_scan_direct::<T, O>,
+        inclusive_scan_two_phase::<T, O>,
+        inclusive_scan_hypercube::<T, O>,
+    ])
+}
+
+/// The scan variants, named and costed: hypercube, direct, two-phase.
+///
+/// The hypercube comes first, as it wins ties (p = 2, where it and the
+/// direct variant both take one superstep of h = m): it folds in place,
+/// where the direct variant gathers p copies.
+fn table<F>([direct, two_phase, hypercube]: [F; 3]) -> Vec<Variant<F>> {
+    vec![
+        Variant::new("hypercube", hypercube_cost, hypercube),
+        Variant::new("direct", direct_cost, direct),
+        Variant::new("two-phase", two_phase_cost, two_phase),
+    ]
+}
+
+/// Every vector to every processor, which folds those before it.
+fn parts_direct<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &[T], op: &O) -> Parts<T> {
     let (p, me, m) = (ctx.nprocs(), ctx.pid(), data.len());
-    if !long_vector::<T>(m, p) {
-        let rows = rows_to(ctx, data, |_| true);
-        let total = fold_rows(op, &rows, m, 0..p).expect("p >= 1");
-        return (fold_rows(op, &rows, m, 0..me), total);
-    }
+    let rows = rows_to(ctx, data, |_| true);
+    let total = fold_rows(op, &rows, m, 0..p).expect("p >= 1");
+    (fold_rows(op, &rows, m, 0..me), total)
+}
+
+/// The transpose route.
+fn parts_two_phase<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &[T], op: &O) -> Parts<T> {
+    let (p, me, m) = (ctx.nprocs(), ctx.pid(), data.len());
     // Processor j scans block j over the sources, then returns to every
     // processor i its prefix block and the total block: [prefix | total].
     let (blocks, rows) = transpose_blocks(ctx, data);
@@ -52,9 +132,46 @@ fn scan_parts<T: Pod + Send, O: Op<T>>(
     ((me > 0).then_some(before), total)
 }
 
+/// The hypercube prefix sum: the all-reduce's rounds, in which a node
+/// whose bit is set also folds what it receives into its prefix.
+fn parts_hypercube<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &[T], op: &O) -> Parts<T> {
+    let (me, m) = (ctx.pid(), data.len());
+    let cube = Cube::new(ctx.nprocs());
+    let inbox = ctx.coarray::<T>(2 * m);
+    let joined = join_pairs(ctx, &cube, &inbox, data, op);
+    let (total, below) = rounds(ctx, &cube, &inbox, joined, op, true);
+    let parts = if cube.pairs == 0 {
+        (below, total)
+    } else {
+        // The first of a pair returns [its prefix ⊕ its own vector | total]
+        // to the second.
+        if me < 2 * cube.pairs && !cube.is_passenger(me) {
+            let mut upto = data.to_vec();
+            if let Some(b) = &below {
+                fold_before(op, b, &mut upto);
+            }
+            ctx.put(me + 1, &inbox, 0, &upto);
+            ctx.put(me + 1, &inbox, m, &total);
+        }
+        ctx.sync();
+        if cube.is_passenger(me) {
+            let got = ctx.local(&inbox);
+            (Some(got[..m].to_vec()), got[m..].to_vec())
+        } else {
+            (below, total)
+        }
+    };
+    ctx.release(inbox);
+    parts
+}
+
 /// Exclusive scan: element-wise `data₀ ⊕ … ⊕ data_{pid−1}` (the identity
 /// on processor 0), and the total `data₀ ⊕ … ⊕ data_{p−1}`, on every
-/// processor.
+/// processor, by the variant of least predicted cost
+/// ([`exclusive_scan_variants`], [`pick`]). As for
+/// [`all_reduce`](crate::all_reduce), the variants group the folds
+/// differently, which only an operator associative up to rounding can
+/// tell apart.
 ///
 /// # Examples
 ///
@@ -78,22 +195,29 @@ fn scan_parts<T: Pod + Send, O: Op<T>>(
 ///
 /// # Cost
 ///
-/// Direct: 1 superstep, h = (p − 1)m. Long vectors (p ≥ 4, m ≥ p and
-/// (p − 1)·m·size ≥ 32 KiB): a transpose, a local scan of each block over
-/// the processors, and the prefix and total blocks sent back: 2
-/// supersteps, h ≈ m and h ≈ 2m.
+/// The least of the variants' (B = `data`'s bytes, T(h) = l + g·h):
+/// [`exclusive_scan_direct`] T((p − 1)B); [`exclusive_scan_two_phase`]
+/// T(B(p − 1)/p) + T(2B(p − 1)/p); [`exclusive_scan_hypercube`]
+/// log₂ q · T(B), plus T(B) + T(2B) when p is not a power of two
+/// (q = 2^⌊log₂ p⌋).
 pub fn exclusive_scan<T: Pod + Send, O: Monoid<T>>(
     ctx: &mut Ctx,
     data: &[T],
     op: &O,
 ) -> (Vec<T>, Vec<T>) {
-    let (before, total) = scan_parts(ctx, data, op);
-    let before = before.unwrap_or_else(|| vec![op.identity(); data.len()]);
-    (before, total)
+    let variants = exclusive_scan_variants::<T, O>();
+    let chosen = pick(
+        &Model::of(ctx),
+        ctx.nprocs(),
+        std::mem::size_of_val(data),
+        &variants,
+    );
+    (chosen.run)(ctx, data, op)
 }
 
 /// Inclusive scan: element-wise `data₀ ⊕ … ⊕ data_pid`, and the total, on
-/// every processor. Needs no identity.
+/// every processor, by the variant of least predicted cost
+/// ([`inclusive_scan_variants`], [`pick`]). Needs no identity.
 ///
 /// # Examples
 ///
@@ -119,7 +243,23 @@ pub fn inclusive_scan<T: Pod + Send, O: Op<T>>(
     data: &[T],
     op: &O,
 ) -> (Vec<T>, Vec<T>) {
-    let (before, total) = scan_parts(ctx, data, op);
+    let variants = inclusive_scan_variants::<T, O>();
+    let chosen = pick(
+        &Model::of(ctx),
+        ctx.nprocs(),
+        std::mem::size_of_val(data),
+        &variants,
+    );
+    (chosen.run)(ctx, data, op)
+}
+
+fn exclusive<T: Copy, O: Monoid<T>>(parts: Parts<T>, m: usize, op: &O) -> (Vec<T>, Vec<T>) {
+    let (before, total) = parts;
+    (before.unwrap_or_else(|| vec![op.identity(); m]), total)
+}
+
+fn inclusive<T: Copy, O: Op<T>>(parts: Parts<T>, data: &[T], op: &O) -> (Vec<T>, Vec<T>) {
+    let (before, total) = parts;
     let upto = match before {
         Some(mut acc) => {
             fold_into(op, &mut acc, data);
@@ -129,3 +269,102 @@ pub fn inclusive_scan<T: Pod + Send, O: Op<T>>(
     };
     (upto, total)
 }
+
+/// Defines the exclusive and the inclusive scan of one variant, with
+/// their docs, from the function computing the variant's [`Parts`].
+macro_rules! scan_variant {
+    (
+        $exclusive:ident, $inclusive:ident, $parts:ident, $p:literal,
+        $(#[doc = $what:literal])*
+        cost: $(#[doc = $cost:literal])*
+    ) => {
+        $(#[doc = $what])*
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use bsp_algos::Sum;
+        ///
+        #[doc = concat!("let out = bsp_core::run(", $p, ", |ctx| {")]
+        #[doc = concat!("    bsp_algos::", stringify!($exclusive), "(ctx, &[ctx.pid() as u32, 1], &Sum)")]
+        /// })
+        /// .unwrap();
+        #[doc = concat!("assert_eq!(out[3], (vec![3, 3], vec![", $p, " * (", $p, " - 1) / 2, ", $p, "]));")]
+        /// ```
+        ///
+        /// # Panics
+        ///
+        /// As [`exclusive_scan`].
+        ///
+        /// # Cost
+        ///
+        $(#[doc = $cost])*
+        pub fn $exclusive<T: Pod + Send, O: Monoid<T>>(
+            ctx: &mut Ctx,
+            data: &[T],
+            op: &O,
+        ) -> (Vec<T>, Vec<T>) {
+            exclusive($parts(ctx, data, op), data.len(), op)
+        }
+
+        #[doc = concat!("[`inclusive_scan`] by the algorithm of [`", stringify!($exclusive), "`].")]
+        ///
+        /// # Examples
+        ///
+        /// ```
+        #[doc = concat!("let out = bsp_core::run(", $p, ", |ctx| {")]
+        ///     // Decimal digits, concatenated in pid order: (value, 10^digits).
+        ///     let concat = |a: [u64; 2], b: [u64; 2]| [a[0] * b[1] + b[0], a[1] * b[1]];
+        #[doc = concat!("    bsp_algos::", stringify!($inclusive), "(ctx, &[[ctx.pid() as u64, 10]], &concat)")]
+        /// })
+        /// .unwrap();
+        /// assert_eq!(out[2].0, vec![[12, 1000]]);
+        /// ```
+        ///
+        /// # Panics
+        ///
+        /// As [`exclusive_scan`].
+        ///
+        /// # Cost
+        ///
+        #[doc = concat!("As [`", stringify!($exclusive), "`].")]
+        pub fn $inclusive<T: Pod + Send, O: Op<T>>(
+            ctx: &mut Ctx,
+            data: &[T],
+            op: &O,
+        ) -> (Vec<T>, Vec<T>) {
+            inclusive($parts(ctx, data, op), data, op)
+        }
+    };
+}
+
+scan_variant!(
+    exclusive_scan_direct, inclusive_scan_direct, parts_direct, 4,
+    /// [`exclusive_scan`] by direct delivery: every vector goes to every
+    /// processor, which folds those before it and all of them.
+    cost:
+    /// 1 superstep, h = (p − 1)m: predicted l + g·(p − 1)B for B bytes.
+);
+
+scan_variant!(
+    exclusive_scan_two_phase, inclusive_scan_two_phase, parts_two_phase, 5,
+    /// [`exclusive_scan`] in two phases: a transpose gives processor j
+    /// block j of every vector; it scans the block over the processors and
+    /// returns to every processor its prefix block and the total block.
+    cost:
+    /// 2 supersteps, h ≈ m(p − 1)/p and h ≈ 2m(p − 1)/p: predicted
+    /// (l + g·B(p − 1)/p) + (l + 2g·B(p − 1)/p) for B bytes.
+);
+
+scan_variant!(
+    exclusive_scan_hypercube, inclusive_scan_hypercube, parts_hypercube, 6,
+    /// [`exclusive_scan`] on a hypercube: the rounds of
+    /// [`all_reduce_hypercube`](crate::all_reduce_hypercube), in which a
+    /// processor whose pid has the round's bit set also folds what it
+    /// receives into its prefix. When p is not a power of two, pairs join
+    /// and part as there.
+    cost:
+    /// log₂ q supersteps of h = m (q = 2^⌊log₂ p⌋), plus, when p is not a
+    /// power of two, one of h = m and one of h = 2m: predicted log₂ q ·
+    /// (l + g·B) (+ (l + g·B) + (l + 2g·B)) for B bytes.
+);

@@ -4,8 +4,8 @@
 /// [`Runtime::from_env`](crate::Runtime::from_env).
 pub const PROCS_ENV: &str = "BSP_PROCS";
 /// Environment variable naming the router for
-/// [`Runtime::from_env`](crate::Runtime::from_env) (`auto`, `two-phase` or
-/// `direct`).
+/// [`Runtime::from_env`](crate::Runtime::from_env) (`auto`, `two-phase`,
+/// `direct` or `transportation`).
 pub const ROUTER_ENV: &str = "BSP_ROUTER";
 /// Environment variable that, set to `1`, makes processor 0 print the
 /// per-superstep statistics table to standard error when a run ends, and,
@@ -28,3 +28,8 @@ pub const MACHINE_CACHE_ENV: &str = "BSP_MACHINE_CACHE";
 /// Environment variable naming the trace file of `BSP_PROFILE=trace`
 /// (default `bsp-trace.json`).
 pub const TRACE_FILE_ENV: &str = "BSP_TRACE_FILE";
+/// Environment variable choosing the barrier of the threads transport's
+/// syncs: `central` (the default; one shared counter) or `binomial` (a
+/// binomial tree of per-processor flags, after the collectives chapter's
+/// shared-memory barrier).
+pub const BARRIER_ENV: &str = "BSP_BARRIER";

@@ -65,8 +65,8 @@ mod wire;
 pub use coarray::{Coarray, GetHandle};
 pub use ctx::Ctx;
 pub use env::{
-    MACHINE_CACHE_ENV, MACHINE_ENV, ON_FAILURE_ENV, PROCS_ENV, PROFILE_ENV, ROUTER_ENV,
-    SYNC_TIMEOUT_ENV, TRACE_FILE_ENV,
+    BARRIER_ENV, MACHINE_CACHE_ENV, MACHINE_ENV, ON_FAILURE_ENV, PROCS_ENV, PROFILE_ENV,
+    ROUTER_ENV, SYNC_TIMEOUT_ENV, TRACE_FILE_ENV,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use machine::{Cost, Machine, DIRECT_MARGIN};

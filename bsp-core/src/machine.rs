@@ -84,17 +84,19 @@ pub const DIRECT_MARGIN: f64 = 0.05;
 
 impl Machine {
     /// A machine with the given costs of the two-phase and the direct router.
-    pub fn new(two_phase: Cost, direct: Cost) -> Self {
+    pub const fn new(two_phase: Cost, direct: Cost) -> Self {
         Machine { two_phase, direct }
     }
 
     /// The cost of `router`; `None` for [`Router::Auto`], which is not a
-    /// router of its own.
+    /// router of its own, and for [`Router::Transportation`], which the
+    /// probe does not measure.
     pub fn cost(&self, router: Router) -> Option<Cost> {
         match router {
             Router::TwoPhase => Some(self.two_phase),
             Router::Direct => Some(self.direct),
-            Router::Auto => None,
+            // Not probed: the model states no cost for it.
+            Router::Auto | Router::Transportation => None,
         }
     }
 

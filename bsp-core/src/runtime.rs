@@ -127,7 +127,8 @@ impl Runtime {
     /// The runtime the environment asks for: MPI when this binary was built
     /// with feature `mpi` and started by `mpirun`, threads otherwise, with
     /// `BSP_PROCS` processors (default: the number of cores) and the router
-    /// named by `BSP_ROUTER` (`auto`, the default, `two-phase` or `direct`).
+    /// named by `BSP_ROUTER` (`auto`, the default, `two-phase`, `direct` or
+    /// `transportation`).
     /// A malformed variable is reported by [`run`](Runtime::run) as an
     /// [`ErrorKind::Config`] error, and so is a start by `mpirun` of a binary
     /// built without the `mpi` feature (every rank would run the whole

@@ -103,11 +103,13 @@ pub struct RouteStats {
 }
 
 impl RouteStats {
-    /// Whether every processor's blocks keep the bounds of Bader, Helman
-    /// and JáJá, in words: stage-1 block ≤ s/p + (p−1)/2 and stage-2 block
-    /// ≤ h/p + (p−1)/2, with s the words the processor dealt and h the
-    /// words it received through the intermediates. Always true for a
-    /// route that was not two-phase.
+    /// Whether every processor's blocks keep its router's bounds, in
+    /// words, with s the words the processor dealt and h the words it
+    /// received through the intermediates: for the two-phase router, those
+    /// of Bader, Helman and JáJá (stage-1 block ≤ s/p + (p−1)/2, stage-2
+    /// block ≤ h/p + (p−1)/2); for the transportation primitive, those of
+    /// Ranka, Shankar and Alsabti (stage-1 block ≤ ⌈s/p⌉, stage-2 block ≤
+    /// h/p + p − 1). Always true for a single-stage route.
     ///
     /// # Examples
     ///
@@ -132,12 +134,23 @@ impl RouteStats {
     /// ```
     pub fn within_bounds(&self) -> bool {
         let p = self.first_block_words.len() as u64;
-        let ok = |block: u64, total: u64| 2 * p * block <= 2 * total + p * (p - 1);
-        self.router != Router::TwoPhase
-            || (0..self.first_block_words.len()).all(|q| {
-                ok(self.first_block_words[q], self.dealt_words[q])
-                    && ok(self.second_block_words[q], self.through_words[q])
+        let all = |first: &dyn Fn(u64, u64) -> bool, second: &dyn Fn(u64, u64) -> bool| {
+            (0..self.first_block_words.len()).all(|q| {
+                first(self.first_block_words[q], self.dealt_words[q])
+                    && second(self.second_block_words[q], self.through_words[q])
             })
+        };
+        match self.router {
+            Router::TwoPhase => {
+                let ok = |block: u64, total: u64| 2 * p * block <= 2 * total + p * (p - 1);
+                all(&ok, &ok)
+            }
+            // The transportation primitive's: ⌈s/p⌉ and h/p + (p − 1).
+            Router::Transportation => all(&|block, s| p * block < s + p, &|block, h| {
+                p * block <= h + p * (p - 1)
+            }),
+            _ => true,
+        }
     }
 }
 

@@ -57,7 +57,7 @@ impl Failure {
 /// checks that the run fails as `want` says.
 fn fails(p: usize, want: Failure, program: impl Fn(&mut Ctx) + Send + Sync + 'static) {
     watchdog(60, move || {
-        for router in [Router::TwoPhase, Router::Direct] {
+        for router in [Router::TwoPhase, Router::Direct, Router::Transportation] {
             let err = Runtime::threads(p)
                 .with_router(router)
                 .run(&program)

@@ -192,6 +192,27 @@ fn check_bounds(stats: &Stats) {
                     );
                 }
             }
+            if route.router == Router::Transportation {
+                // Ranka, Shankar and Alsabti: stage-1 block ≤ ⌈s/p⌉,
+                // stage-2 block ≤ h/p + (p − 1).
+                let p = stats.nprocs as u64;
+                for q in 0..stats.nprocs {
+                    let (first, second) = (route.first_block_words[q], route.second_block_words[q]);
+                    let (dealt, through) = (route.dealt_words[q], route.through_words[q]);
+                    assert!(
+                        first <= dealt.div_ceil(p),
+                        "superstep {}, route {k}: transportation stage-1 block {first} of processor {q} exceeds ⌈s/p⌉ with s = {dealt}",
+                        s.superstep
+                    );
+                    assert!(
+                        p * second <= through + p * (p - 1),
+                        "superstep {}, route {k}: transportation stage-2 block {second} at processor {q} exceeds h/p + p - 1 with h = {through}",
+                        s.superstep
+                    );
+                }
+                assert!(route.within_bounds());
+                continue;
+            }
             if route.router != Router::TwoPhase {
                 continue;
             }
@@ -277,6 +298,16 @@ fn check_both(p: usize, shape: Shape, seed: u64, max_len: usize) {
         let a = check(&pair[0], &plan);
         let b = check(&pair[1], &plan);
         let c = check(&auto, &plan);
+        // The transportation primitive: the same deliveries (`check`
+        // compares them with the oracle) and the same traffic.
+        let t = check(&pair[0].clone().with_router(Router::Transportation), &plan);
+        for (x, y) in a.supersteps.iter().zip(&t.supersteps) {
+            assert_eq!(
+                (&x.sent_bytes, &x.recv_bytes, &x.recv_records),
+                (&y.sent_bytes, &y.recv_bytes, &y.recv_records)
+            );
+            assert!(y.routes.iter().all(|r| r.router == Router::Transportation));
+        }
         for (x, (y, z)) in a
             .supersteps
             .iter()
@@ -340,6 +371,27 @@ proptest! {
     }
 }
 
+/// Beyond 64 processors the sync rows carry no counts, so the
+/// transportation primitive's blocks carry headers: the same deliveries.
+#[test]
+fn transportation_with_headers_beyond_sixty_four_processors() {
+    if support::under_mpi() {
+        return;
+    }
+    watchdog(120, || {
+        for (shape, seed) in [
+            (Shape::Uniform, 1),
+            (Shape::AllToOne, 2),
+            (Shape::Skewed, 3),
+        ] {
+            let plan = plan(80, shape, seed, 60);
+            for router in [Router::TwoPhase, Router::Transportation] {
+                check(&Runtime::threads(80).with_router(router), &plan);
+            }
+        }
+    });
+}
+
 /// Large messages, all to one processor: the bound of the second stage is
 /// the tight one here.
 #[test]
@@ -354,10 +406,12 @@ fn all_to_one_large_messages_respect_the_bounds() {
                     }]
                 })
                 .collect();
-            let stats = check(&Runtime::threads(p).with_router(Router::TwoPhase), &plan);
-            let step = &stats.supersteps[1];
-            assert!(step.second_block_bytes[0] > 0);
-            assert_eq!(step.h_bytes(), step.recv_bytes[0]);
+            for router in [Router::TwoPhase, Router::Transportation] {
+                let stats = check(&Runtime::threads(p).with_router(router), &plan);
+                let step = &stats.supersteps[1];
+                assert!(step.second_block_bytes[0] > 0);
+                assert_eq!(step.h_bytes(), step.recv_bytes[0]);
+            }
         }
     });
 }

@@ -113,7 +113,7 @@ fn scenario() {
         return;
     }
     #[cfg(feature = "mpi")]
-    for router in [Router::TwoPhase, Router::Direct] {
+    for router in [Router::TwoPhase, Router::Direct, Router::Transportation] {
         let rt = Runtime::mpi().with_router(router);
         for seed in SEEDS {
             let mine = rt.run(|ctx| (ctx.pid(), fingerprint(ctx, seed))).unwrap();
@@ -126,7 +126,7 @@ fn scenario() {
 
 fn threads_lines(p: usize) -> Vec<String> {
     let mut lines = Vec::new();
-    for router in [Router::TwoPhase, Router::Direct] {
+    for router in [Router::TwoPhase, Router::Direct, Router::Transportation] {
         for seed in SEEDS {
             let all = Runtime::threads(p)
                 .with_router(router)

@@ -1,6 +1,7 @@
 //! h-relation routers: how one superstep's streams reach their destinations.
 
 mod direct;
+mod transportation;
 mod two_phase;
 
 use std::fmt;
@@ -36,16 +37,28 @@ pub enum Router {
     /// Single-phase delivery: each stream goes straight to its destination in
     /// one irregular all-to-all. The baseline.
     Direct,
+    /// The transportation primitive of Ranka, Shankar and Alsabti: each
+    /// message is split evenly over all p processors, the words left over
+    /// dealt round robin by one counter per source that runs on across its
+    /// destinations, then forwarded to their destinations in a second
+    /// uniform exchange. Stage-1 blocks hold at most ⌈s/p⌉ words (s =
+    /// words the sender sends), stage-2 blocks at most h/p + p − 1 (h =
+    /// words the receiver receives). With the communication matrix known
+    /// to every processor (p ≤ 64), blocks carry no headers: every
+    /// processor computes the parts it receives. [`Router::Auto`] does not
+    /// consider it: the machine probe does not measure it.
+    Transportation,
 }
 
 impl Router {
     /// The name used on command lines and in statistics: `auto`,
-    /// `two-phase` or `direct`.
+    /// `two-phase`, `direct` or `transportation`.
     pub fn name(self) -> &'static str {
         match self {
             Router::Auto => "auto",
             Router::TwoPhase => "two-phase",
             Router::Direct => "direct",
+            Router::Transportation => "transportation",
         }
     }
 }
@@ -64,7 +77,7 @@ impl fmt::Display for ParseRouterError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown router {:?} (expected `auto`, `two-phase` or `direct`)",
+            "unknown router {:?} (expected `auto`, `two-phase`, `direct` or `transportation`)",
             self.0
         )
     }
@@ -75,12 +88,14 @@ impl std::error::Error for ParseRouterError {}
 impl FromStr for Router {
     type Err = ParseRouterError;
 
-    /// Parses `auto`, `two-phase` (also `twophase`, `two_phase`) or `direct`.
+    /// Parses `auto`, `two-phase` (also `twophase`, `two_phase`), `direct`
+    /// or `transportation`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.to_ascii_lowercase().as_str() {
             "auto" => Ok(Router::Auto),
             "two-phase" | "twophase" | "two_phase" => Ok(Router::TwoPhase),
             "direct" => Ok(Router::Direct),
+            "transportation" => Ok(Router::Transportation),
             _ => Err(ParseRouterError(s.to_owned())),
         }
     }
@@ -152,6 +167,7 @@ pub(crate) fn route(
     match router {
         Router::TwoPhase => two_phase::route(comm, streams, matrix),
         Router::Direct => direct::route(comm, streams, matrix),
+        Router::Transportation => transportation::route(comm, streams, matrix),
         Router::Auto => unreachable!("bsp: the automatic router is resolved before routing"),
     }
 }

@@ -106,30 +106,36 @@ fn within_bound(block: u64, total: u64, p: u64) -> bool {
 /// One part of a block: the processor it is for (stage 1) or from
 /// (stage 2), and its length in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Part {
-    peer: usize,
-    len: usize,
+pub(super) struct Part {
+    pub(super) peer: usize,
+    pub(super) len: usize,
 }
 
 /// A part on its way into a block: the processor the block goes to, the
 /// part's header entry, and where its slices lie in the pool.
-struct Piece {
-    to: usize,
-    part: Part,
-    slices: Range<usize>,
+pub(super) struct Piece {
+    pub(super) to: usize,
+    pub(super) part: Part,
+    pub(super) slices: Range<usize>,
 }
 
 /// The parts of one exchange (or of the reassembly), gathered in any order
 /// and then grouped by where they go. Cost: O(parts · log parts), never p.
 #[derive(Default)]
-struct Pieces {
+pub(super) struct Pieces {
     pieces: Vec<Piece>,
     pool: Segments,
 }
 
 impl Pieces {
     /// Adds a part for `to`: the next `len` bytes of `from`.
-    fn push(&mut self, to: usize, peer: usize, len: usize, from: &mut SegmentCursor<'_>) {
+    pub(super) fn push(
+        &mut self,
+        to: usize,
+        peer: usize,
+        len: usize,
+        from: &mut SegmentCursor<'_>,
+    ) {
         let start = self.pool.len();
         from.take(len, &mut self.pool);
         self.pieces.push(Piece {
@@ -142,7 +148,7 @@ impl Pieces {
     /// The parts grouped by `to`, ascending; within a group, in the order
     /// they were added. Calls `group(to, parts)` for each and gathers the
     /// blocks it returns.
-    fn group(
+    pub(super) fn group(
         mut self,
         mut group: impl FnMut(usize, &[Piece], &mut Segments) -> Segments,
     ) -> Blocks {
@@ -154,8 +160,42 @@ impl Pieces {
     }
 }
 
+/// Reads each block of `blocks` (listed by sender) as the parts that
+/// `parts_of` lists for it — by decoding the block's header, or from what
+/// the receiver knows — and adds each part to the pieces bound for the
+/// part's peer, with the sender as the piece's peer. `seen` gets each
+/// block's parts.
+pub(super) fn regroup(
+    blocks: &Blocks,
+    mut parts_of: impl FnMut(usize, &mut SegmentCursor<'_>, &mut Vec<Part>),
+    mut seen: impl FnMut(&[Part]),
+) -> Pieces {
+    let mut pieces = Pieces::default();
+    let mut parts = Vec::new();
+    for (from, block) in blocks {
+        let mut cursor = SegmentCursor::new(block);
+        parts_of(*from, &mut cursor, &mut parts);
+        for part in &parts {
+            pieces.push(part.peer, *from, part.len, &mut cursor);
+        }
+        seen(&parts);
+    }
+    pieces
+}
+
+/// Adds the parts of a block received in the second exchange to the
+/// figures. Every part but a stream's last is whole words; the last one's
+/// short word is a word of its stream too.
+pub(super) fn note_second(figures: &mut RouteFigures, parts: &[Part]) {
+    let bytes: u64 = parts.iter().map(|part| part.len as u64).sum();
+    let block_words: u64 = parts.iter().map(|part| words(part.len)).sum();
+    figures.received_words += block_words;
+    figures.second_block = figures.second_block.max(bytes);
+    figures.second_block_words = figures.second_block_words.max(block_words);
+}
+
 /// The payload of `run`'s parts, in bytes and in words.
-fn payload(run: &[Piece]) -> (u64, u64) {
+pub(super) fn payload(run: &[Piece]) -> (u64, u64) {
     run.iter().fold((0, 0), |(bytes, w), piece| {
         (bytes + piece.part.len as u64, w + words(piece.part.len))
     })
@@ -163,7 +203,7 @@ fn payload(run: &[Piece]) -> (u64, u64) {
 
 /// The block made of `run`'s parts: its header, then their payload, moved
 /// out of `pool`. Adds the header's length to `header_bytes`.
-fn block(run: &[Piece], pool: &mut Segments, header_bytes: &mut u64) -> Segments {
+pub(super) fn block(run: &[Piece], pool: &mut Segments, header_bytes: &mut u64) -> Segments {
     let header = encode_header(run.iter().map(|piece| piece.part));
     *header_bytes += header.len() as u64;
     let mut out = Vec::with_capacity(1 + run.len());
@@ -226,7 +266,7 @@ fn encode_header(parts: impl ExactSizeIterator<Item = Part>) -> Bytes {
 
 /// Reads the header at the front of a block into `parts` (emptied first);
 /// the cursor is left at the first part's payload.
-fn decode_header(from: &mut SegmentCursor<'_>, parts: &mut Vec<Part>) {
+pub(super) fn decode_header(from: &mut SegmentCursor<'_>, parts: &mut Vec<Part>) {
     parts.clear();
     let count = get_varint(from) as usize;
     let mut next = 0;
@@ -278,15 +318,11 @@ pub(super) fn route(
     let received = comm.transpose(first, expected.as_ref().map(|e| &e.0[..]))?;
 
     // Stage 2: regroup what arrived by final destination, in source order.
-    let mut pieces = Pieces::default();
-    let mut parts = Vec::new();
-    for (i, block) in &received {
-        let mut cursor = SegmentCursor::new(block);
-        decode_header(&mut cursor, &mut parts);
-        for part in &parts {
-            pieces.push(part.peer, *i, part.len, &mut cursor);
-        }
-    }
+    let pieces = regroup(
+        &received,
+        |_, cursor, parts| decode_header(cursor, parts),
+        |_| {},
+    );
     let second = pieces.group(|_, run, pool| block(run, pool, &mut figures.header_bytes));
     drop(received);
     let arrived = comm.transpose(second, expected.as_ref().map(|e| &e.1[..]))?;
@@ -294,22 +330,11 @@ pub(super) fn route(
     // Reassemble each source's stream. Source i's part c came through
     // intermediate (i + me + c) mod p: in intermediate order, the parts
     // from intermediate (i + me) mod p on come first.
-    let mut pieces = Pieces::default();
-    for (k, block) in &arrived {
-        let mut cursor = SegmentCursor::new(block);
-        decode_header(&mut cursor, &mut parts);
-        let (mut bytes, mut block_words) = (0, 0);
-        for part in &parts {
-            pieces.push(part.peer, *k, part.len, &mut cursor);
-            bytes += part.len as u64;
-            // Every part but a stream's last is whole words; the last one's
-            // short word is a word of its stream too.
-            block_words += words(part.len);
-        }
-        figures.received_words += block_words;
-        figures.second_block = figures.second_block.max(bytes);
-        figures.second_block_words = figures.second_block_words.max(block_words);
-    }
+    let pieces = regroup(
+        &arrived,
+        |_, cursor, parts| decode_header(cursor, parts),
+        |parts| note_second(&mut figures, parts),
+    );
     drop(arrived);
     debug_assert!(
         within_bound(figures.second_block_words, figures.received_words, p as u64),
@@ -317,7 +342,7 @@ pub(super) fn route(
         figures.second_block_words,
         figures.received_words
     );
-    let mut delivered = pieces.group(|i, run, pool| {
+    let delivered = pieces.group(|i, run, pool| {
         let first = run.partition_point(|piece| piece.part.peer < (i + me) % p);
         let mut stream = Segments::new();
         for piece in run[first..].iter().chain(&run[..first]) {
@@ -325,11 +350,17 @@ pub(super) fn route(
         }
         stream
     });
+    Ok((with_own(delivered, me, own), figures))
+}
+
+/// `delivered` (listed by source) with this processor's stream to itself,
+/// which stayed local, in its place.
+pub(super) fn with_own(mut delivered: Blocks, me: usize, own: Option<Segments>) -> Blocks {
     if let Some(own) = own {
         let at = delivered.partition_point(|&(i, _)| i < me);
         delivered.insert(at, (me, own));
     }
-    Ok((delivered, figures))
+    delivered
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use super::barrier::{Barrier, Interrupted};
+use super::barrier::{Barrier, BarrierKind, Interrupted};
 use super::split::Frame;
 use super::{timeout_message, Aborted, Blocks, Body, Comm, Group, Rows, RunLimits};
 use crate::error::{Error, ErrorKind, Result};
@@ -65,6 +65,8 @@ type GroupKey = (u64, usize, u64);
 /// What the states of one run share to form sub-machines.
 #[derive(Default)]
 struct Family {
+    /// The barrier every machine of the run uses (`BSP_BARRIER`).
+    barrier: BarrierKind,
     /// The number of the next sub-machine.
     next_id: AtomicU64,
     /// Groups being formed, by (parent state, parent epoch, color): the
@@ -86,8 +88,12 @@ struct RowTable {
 }
 
 impl ThreadsShared {
-    fn new(nprocs: usize, limits: RunLimits) -> Arc<Self> {
-        Arc::new(Self::state(nprocs, limits, None, None, Arc::default()))
+    fn new(nprocs: usize, limits: RunLimits, barrier: BarrierKind) -> Arc<Self> {
+        let family = Arc::new(Family {
+            barrier,
+            ..Family::default()
+        });
+        Arc::new(Self::state(nprocs, limits, None, None, family))
     }
 
     fn state(
@@ -104,8 +110,8 @@ impl ThreadsShared {
             id,
             root,
             frame,
+            barrier: Barrier::new(nprocs, family.barrier),
             family,
-            barrier: Barrier::new(nprocs),
             rows: Default::default(),
             inboxes: [inboxes(), inboxes()],
             entered: (0..nprocs).map(|_| AtomicUsize::new(0)).collect(),
@@ -265,7 +271,7 @@ impl ThreadsComm {
         let shared = &*self.shared;
         shared.entered[self.pid].store(self.epoch, Ordering::Release);
         let deadline = shared.limits.sync_timeout.map(|t| Instant::now() + t);
-        match shared.barrier.wait(deadline) {
+        match shared.barrier.wait(self.pid, deadline) {
             Ok(()) => Ok(()),
             Err(Interrupted::Poisoned) => Err(Aborted),
             Err(Interrupted::TimedOut) => {
@@ -476,7 +482,8 @@ pub(crate) fn launch<R: Send>(p: usize, limits: RunLimits, body: &impl Body<R>) 
     if p > 64 {
         check_address_space(p, stack)?;
     }
-    let shared = ThreadsShared::new(p, limits);
+    let barrier = BarrierKind::from_env().map_err(config_error)?;
+    let shared = ThreadsShared::new(p, limits, barrier);
     let results: Vec<Option<R>> = std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(p);
         for pid in 0..p {

@@ -1,0 +1,144 @@
+//! The hypercube pattern of all-reduce and prefix sums for any p: the
+//! q = 2^⌊log₂ p⌋ processors of a hypercube, where for p not a power of
+//! two the first 2r processors (r = p − q) work in pairs, so that every
+//! hypercube node stands for a contiguous range of pids.
+
+use bsp_core::{Coarray, Ctx};
+use bytemuck::Pod;
+
+use crate::model::{floor_log2, Model};
+use crate::ops::{fold_into, Op};
+
+/// The hypercube over p processors: processors 2j and 2j + 1 (j < r) are
+/// node j, processor i ≥ 2r is node i − r.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Cube {
+    /// Nodes: the largest power of two ≤ p.
+    pub(crate) nodes: usize,
+    /// Pairs of processors that share a node: p − nodes.
+    pub(crate) pairs: usize,
+}
+
+impl Cube {
+    pub(crate) fn new(p: usize) -> Self {
+        let nodes = 1 << floor_log2(p);
+        Cube {
+            nodes,
+            pairs: p.saturating_sub(nodes),
+        }
+    }
+
+    /// The dimensions: log₂ of the nodes.
+    pub(crate) fn dims(&self) -> usize {
+        self.nodes.trailing_zeros() as usize
+    }
+
+    /// Processor `i`'s node; `None` for the second processor of a pair,
+    /// whose data its partner `i − 1` carries.
+    pub(crate) fn node_of(&self, i: usize) -> Option<usize> {
+        if i < 2 * self.pairs {
+            (i % 2 == 0).then_some(i / 2)
+        } else {
+            Some(i - self.pairs)
+        }
+    }
+
+    /// The processor that carries node `v`.
+    pub(crate) fn carrier(&self, v: usize) -> usize {
+        if v < self.pairs {
+            2 * v
+        } else {
+            v + self.pairs
+        }
+    }
+
+    /// Whether processor `i` is the second of a pair.
+    pub(crate) fn is_passenger(&self, i: usize) -> bool {
+        self.node_of(i).is_none()
+    }
+
+    /// The predicted seconds of the hypercube rounds (h = `bytes` each),
+    /// plus, when pairs exist, one superstep of h = `bytes` to join them
+    /// and one of h = `back` bytes to part them.
+    pub(crate) fn seconds(&self, model: &Model, bytes: usize, back: usize) -> f64 {
+        let rounds = model.supersteps(self.dims(), bytes as f64);
+        if self.pairs > 0 {
+            rounds + model.superstep(bytes as f64) + model.superstep(back as f64)
+        } else {
+            rounds
+        }
+    }
+}
+
+/// `acc[i] = before[i] ⊕ acc[i]`, element-wise.
+pub(crate) fn fold_before<T: Copy, O: Op<T> + ?Sized>(op: &O, before: &[T], acc: &mut [T]) {
+    for (a, &b) in acc.iter_mut().zip(before) {
+        *a = op.combine(b, *a);
+    }
+}
+
+/// The first superstep of a run over the cube: the second processor of
+/// each pair sends `data` to the first, which returns `data ⊕ partner's`;
+/// the others return `data`. One superstep when pairs exist, none
+/// otherwise. `inbox` holds at least `data.len()` elements.
+pub(crate) fn join_pairs<T: Pod + Send, O: Op<T>>(
+    ctx: &mut Ctx,
+    cube: &Cube,
+    inbox: &Coarray<T>,
+    data: &[T],
+    op: &O,
+) -> Vec<T> {
+    let me = ctx.pid();
+    let mut acc = data.to_vec();
+    if cube.pairs == 0 {
+        return acc;
+    }
+    if cube.is_passenger(me) {
+        ctx.put(me - 1, inbox, 0, data);
+    }
+    ctx.sync();
+    if me < 2 * cube.pairs && !cube.is_passenger(me) {
+        fold_into(op, &mut acc, &ctx.local(inbox)[..data.len()]);
+    }
+    acc
+}
+
+/// The hypercube rounds: every node sends `total` to its neighbour
+/// along each dimension in turn and folds in what it receives, lower
+/// node first. Returns the fold over all nodes and, for an exclusive
+/// prefix, the fold over the nodes below this one (`None` on node 0 or
+/// when `prefix` is false). dims() supersteps.
+pub(crate) fn rounds<T: Pod + Send, O: Op<T>>(
+    ctx: &mut Ctx,
+    cube: &Cube,
+    inbox: &Coarray<T>,
+    mut total: Vec<T>,
+    op: &O,
+    prefix: bool,
+) -> (Vec<T>, Option<Vec<T>>) {
+    let node = cube.node_of(ctx.pid());
+    let m = total.len();
+    let mut below: Option<Vec<T>> = None;
+    for d in 0..cube.dims() {
+        let bit = 1 << d;
+        if let Some(v) = node {
+            ctx.put(cube.carrier(v ^ bit), inbox, 0, &total);
+        }
+        ctx.sync();
+        if let Some(v) = node {
+            let theirs = &ctx.local(inbox)[..m];
+            if v & bit != 0 {
+                if prefix {
+                    match below.as_mut() {
+                        Some(acc) => fold_before(op, theirs, acc),
+                        None => below = Some(theirs.to_vec()),
+                    }
+                }
+                fold_before(op, theirs, &mut total);
+            } else {
+                fold_into(op, &mut total, theirs);
+            }
+        }
+    }
+    (total, below)
+}

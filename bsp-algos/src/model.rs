@@ -1,0 +1,176 @@
+//! Choice by the cost model: every collective with more than one
+//! algorithm lists its variants in a table ([`Variant`]), each with the
+//! BSP cost it predicts from the message size, p and the machine's
+//! measured l and g; the collective's default runs the variant of least
+//! predicted cost ([`pick`]).
+
+use bsp_core::{Cost, Ctx, Machine, Router};
+
+/// The machine assumed when a run does not know its own (its router was
+/// fixed and no [`Machine`] was given, see [`Ctx::machine`]): l = 20 µs
+/// and g = 0.5 ns per byte for every router, about what the threads
+/// transport measures on a small x86 machine.
+pub const NOMINAL_MACHINE: Machine = Machine::new(NOMINAL_COST, NOMINAL_COST);
+
+const NOMINAL_COST: Cost = Cost {
+    l_seconds: 20e-6,
+    g_seconds_per_byte: 0.5e-9,
+};
+
+/// The BSP cost model of one run: a superstep that routes h bytes (the
+/// most any processor sends or receives) costs `l + g·h` seconds, with l
+/// and g those the machine measured for the router that carries it (under
+/// [`Router::Auto`], the router the automatic choice would take for h).
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::Model;
+/// use bsp_core::{Cost, Machine, Router};
+///
+/// let cost = Cost { l_seconds: 1e-5, g_seconds_per_byte: 1e-9 };
+/// let model = Model::new(Machine::new(cost, cost), Router::TwoPhase);
+/// assert!((model.superstep(1000.0) - 1.1e-5).abs() < 1e-12);
+/// assert!((model.supersteps(3, 0.0) - 3e-5).abs() < 1e-12);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Model {
+    machine: Machine,
+    router: Router,
+}
+
+impl Model {
+    /// The model of `machine` when its supersteps are delivered by `router`.
+    pub fn new(machine: Machine, router: Router) -> Self {
+        Model { machine, router }
+    }
+
+    /// The model of this run: its machine ([`Ctx::machine`], or
+    /// [`NOMINAL_MACHINE`] when the run has none) and its router. Every
+    /// processor gets the same model, so every processor picks the same
+    /// variant. Like the automatic router's choice, the variant (and so
+    /// the number of supersteps a collective takes) can differ between
+    /// machines and transports whose measured l and g differ; results do
+    /// not, except in the rounding of operators that are associative only
+    /// up to rounding.
+    pub fn of(ctx: &Ctx) -> Self {
+        Model::new(ctx.machine().unwrap_or(NOMINAL_MACHINE), ctx.router())
+    }
+
+    /// The machine's parameters.
+    pub fn machine(&self) -> Machine {
+        self.machine
+    }
+
+    /// Predicted seconds of one superstep routing `h_bytes`.
+    pub fn superstep(&self, h_bytes: f64) -> f64 {
+        let h = h_bytes.max(0.0).ceil() as u64;
+        match self.machine.cost(self.router) {
+            Some(cost) => cost.predict(h),
+            None => self.machine.choose(h).1,
+        }
+    }
+
+    /// Predicted seconds of `count` supersteps routing `h_bytes` each.
+    pub fn supersteps(&self, count: usize, h_bytes: f64) -> f64 {
+        count as f64 * self.superstep(h_bytes)
+    }
+}
+
+/// The predicted seconds of one variant of a collective on `p` processors
+/// for a message of `bytes` bytes (per processor, as the collective
+/// documents); `None` where the variant does not apply (the hypercube
+/// all-to-all when p is not a power of two).
+pub type CostFn = fn(&Model, usize, usize) -> Option<f64>;
+
+/// One algorithm of a collective: its name, its predicted cost and the
+/// function that runs it (`F`, a function pointer with the collective's
+/// signature).
+///
+/// Each collective with variants has a table of them
+/// ([`broadcast_variants`](crate::broadcast_variants) and its siblings);
+/// its default runs [`pick`] over that table, so a new variant joins the
+/// choice by one more entry.
+///
+/// # Examples
+///
+/// ```
+/// let names: Vec<&str> = bsp_algos::broadcast_variants::<u64>()
+///     .iter()
+///     .map(|v| v.name)
+///     .collect();
+/// assert_eq!(names, ["tree", "two-phase", "pipelined"]);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Variant<F> {
+    /// The variant's name, as benchmarks print it.
+    pub name: &'static str,
+    /// Its predicted cost.
+    pub cost: CostFn,
+    /// The function that runs it.
+    pub run: F,
+}
+
+impl<F> Variant<F> {
+    /// A table entry.
+    pub const fn new(name: &'static str, cost: CostFn, run: F) -> Self {
+        Variant { name, cost, run }
+    }
+}
+
+/// The variant of least predicted cost on `p` processors for `bytes`
+/// bytes (the first of equals), among those that apply.
+///
+/// # Panics
+///
+/// If no variant applies (every table has one that always does).
+///
+/// # Examples
+///
+/// ```
+/// use bsp_algos::{pick, broadcast_variants, Model};
+/// use bsp_core::{Cost, Machine, Router};
+///
+/// let cost = Cost { l_seconds: 20e-6, g_seconds_per_byte: 1e-9 };
+/// let model = Model::new(Machine::new(cost, cost), Router::TwoPhase);
+/// let variants = broadcast_variants::<u8>();
+/// assert_eq!(pick(&model, 2, 8, &variants).name, "tree");
+/// assert_eq!(pick(&model, 8, 64 << 20, &variants).name, "two-phase");
+/// ```
+///
+/// # Cost
+///
+/// One evaluation of each variant's cost; no communication.
+pub fn pick<'a, F>(
+    model: &Model,
+    p: usize,
+    bytes: usize,
+    variants: &'a [Variant<F>],
+) -> &'a Variant<F> {
+    let mut best: Option<(&Variant<F>, f64)> = None;
+    for v in variants {
+        if let Some(c) = (v.cost)(model, p, bytes) {
+            if best.is_none_or(|(_, b)| c < b) {
+                best = Some((v, c));
+            }
+        }
+    }
+    best.expect("bsp-algos: a collective has no applicable variant")
+        .0
+}
+
+/// `⌈log₂ p⌉` (0 for p ≤ 1).
+pub(crate) fn ceil_log2(p: usize) -> usize {
+    p.max(1).next_power_of_two().trailing_zeros() as usize
+}
+
+/// `⌊log₂ p⌋` (0 for p ≤ 1).
+pub(crate) fn floor_log2(p: usize) -> usize {
+    (usize::BITS - 1 - p.max(1).leading_zeros()) as usize
+}
+
+/// `bytes · (p − 1) / p`: what a processor sends of a message split in p
+/// blocks when it keeps its own.
+pub(crate) fn all_but_own(bytes: usize, p: usize) -> f64 {
+    bytes as f64 * (p.max(1) - 1) as f64 / p.max(1) as f64
+}
