@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+pub(crate) mod session;
+
 use super::barrier::{Barrier, Interrupted};
 use super::{timeout_message, Aborted, Blocks, Body, Comm, Rows, RunLimits};
 use crate::error::{Error, ErrorKind, Result};
@@ -131,7 +133,7 @@ impl ThreadsShared {
             .collect();
         let mut report = String::new();
         if let Some(error) = error {
-            report.push_str(&format!("bsp: {error}\n"));
+            report.push_str(&self.limits.report_line(&error));
         }
         report.push_str(&format!(
             "bsp: processors [{}] are still in their own code {:.1} s after the run failed; \
@@ -274,6 +276,12 @@ impl Comm for ThreadsComm {
     fn abort(&mut self, error: Error) -> ! {
         self.shared.fail(error);
         std::panic::resume_unwind(Box::new(Aborted))
+    }
+
+    fn recorded_failure(&self) -> Option<Error> {
+        lock(&self.shared.first_error)
+            .as_ref()
+            .map(|(e, _)| e.clone())
     }
 }
 
