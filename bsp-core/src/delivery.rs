@@ -30,7 +30,19 @@ enum PendingGet {
     },
     /// Delivered.
     Arrived(Box<dyn Storage>),
+    /// A get into memory the program owns ([`Ctx::get_area`](crate::Ctx::get_area)):
+    /// the reply is written there, and the ticket is then forgotten.
+    Raw { into: RawTarget, len: usize },
 }
+
+/// Where a [`Ctx::get_area`](crate::Ctx::get_area) writes its value.
+pub(crate) struct RawTarget(pub(crate) *mut u8);
+
+// SAFETY: the pointer is written only by the runtime of the processor that
+// asked for the get, during its own `sync`, on the thread that owns its
+// `Ctx`; `get_area`'s contract keeps the memory valid and untouched until
+// then. Holding the address on another thread accesses nothing.
+unsafe impl Send for RawTarget {}
 
 /// A zeroed local part of `len` elements of `T`, as untyped storage.
 fn zeroed_storage<T: Pod + Send>(len: usize) -> Box<dyn Storage> {
@@ -57,6 +69,45 @@ impl PendingGets {
         ticket
     }
 
+    /// Records a get of `len` bytes into `into`; returns its ticket.
+    ///
+    /// # Safety
+    ///
+    /// As [`Ctx::get_area`](crate::Ctx::get_area): `into..into + len` stays
+    /// valid for writes, and untouched by anything else, until the sync
+    /// that delivers the get has returned.
+    pub(crate) unsafe fn open_raw(&mut self, into: *mut u8, len: usize) -> u64 {
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        let raw = PendingGet::Raw {
+            into: RawTarget(into),
+            len,
+        };
+        self.values.insert(ticket, raw);
+        ticket
+    }
+
+    /// Writes the reply to `ticket` (`bytes` bytes, read from `payload`)
+    /// into its buffer, or into the program's memory for a raw get.
+    fn land(&mut self, ticket: u64, bytes: usize, payload: &mut SegmentReader<'_>) {
+        if let Some(PendingGet::Raw { into, len }) = self.values.get(&ticket) {
+            assert_eq!(*len, bytes, "bsp: a get reply of the wrong length");
+            let into = into.0;
+            self.values.remove(&ticket);
+            if bytes == 0 {
+                return;
+            }
+            // SAFETY: `open_raw`'s contract: `into..into + bytes` is valid
+            // for writes and untouched by anything else until this sync
+            // returns, and this is the only reference made to it.
+            let target = unsafe { std::slice::from_raw_parts_mut(into, bytes) };
+            assert!(payload.read_into(target), "bsp: truncated get reply");
+            return;
+        }
+        let target = self.target(ticket, bytes);
+        assert!(payload.read_into(target), "bsp: truncated get reply");
+    }
+
     /// The value of the get with `ticket`, removed; `None` if it was
     /// already taken, has not arrived, or the ticket is not this run's.
     pub(crate) fn take<T: Pod>(&mut self, ticket: u64) -> Option<Vec<T>> {
@@ -80,7 +131,7 @@ impl PendingGets {
             *get = PendingGet::Arrived(make(bytes / elem_size.max(1)));
         }
         let PendingGet::Arrived(value) = get else {
-            unreachable!("made above")
+            unreachable!("made above; raw gets land in `land`")
         };
         value.bytes_mut()
     }
@@ -234,11 +285,7 @@ impl Inbound<'_> {
                         inbox.runs.push((src, count, end));
                     }
                     Record::Reply { ticket, bytes } => {
-                        let target = self.gets.target(ticket, bytes as usize);
-                        assert!(
-                            records.payload().read_into(target),
-                            "bsp: truncated get reply"
-                        );
+                        self.gets.land(ticket, bytes as usize, records.payload());
                     }
                     Record::Get { .. } => records.skip_payload(&record),
                 }

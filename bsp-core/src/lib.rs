@@ -39,6 +39,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod area;
 mod coarray;
 mod codec;
 mod ctx;
@@ -57,11 +58,13 @@ mod registry;
 mod router;
 mod runtime;
 mod segments;
+mod session;
 mod stats;
 mod stats_log;
 mod transport;
 mod wire;
 
+pub use area::Area;
 pub use coarray::{Coarray, GetHandle};
 pub use ctx::Ctx;
 pub use env::{
@@ -74,6 +77,7 @@ pub use outcome::Outcome;
 pub use queue::{Encoding, Queue, Raw, Serde, Tag, Tagged};
 pub use router::{ParseRouterError, Router};
 pub use runtime::{launched_by_mpirun, run, Runtime};
+pub use session::Session;
 pub use stats::{RouteStats, Stats, SuperstepStats};
 pub use transport::{OnFailure, Transport};
 

@@ -4,6 +4,8 @@
 use bytes::Bytes;
 
 use crate::segments::Segments;
+#[cfg(test)]
+use crate::wire::SHORT_PUT_BYTES;
 use crate::wire::{Record, HEADER_BYTES};
 
 /// Send buffers kept for reuse, per destination.
@@ -66,18 +68,22 @@ impl Stream {
     }
 
     /// Before appending to an empty `current`: reuse a spare buffer that
-    /// nobody else references any more, if there is one.
+    /// nobody else references any more, if there is one. A spare that a
+    /// receiver still reads (on threads a sender may start its next
+    /// superstep before the receivers have applied its last one) stays
+    /// kept for a later superstep.
     fn reuse_spare(&mut self) {
         if self.current.capacity() > 0 {
             return;
         }
-        while let Some(old) = self.spare.pop() {
-            if let Ok(unique) = old.try_into_mut() {
-                let mut buffer = Vec::from(unique);
-                buffer.clear();
-                self.current = buffer;
-                return;
-            }
+        let Some(free) = self.spare.iter().rposition(Bytes::is_unique) else {
+            return;
+        };
+        if let Ok(mut unique) = self.spare.swap_remove(free).try_into_mut() {
+            // Emptied first: turning a shared buffer back into a vector
+            // moves its contents to the front.
+            unique.clear();
+            self.current = Vec::from(unique);
         }
     }
 
@@ -159,7 +165,7 @@ impl Outbox {
         let s = self.stream(dst);
         s.open_messages = None;
         s.reuse_spare();
-        s.current.reserve(HEADER_BYTES + payload.len());
+        s.current.reserve(record.header_len() + payload.len());
         record.encode(&mut s.current);
         s.current.extend_from_slice(payload);
     }
@@ -266,7 +272,7 @@ mod tests {
         drop(second);
         out.push(0, put(10_000), &[1; 10_000]);
         let third = out.take(|_| unreachable!());
-        assert_eq!(third[0].1[0].len(), 10_024);
+        assert_eq!(third[0].1[0].len(), 10_012);
         let reused = third[0].1[0].as_ptr();
         assert!(
             reused == address || reused == second_address,
@@ -281,7 +287,7 @@ mod tests {
         out.push_message(0, 7, |v| v.extend_from_slice(&[3]));
         out.push_owned(0, put(3), Bytes::from_static(&[9, 9, 9]));
         assert_eq!(out.records(), 3);
-        assert_eq!(out.bytes(), 2 * HEADER_BYTES + 6);
+        assert_eq!(out.bytes(), HEADER_BYTES + SHORT_PUT_BYTES + 6);
         let streams = out.take(|_| unreachable!());
         // Re-split the stream at every byte to exercise segment crossing.
         let whole: Vec<u8> = streams[0]

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use bytemuck::Pod;
 use bytes::Bytes;
 
+use crate::area::ForeignBytes;
 use crate::coarray::{LentStorage, PodVec, Storage};
 use crate::error::ErrorKind;
 use crate::queue::Inbox;
@@ -126,6 +127,30 @@ impl Registry {
     pub(crate) fn register_array<T: Pod + Send>(&mut self, local: Vec<T>) -> u32 {
         let signature = format!("coarray<{}>", std::any::type_name::<T>());
         self.push(signature, Entry::Array(Box::new(PodVec(local))))
+    }
+
+    /// Registers a foreign area (see `area.rs`) whose local part is `local`.
+    pub(crate) fn register_area(&mut self, local: ForeignBytes) -> u32 {
+        self.push("area".to_owned(), Entry::Array(Box::new(local)))
+    }
+
+    /// Releases foreign area `id` in `superstep`.
+    pub(crate) fn release_area(&mut self, id: u32, superstep: usize) -> Result<(), Unusable> {
+        let storage = self.storage(id)?;
+        if storage.as_any().downcast_ref::<ForeignBytes>().is_none() {
+            return Err(Unusable::Foreign);
+        }
+        self.release(id, superstep);
+        Ok(())
+    }
+
+    /// The local length in bytes of foreign area `id`.
+    pub(crate) fn area_len(&self, id: u32) -> Result<usize, Unusable> {
+        let storage = self.storage(id)?;
+        match storage.as_any().downcast_ref::<ForeignBytes>() {
+            Some(area) => Ok(area.len()),
+            None => Err(Unusable::Foreign),
+        }
     }
 
     /// Registers a queue; `kind` names it in the signature (e.g. `queue<u32>`).

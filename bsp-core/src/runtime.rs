@@ -61,6 +61,8 @@ pub struct Runtime {
     on_failure: Option<OnFailure>,
     machine: Option<Machine>,
     config_error: Option<String>,
+    /// Set by [`Runtime::failure_report`].
+    report: Option<fn(&Error) -> String>,
 }
 
 /// Reads a time limit in seconds, as `BSP_SYNC_TIMEOUT` gives it.
@@ -82,6 +84,7 @@ impl Runtime {
             on_failure: None,
             machine: None,
             config_error: None,
+            report: None,
         }
     }
 
@@ -121,6 +124,7 @@ impl Runtime {
             on_failure: None,
             machine: None,
             config_error: None,
+            report: None,
         }
     }
 
@@ -304,7 +308,46 @@ impl Runtime {
         Ok(RunLimits {
             sync_timeout,
             on_failure,
+            report: self.report,
         })
+    }
+
+    /// How a process that has to end on a failure words the error it
+    /// prints to standard error, after `bsp: ` (default: the error's
+    /// `Display`, `processor 1, superstep 2: <kind>: <message>`). Such a
+    /// process is an MPI rank under [`OnFailure::Abort`], or the threads
+    /// transport when a processor cannot be stopped after a sync timeout;
+    /// everywhere else the error comes back from `run` or the
+    /// [`Session`](crate::Session). For layers that speak another API's
+    /// language: the BSPlib layer names the C functions involved.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// fn terse(e: &bsp_core::Error) -> String {
+    ///     format!("{:?} on processor {:?}", e.kind(), e.pid())
+    /// }
+    /// let rt = bsp_core::Runtime::threads(2).failure_report(terse);
+    /// assert!(rt.run(|ctx| ctx.pid()).is_ok());
+    /// ```
+    pub fn failure_report(mut self, report: fn(&Error) -> String) -> Self {
+        self.report = Some(report);
+        self
+    }
+
+    /// What a run or session needs from the builder: its time limit and
+    /// failure mode, router, machine (found now under [`Router::Auto`]),
+    /// transport and processor count; or the configuration error.
+    pub(crate) fn prepare(&self) -> Result<(RunLimits, Router, Option<Machine>, Transport, usize)> {
+        if let Some(msg) = &self.config_error {
+            return Err(Error::new(ErrorKind::Config, None, None, msg.clone()));
+        }
+        let limits = self.limits()?;
+        let machine = match (self.machine, self.router) {
+            (None, Router::Auto) => Some(Machine::of(self)?),
+            (given, _) => given,
+        };
+        Ok((limits, self.router, machine, self.transport, self.procs))
     }
 
     /// The processor count (under MPI, the size of the world communicator).

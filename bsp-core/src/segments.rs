@@ -146,6 +146,25 @@ impl<'a> SegmentReader<'a> {
 
     /// Copies the next `out.len()` bytes into `out`; false if the stream is shorter.
     pub(crate) fn read_into(&mut self, out: &mut [u8]) -> bool {
+        // Fast path: the bytes lie inside the current segment (a record of
+        // a few bytes nearly always does).
+        if let Some(seg) = self.segments.get(self.segment) {
+            let end = self.pos + out.len();
+            if end < seg.len() {
+                let from = &seg[self.pos..end];
+                // Constant-size copies for record headers and small
+                // payloads: a call to memcpy costs more than they do.
+                match out.len() {
+                    4 => out.copy_from_slice(&from[..4]),
+                    8 => out.copy_from_slice(&from[..8]),
+                    12 => out.copy_from_slice(&from[..12]),
+                    16 => out.copy_from_slice(&from[..16]),
+                    _ => out.copy_from_slice(from),
+                }
+                self.pos = end;
+                return true;
+            }
+        }
         let mut done = 0;
         self.read_pieces(out.len(), |piece| {
             out[done..done + piece.len()].copy_from_slice(piece);

@@ -10,7 +10,8 @@ use crate::transport::Transport;
 ///
 /// Byte counts are bytes of the routed streams: the records a processor
 /// requested (each put, get request, reply or run of queue messages is a
-/// 24-byte record header plus its payload). The two-phase router deals
+/// 24-byte record header plus its payload; 12 bytes for a put within the
+/// first 4 GiB of its coarray, of less than 4 GiB). The two-phase router deals
 /// these bytes in words of 8, and its block sizes can be compared with its
 /// bounds `s/p + (p−1)/2` and `h/p + (p−1)/2` (in words of 8
 /// bytes, route by route: [`routes`](SuperstepStats::routes)). Router

@@ -9,6 +9,11 @@
 //! kind: u32 | id: u32 | x: u64 | y: u64 | payload
 //! ```
 //!
+//! A put whose coarray id is below 2²⁴ and whose offset and length are
+//! below 2³² (nearly all: a BSPlib program puts a few bytes at a time) has
+//! a 12-byte header instead, `kind | id << 8: u32 | offset: u32 | bytes: u32`,
+//! so that a put of 8 bytes costs 20 bytes on the wire, not 32.
+//!
 //! | record     | id      | x                | y              | payload |
 //! |------------|---------|------------------|----------------|---------|
 //! | `Put`      | coarray | element offset   | payload bytes  | the data |
@@ -23,8 +28,11 @@
 
 use crate::segments::SegmentReader;
 
-/// Bytes of a record header.
+/// Bytes of a record header (the most: a short put's is 12).
 pub(crate) const HEADER_BYTES: usize = 24;
+
+/// Bytes of a short put's header.
+pub(crate) const SHORT_PUT_BYTES: usize = 12;
 
 /// Bytes of a get request's payload (its ticket).
 const TICKET_BYTES: usize = 8;
@@ -52,6 +60,13 @@ const PUT: u32 = 1;
 const GET: u32 = 2;
 const MESSAGES: u32 = 3;
 const REPLY: u32 = 4;
+/// A put with a 12-byte header; its id is in the kind word's upper 24 bits.
+const SHORT_PUT: u32 = 5;
+
+/// Whether a put fits the short header.
+fn short_put(array: u32, offset: u64, bytes: u64) -> bool {
+    array < 1 << 24 && offset <= u64::from(u32::MAX) && bytes <= u64::from(u32::MAX)
+}
 
 impl Record {
     /// An empty run of messages for `queue`, to be extended by
@@ -74,9 +89,36 @@ impl Record {
         }
     }
 
+    /// Bytes of this record's header.
+    pub(crate) fn header_len(&self) -> usize {
+        match *self {
+            Record::Put {
+                array,
+                offset,
+                bytes,
+            } if short_put(array, offset, bytes) => SHORT_PUT_BYTES,
+            _ => HEADER_BYTES,
+        }
+    }
+
     /// Appends the header (and, for a get request, its ticket) to `out`.
     /// The payload of the other records is the caller's to append.
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        if let Record::Put {
+            array,
+            offset,
+            bytes,
+        } = *self
+        {
+            if short_put(array, offset, bytes) {
+                let mut header = [0u8; SHORT_PUT_BYTES];
+                header[..4].copy_from_slice(&(SHORT_PUT | array << 8).to_ne_bytes());
+                header[4..8].copy_from_slice(&(offset as u32).to_ne_bytes());
+                header[8..].copy_from_slice(&(bytes as u32).to_ne_bytes());
+                out.extend_from_slice(&header);
+                return;
+            }
+        }
         let (kind, id, x, y) = match *self {
             Record::Put {
                 array,
@@ -176,7 +218,24 @@ impl<'a> RecordReader<'a> {
         }
         let mut raw = [0u8; HEADER_BYTES];
         assert!(
-            self.stream.read_into(&mut raw),
+            self.stream.read_into(&mut raw[..SHORT_PUT_BYTES]),
+            "bsp: truncated record header"
+        );
+        let kind = u32::from_ne_bytes(raw[..4].try_into().expect("4 bytes"));
+        if kind & 0xff == SHORT_PUT {
+            let word = |i: usize| {
+                u64::from(u32::from_ne_bytes(
+                    raw[i..i + 4].try_into().expect("4 bytes"),
+                ))
+            };
+            return Some(Record::Put {
+                array: kind >> 8,
+                offset: word(4),
+                bytes: word(8),
+            });
+        }
+        assert!(
+            self.stream.read_into(&mut raw[SHORT_PUT_BYTES..]),
             "bsp: truncated record header"
         );
         let stream = &mut self.stream;
@@ -212,6 +271,16 @@ mod tests {
                 offset: 7,
                 bytes: 2,
             },
+            Record::Put {
+                array: 1 << 24,
+                offset: 7,
+                bytes: 2,
+            },
+            Record::Put {
+                array: 3,
+                offset: 1 << 32,
+                bytes: 0,
+            },
             Record::Get {
                 array: 1,
                 offset: 9,
@@ -235,7 +304,12 @@ mod tests {
                 out.extend(std::iter::repeat_n(0xab, r.payload_len()));
             }
         }
-        let wire: usize = records.iter().map(|r| HEADER_BYTES + r.payload_len()).sum();
+        let wire: usize = records
+            .iter()
+            .map(|r| r.header_len() + r.payload_len())
+            .sum();
+        assert_eq!(records[0].header_len(), SHORT_PUT_BYTES);
+        assert_eq!(records[1].header_len(), HEADER_BYTES);
         assert_eq!(out.len(), wire);
         let segments = [Bytes::from(out)];
         let mut reader = RecordReader::new(SegmentReader::new(&segments));

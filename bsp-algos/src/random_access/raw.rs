@@ -72,7 +72,7 @@ use crate::dist::Block;
 /// With n the total number of writes, m = max(n, len) and w ≈ len/(kp) the
 /// bucket width: two local passes over the writes; the exclusive scan of
 /// the kp counts (1–2 supersteps); the first stage (1 superstep, h ≤ about
-/// 2n/p writes of 4 + `size_of::<T>()` bytes, plus two 24-byte put headers
+/// 2n/p writes of 4 + `size_of::<T>()` bytes, plus two 12-byte put headers
 /// per run, at most kp + p runs); when some bucket is dense, a second (combined
 /// pieces to owners, slices to the reduce-scatter: 1 superstep, h ≤ about
 /// m/p (index, value) pairs) and, when a dense bucket spans

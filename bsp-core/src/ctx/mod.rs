@@ -9,6 +9,7 @@
 //! (registration and local access), `remote.rs` (puts and gets) and
 //! `queues.rs` (messages).
 
+mod areas;
 mod clock;
 mod coarrays;
 mod inbox;
@@ -407,9 +408,10 @@ impl Ctx {
     /// processor during it, then starts the next superstep.
     ///
     /// Delivery order: get requests are served first (they read the data as
-    /// it was before this superstep's puts); then, for each source pid in
-    /// ascending order, its puts are applied and its messages queued in call
-    /// order.
+    /// it was before this superstep's puts), and gets into the program's
+    /// memory ([`get_area`](Ctx::get_area)) land; then, for each source pid
+    /// in ascending order, its puts are applied and its messages queued in
+    /// call order.
     ///
     /// # Examples
     ///
@@ -455,10 +457,14 @@ impl Ctx {
                 &mut figures,
                 &mut deferred,
             );
-            if let Some(mut replies) = replies {
+            if let Some((mut replies, requests)) = replies {
                 figures.records.sent += replies.records();
                 let streams = replies.take(|_| unreachable!("replies are copied"));
                 self.deliver(router, streams, None, false, &mut figures, &mut deferred);
+                // Gets land before the superstep's puts are applied (only
+                // a get into memory the program owns, `get_area`, can tell).
+                let applied = self.inbound().apply(&requests, &mut deferred);
+                figures.records.received += self.settle(applied);
             }
             if decision.any_lends {
                 // Every reader of a lent coarray has finished once everyone
@@ -506,8 +512,9 @@ impl Ctx {
         }
     }
 
-    /// Routes `streams` and delivers what arrives; with `serve_gets`, also
-    /// answers the get requests among it and returns the replies to send.
+    /// Routes `streams` and delivers what arrives; with `serve_gets`, only
+    /// answers the get requests among it, and returns the replies to send
+    /// and what arrived, to be applied once the replies have landed.
     /// `matrix`, when known, is the routing's communication matrix.
     fn deliver(
         &mut self,
@@ -517,7 +524,7 @@ impl Ctx {
         serve_gets: bool,
         figures: &mut SyncFigures,
         deferred: &mut Vec<DeferredPut>,
-    ) -> Option<Outbox> {
+    ) -> Option<(Outbox, Blocks)> {
         figures.bytes.sent += streams
             .iter()
             .map(|(_, s)| segments_len(s) as u64)
@@ -528,20 +535,18 @@ impl Ctx {
             .iter()
             .map(|(_, s)| segments_len(s) as u64)
             .sum::<u64>();
-        let replies = if serve_gets {
+        if serve_gets {
             let served = self.inbound().serve_gets(&incoming);
             // Under `OnFailure::Return` a failed processor still sends (no)
             // replies, so that the reply exchange completes everywhere.
-            Some(
-                self.settle(served.map(Some))
-                    .unwrap_or_else(|| Outbox::new(self.nprocs)),
-            )
-        } else {
-            None
-        };
+            let replies = self
+                .settle(served.map(Some))
+                .unwrap_or_else(|| Outbox::new(self.nprocs));
+            return Some((replies, incoming));
+        }
         let applied = self.inbound().apply(&incoming, deferred);
         figures.records.received += self.settle(applied);
-        replies
+        None
     }
 
     /// The end of this processor's closure: checks that nothing is left

@@ -39,8 +39,9 @@ impl Ctx {
     ///
     /// # Cost
     ///
-    /// Adds `24 + size_of_val(src)` bytes to this processor's h-relation
-    /// (sent) and to `dst`'s (received).
+    /// Adds `12 + size_of_val(src)` bytes to this processor's h-relation
+    /// (sent) and to `dst`'s (received); 24 + the payload where the offset
+    /// or the payload reaches 4 GiB (or past 2²⁴ registrations).
     pub fn put<T: Pod>(&mut self, dst: usize, a: &Coarray<T>, offset: usize, src: &[T]) {
         self.check_pid("put", dst);
         let payload: &[u8] = bytemuck::cast_slice(src);

@@ -27,13 +27,27 @@ use crate::segments::Segments;
 pub(crate) use split::Group;
 
 /// What a run asks of its transport beyond moving bytes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct RunLimits {
     /// How long a processor may wait in a collective before the run ends
     /// with [`ErrorKind::Timeout`](crate::ErrorKind::Timeout); `None`: for ever.
     pub(crate) sync_timeout: Option<Duration>,
     /// What an MPI rank does with a failure.
     pub(crate) on_failure: OnFailure,
+    /// How a process that ends on a failure words it after `bsp: `
+    /// ([`Runtime::failure_report`](crate::Runtime::failure_report));
+    /// `None`: the error's `Display`.
+    pub(crate) report: Option<fn(&Error) -> String>,
+}
+
+impl RunLimits {
+    /// The line a process prints when it ends on `error`.
+    pub(crate) fn report_line(&self, error: &Error) -> String {
+        match self.report {
+            Some(report) => format!("bsp: {}\n", report(error)),
+            None => format!("bsp: {error}\n"),
+        }
+    }
 }
 
 /// What an MPI job does when its run fails.
@@ -156,6 +170,11 @@ pub(crate) trait Comm: Send {
     /// communicator's, for errors raised inside the group. A failure
     /// inside the group ends the whole run.
     fn split(&mut self, group: &Group, superstep: usize) -> Result<Box<dyn Comm>, Aborted>;
+    /// The run's error, once recorded where this processor can read it
+    /// (threads: by any processor; MPI in return mode: once agreed).
+    fn recorded_failure(&self) -> Option<Error> {
+        None
+    }
 }
 
 /// What a transport runs on each processor: given the processor's endpoint,
@@ -183,6 +202,41 @@ impl Transport {
             Transport::Threads => "threads",
             #[cfg(feature = "mpi")]
             Transport::Mpi => "mpi",
+        }
+    }
+}
+
+/// What the processors of a session other than the calling thread's run on
+/// their endpoints (see [`start`]).
+pub(crate) type Worker = std::sync::Arc<dyn Fn(Box<dyn Comm>) + Send + Sync>;
+
+/// What a session's transport holds until the session ends (MPI: the run
+/// lock and the in-a-run mark, which must be dropped on the calling thread).
+pub(crate) enum Opened {
+    /// Nothing: the threads transport's workers hold their shared state.
+    Threads,
+    /// An MPI rank's run, open until this is dropped.
+    #[cfg(feature = "mpi")]
+    Mpi { _held: mpi::session::Opened },
+}
+
+/// Starts a run for a session: the calling thread's endpoint (processor 0
+/// on threads, this rank under MPI), with `worker` running every other
+/// processor this process runs (p − 1 threads; none under MPI).
+pub(crate) fn start(
+    transport: Transport,
+    procs: usize,
+    limits: RunLimits,
+    worker: Worker,
+) -> Result<(Box<dyn Comm>, Opened)> {
+    match transport {
+        Transport::Threads => {
+            threads::session::start(procs, limits, worker).map(|c| (c, Opened::Threads))
+        }
+        #[cfg(feature = "mpi")]
+        Transport::Mpi => {
+            let _ = (procs, worker);
+            mpi::session::start(limits).map(|(c, held)| (c, Opened::Mpi { _held: held }))
         }
     }
 }

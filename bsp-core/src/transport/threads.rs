@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+pub(crate) mod session;
+
 use super::barrier::{Barrier, BarrierKind, Interrupted};
 use super::split::Frame;
 use super::{timeout_message, Aborted, Blocks, Body, Comm, Group, Rows, RunLimits};
@@ -220,7 +222,7 @@ impl ThreadsShared {
             .collect();
         let mut report = String::new();
         if let Some(error) = error {
-            report.push_str(&format!("bsp: {error}\n"));
+            report.push_str(&self.limits.report_line(&error));
         }
         report.push_str(&format!(
             "bsp: processors [{}] are still in their own code {:.1} s after the run failed; \
@@ -386,6 +388,12 @@ impl Comm for ThreadsComm {
         };
         Ok(Box::new(ThreadsComm::new(state, group.me)))
     }
+
+    fn recorded_failure(&self) -> Option<Error> {
+        lock(&self.shared.first_error)
+            .as_ref()
+            .map(|(e, _)| e.clone())
+    }
 }
 
 /// The most processor threads this process may start: the kernel's
@@ -461,9 +469,11 @@ fn config_error(msg: String) -> Error {
     Error::new(ErrorKind::Config, None, None, msg)
 }
 
-/// Runs `body` on `p` threads of this process and returns every
-/// processor's result in pid order, or the run's first error.
-pub(crate) fn launch<R: Send>(p: usize, limits: RunLimits, body: &impl Body<R>) -> Result<Vec<R>> {
+/// The checks before a run's threads start, shared by [`launch`] and
+/// sessions: p > 0, within the limits on threads and on address space
+/// (for stacks of `stack` bytes), and a valid `BSP_BARRIER`. Returns the
+/// stack size and the barrier kind to use.
+pub(super) fn preflight(p: usize, stack: usize) -> Result<(usize, BarrierKind)> {
     if p == 0 {
         return Err(config_error(
             "a run needs at least one processor (p = 0)".to_owned(),
@@ -478,11 +488,17 @@ pub(crate) fn launch<R: Send>(p: usize, limits: RunLimits, body: &impl Body<R>) 
             )));
         }
     }
-    let stack = processor_stack_bytes();
     if p > 64 {
         check_address_space(p, stack)?;
     }
     let barrier = BarrierKind::from_env().map_err(config_error)?;
+    Ok((stack, barrier))
+}
+
+/// Runs `body` on `p` threads of this process and returns every
+/// processor's result in pid order, or the run's first error.
+pub(crate) fn launch<R: Send>(p: usize, limits: RunLimits, body: &impl Body<R>) -> Result<Vec<R>> {
+    let (stack, barrier) = preflight(p, processor_stack_bytes())?;
     let shared = ThreadsShared::new(p, limits, barrier);
     let results: Vec<Option<R>> = std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(p);

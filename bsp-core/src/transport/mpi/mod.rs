@@ -63,6 +63,7 @@
 mod alltoallw;
 mod eager;
 mod pool;
+pub(crate) mod session;
 mod split;
 mod timed;
 
@@ -357,6 +358,10 @@ impl Comm for MpiComm {
     fn split(&mut self, group: &Group, superstep: usize) -> Result<Box<dyn Comm>, Aborted> {
         Ok(Box::new(self.split_group(group, superstep)))
     }
+
+    fn recorded_failure(&self) -> Option<Error> {
+        lock(&self.world.failure).clone()
+    }
 }
 
 impl MpiComm {
@@ -364,7 +369,7 @@ impl MpiComm {
     /// for failures inside a collective, which the others cannot leave.
     pub(super) fn abort_job(&mut self, error: Error) -> ! {
         // One write, so that the lines of several ranks do not interleave.
-        let line = format!("bsp: {error}\n");
+        let line = self.limits.report_line(&error);
         let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
         // Ranks that detect the same failure in the same collective (a sync
         // mismatch, say) each get a moment to print their own line before
@@ -432,13 +437,10 @@ fn agree_on_limits(world: &World, limits: RunLimits) -> Result<()> {
     }
 }
 
-/// Runs `body` as this rank's processor and returns its result (alone).
-///
-/// In [`OnFailure::Abort`] mode a failure anywhere in the job aborts it
-/// (see the module docs), so this returns `Ok` or a configuration error
-/// found before any communication; in [`OnFailure::Return`] mode, the
-/// run's error.
-pub(crate) fn launch<R: Send>(limits: RunLimits, body: &impl Body<R>) -> Result<Vec<R>> {
+/// This rank's endpoint for a new run, with the lock that serialises runs
+/// on this process, after the checks every run makes first: not inside
+/// another run, not after a lost rank, the same limits on every rank.
+fn open(limits: RunLimits) -> Result<(MpiComm, MutexGuard<'static, ()>)> {
     if IN_RUN.with(Cell::get) {
         return Err(config_error(
             "an MPI run cannot start inside another MPI run's closure (on this rank); \
@@ -467,12 +469,11 @@ pub(crate) fn launch<R: Send>(limits: RunLimits, body: &impl Body<R>) -> Result<
         ],
     )?;
     let world = world();
-    let _serialised = lock(&world.run_lock);
+    let serialised = lock(&world.run_lock);
     agree_on_limits(world, limits)?;
-    let pid = world.comm.rank() as usize;
     let comm = MpiComm {
         world,
-        pid,
+        pid: world.comm.rank() as usize,
         nprocs: world.comm.size() as usize,
         mode,
         send,
@@ -482,6 +483,18 @@ pub(crate) fn launch<R: Send>(limits: RunLimits, body: &impl Body<R>) -> Result<
         own: None,
         frame: None,
     };
+    Ok((comm, serialised))
+}
+
+/// Runs `body` as this rank's processor and returns its result (alone).
+///
+/// In [`OnFailure::Abort`] mode a failure anywhere in the job aborts it
+/// (see the module docs), so this returns `Ok` or a configuration error
+/// found before any communication; in [`OnFailure::Return`] mode, the
+/// run's error.
+pub(crate) fn launch<R: Send>(limits: RunLimits, body: &impl Body<R>) -> Result<Vec<R>> {
+    let (comm, _serialised) = open(limits)?;
+    let (world, pid) = (comm.world, comm.pid);
     let _running = RunGuard::enter();
     let outcome = body(Box::new(comm));
     let failure = lock(&world.failure).take();

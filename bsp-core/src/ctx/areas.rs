@@ -1,0 +1,204 @@
+//! Registered foreign areas (see `area.rs`): registration by address,
+//! puts and gets by byte offset, and the helpers that a layer for another
+//! language (BSPlib's C API) needs around them.
+
+use super::{unusable, Ctx};
+use crate::area::{Area, ForeignBytes};
+use crate::error::{Error, ErrorKind};
+use crate::wire::Record;
+
+impl Ctx {
+    /// Registers `len` bytes at `base`, memory that the program owns, as a
+    /// foreign area: the distributed variable whose part on each processor
+    /// is the memory that processor registered (BSPlib's `bsp_push_reg`).
+    ///
+    /// Collective, like [`coarray`](Ctx::coarray): every processor
+    /// registers its coarrays, queues and areas in the same order and
+    /// superstep; lengths may differ (0 included, with any `base`). The
+    /// area can be used at once; puts and gets from other processors reach
+    /// it at the syncs that follow. Unlike a coarray, its bytes stay where
+    /// they are: puts are written into them during [`sync`](Ctx::sync), and
+    /// gets read them there.
+    ///
+    /// # Safety
+    ///
+    /// Until the area is [released](Ctx::release_area) or the run ends,
+    /// `base..base + len` must stay valid for reads and writes, and nothing
+    /// else may read or write it while this processor is inside a `sync`
+    /// (or any other call on its `Ctx`), where bsp reads and writes it.
+    /// Between calls the program may use the memory as it likes. With
+    /// `len == 0`, `base` may be anything, null included.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(2, |ctx| {
+    ///     let mut mine = [0u8; 4];
+    ///     // SAFETY: `mine` outlives the area, which is released below, and
+    ///     // is only touched between bsp calls.
+    ///     let area = unsafe { ctx.register_area(mine.as_mut_ptr(), mine.len()) };
+    ///     ctx.put_area(1 - ctx.pid(), area, 1, &[7, 8]);
+    ///     ctx.sync();
+    ///     ctx.release_area(area);
+    ///     mine
+    /// })?;
+    /// assert_eq!(out[0], [0, 7, 8, 0]);
+    /// # Ok::<(), bsp_core::Error>(())
+    /// ```
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1): no communication, no copy.
+    pub unsafe fn register_area(&mut self, base: *mut u8, len: usize) -> Area {
+        // SAFETY: the caller's contract is `ForeignBytes::new`'s.
+        let local = unsafe { ForeignBytes::new(base, len) };
+        Area {
+            id: self.registry.register_area(local),
+        }
+    }
+
+    /// Releases `area` (BSPlib's `bsp_pop_reg`): collective, like
+    /// [`release`](Ctx::release); afterwards bsp no longer touches the
+    /// memory. Puts or gets that reach it in the superstep of its release
+    /// end the run with [`ErrorKind::Released`] (a BSPlib layer, whose
+    /// `bsp_pop_reg` takes effect at the next sync, releases after that
+    /// sync).
+    ///
+    /// # Panics
+    ///
+    /// Ends the run if `area` was already released or comes from another
+    /// run.
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1).
+    pub fn release_area(&mut self, area: Area) {
+        if let Err(why) = self.registry.release_area(area.id, self.superstep) {
+            unusable(self.pid, self.superstep, why, "area", area.id)
+        }
+    }
+
+    /// The length in bytes of this processor's part of `area`.
+    ///
+    /// # Panics
+    ///
+    /// Ends the run if `area` was released or comes from another run.
+    pub fn area_len(&self, area: Area) -> usize {
+        match self.registry.area_len(area.id) {
+            Ok(len) => len,
+            Err(why) => unusable(self.pid, self.superstep, why, "area", area.id),
+        }
+    }
+
+    /// Requests that `src` be written into processor `dst`'s part of
+    /// `area` from byte `offset` (BSPlib's `bsp_put`). `src` is copied now;
+    /// the write lands at the next `sync`, after that sync's gets have read
+    /// their data and landed, in the order of coarray puts: by source pid,
+    /// then call order.
+    ///
+    /// # Panics
+    ///
+    /// Ends the run with [`ErrorKind::BadPid`] if `dst >= nprocs()`, and at
+    /// the `sync` with [`ErrorKind::OutOfBounds`] if `offset + src.len()`
+    /// exceeds `dst`'s part of the area.
+    ///
+    /// # Cost
+    ///
+    /// As [`put`](Ctx::put): `12 + src.len()` bytes in this processor's
+    /// h-relation.
+    pub fn put_area(&mut self, dst: usize, area: Area, offset: usize, src: &[u8]) {
+        self.check_pid("put", dst);
+        let record = Record::Put {
+            array: area.id,
+            offset: offset as u64,
+            bytes: src.len() as u64,
+        };
+        self.outbox.push(dst, record, src);
+    }
+
+    /// Requests `len` bytes of processor `src`'s part of `area` from byte
+    /// `offset`, to be written to `into` during the next `sync` (BSPlib's
+    /// `bsp_get`): the bytes are read as they are before the sync's puts,
+    /// and written before those puts are applied, so a put of the same
+    /// superstep to the same local bytes wins. Gets land in call order.
+    ///
+    /// # Safety
+    ///
+    /// `into..into + len` must stay valid for writes, and untouched by
+    /// anything else, until the next `sync` has returned (or the run has
+    /// ended). It need not be registered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(3, |ctx| {
+    ///     let mut mine = [ctx.pid() as u8; 2];
+    ///     let mut all = [0u8; 6];
+    ///     // SAFETY: both arrays outlive the sync below and are only
+    ///     // touched between bsp calls.
+    ///     let area = unsafe { ctx.register_area(mine.as_mut_ptr(), 2) };
+    ///     for q in 0..ctx.nprocs() {
+    ///         unsafe { ctx.get_area(q, area, 0, all[2 * q..].as_mut_ptr(), 2) };
+    ///     }
+    ///     ctx.sync();
+    ///     ctx.release_area(area);
+    ///     all
+    /// })?;
+    /// assert_eq!(out[2], [0, 0, 1, 1, 2, 2]);
+    /// # Ok::<(), bsp_core::Error>(())
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// Ends the run with [`ErrorKind::BadPid`] if `src >= nprocs()`, and at
+    /// the `sync` with [`ErrorKind::OutOfBounds`] if the range exceeds
+    /// `src`'s part of the area.
+    ///
+    /// # Cost
+    ///
+    /// As [`get`](Ctx::get): a 32-byte request, and `24 + len` bytes back
+    /// in a second h-relation of the same sync.
+    pub unsafe fn get_area(
+        &mut self,
+        src: usize,
+        area: Area,
+        offset: usize,
+        into: *mut u8,
+        len: usize,
+    ) {
+        self.check_pid("get", src);
+        // SAFETY: the caller's contract is `open_raw`'s.
+        let ticket = unsafe { self.gets.open_raw(into, len) };
+        let record = Record::Get {
+            array: area.id,
+            offset: offset as u64,
+            count: len as u64,
+            ticket,
+        };
+        self.outbox.push(src, record, &[]);
+        self.has_gets = true;
+    }
+
+    /// Like [`abort`](Ctx::abort), naming `superstep` (at most the current
+    /// one) as the superstep at fault: for a check that can only be made
+    /// after the sync that ended it, from what that sync delivered.
+    ///
+    /// # Panics
+    ///
+    /// If `superstep` is later than the current superstep.
+    pub fn abort_at(&mut self, superstep: usize, message: impl Into<String>) -> ! {
+        assert!(
+            superstep <= self.superstep,
+            "bsp: abort_at names superstep {superstep}, later than the current {}",
+            self.superstep
+        );
+        let error = Error::at(ErrorKind::Abort, self.pid, superstep, message);
+        self.abort_with(error)
+    }
+
+    /// The run's failure, where this processor's transport has recorded
+    /// one (on threads, as soon as any processor failed).
+    pub(crate) fn recorded_failure(&self) -> Option<Error> {
+        self.comm.recorded_failure()
+    }
+}

@@ -1,0 +1,43 @@
+//! Opening an MPI run for a [`Session`](crate::Session): the calling thread
+//! becomes this rank's processor and keeps running the program, which
+//! ends the run when it ends the session.
+
+use std::cell::Cell;
+use std::sync::MutexGuard;
+
+use super::{lock, open, RunGuard, World, IN_RUN};
+use crate::error::Result;
+use crate::transport::{Comm, RunLimits};
+
+/// What an open MPI session holds until it ends: the lock that serialises
+/// runs on this process and the mark that a run is in progress (the exit
+/// hook aborts the job if the process exits before the session ends).
+pub(crate) struct Opened {
+    world: &'static World,
+    _running: RunGuard,
+    _serialised: MutexGuard<'static, ()>,
+}
+
+impl Drop for Opened {
+    fn drop(&mut self) {
+        // The failure agreed in return mode belongs to this run only.
+        lock(&self.world.failure).take();
+    }
+}
+
+/// This rank's endpoint for a session run, and what must be held until
+/// the session ends. Must be dropped on the thread that called it.
+pub(crate) fn start(limits: RunLimits) -> Result<(Box<dyn Comm>, Opened)> {
+    let (comm, serialised) = open(limits)?;
+    let world = comm.world;
+    let running = RunGuard::enter();
+    debug_assert!(IN_RUN.with(Cell::get));
+    Ok((
+        Box::new(comm),
+        Opened {
+            world,
+            _running: running,
+            _serialised: serialised,
+        },
+    ))
+}
