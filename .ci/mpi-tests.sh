@@ -35,7 +35,7 @@ cargo build --workspace --all-targets --features mpi
 cargo build --release --workspace --examples --features mpi
 
 START=$SECONDS
-echo "== tests (threads side, and the mpirun-spawning MPI tests)"
+echo "== tests (threads side, and the mpirun-spawning MPI tests; bsp-bsplib's C tests also as MPI ranks)"
 cargo test --workspace --features mpi
 
 echo "== test binaries as MPI ranks"
@@ -110,5 +110,14 @@ for src in examples/*.rs benchmarks/examples/*.rs; do
         echo "-- mpirun -np $np $name ${args[*]}"
         run_np "$np" "target/release/examples/$name" "${args[@]}"
     done
+done
+echo "== BSPlib layer: a C program built with bspcc, as MPI ranks"
+cargo build --release -p bsp-bsplib --features mpi
+BSPLIB_TMP=$(mktemp -d)
+bsp-bsplib/bspcc -std=c99 -Wall -Werror -O2 bsp-bsplib/tests/c/drma.c -o "$BSPLIB_TMP/drma"
+bsp-bsplib/bspcc -std=c99 -Wall -Werror -O2 bsp-bsplib/tests/c/spmd_init.c -o "$BSPLIB_TMP/spmd_init"
+for np in 2 3; do
+    run_np "$np" "$BSPLIB_TMP/drma"
+    run_np "$np" "$BSPLIB_TMP/spmd_init"
 done
 echo "== MPI: all passed in $((SECONDS - START)) s (after the build)"
