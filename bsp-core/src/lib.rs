@@ -63,7 +63,7 @@ mod transport;
 mod wire;
 
 pub use coarray::{Coarray, GetHandle};
-pub use ctx::Ctx;
+pub use ctx::{Ctx, DirectPiece};
 pub use env::{
     MACHINE_CACHE_ENV, MACHINE_ENV, ON_FAILURE_ENV, PROCS_ENV, PROFILE_ENV, ROUTER_ENV,
     SYNC_TIMEOUT_ENV, TRACE_FILE_ENV,

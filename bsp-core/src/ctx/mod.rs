@@ -11,9 +11,12 @@
 
 mod clock;
 mod coarrays;
+mod direct_put;
 mod inbox;
 mod queues;
 mod remote;
+
+pub use direct_put::DirectPiece;
 
 use std::time::Instant;
 
