@@ -35,9 +35,11 @@ mod key;
 mod merge_runs;
 pub mod nas;
 mod radix_sort;
+mod top_first;
 
 pub use counting_sort::{CountingSort, Delivery};
 pub use key::RadixKey;
 pub use radix_sort::{
-    radix_sort, radix_sort_by_key, DigitPass, RadixOptions, RadixSorter, SortInfo, MAX_DIGIT_BITS,
+    radix_sort, radix_sort_by_key, DigitOrder, DigitPass, RadixOptions, RadixSorter, SortInfo,
+    MAX_DIGIT_BITS,
 };

@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 
 use bsp::prelude::*;
 use bsp::sort::inputs::{block_range, Dist, ALL};
-use bsp::sort::{Delivery, RadixKey, RadixOptions, RadixSorter};
+use bsp::sort::{Delivery, DigitOrder, RadixKey, RadixOptions, RadixSorter};
 use proptest::prelude::*;
 use support::{
     agree, announce, assert_sorted_part, describe, fit, proptest_config, run_local, runtimes,
@@ -182,10 +182,12 @@ proptest! {
         bits in 1u32..=16,
         staged: bool,
         direct: bool,
+        order in 0u8..3,
     ) {
         let options = RadixOptions {
             digit_bits: Some(bits),
             delivery: if staged { Delivery::Staged } else { Delivery::Direct },
+            order: [DigitOrder::Auto, DigitOrder::LeastFirst, DigitOrder::TopFirst][order as usize],
         };
         watchdog(120, move || {
             for rt in runtimes_with(&[sizes.len()], router(direct)) {
