@@ -423,18 +423,21 @@ fn scatter<T: Copy>(
 ) {
     let mut next = first_piece.to_vec();
     let mut window: Vec<&mut [T]> = first_piece.iter().map(|_| &mut [][..]).collect();
+    let mut filled = vec![0usize; first_piece.len()];
     for x in keys {
         let d = digit(x);
-        let w = &mut window[d];
-        if w.is_empty() {
-            *w = std::mem::take(&mut slices[next[d]]);
+        let at = filled[d];
+        if let Some(slot) = window[d].get_mut(at) {
+            *slot = *x;
+            filled[d] = at + 1;
+        } else {
+            // The digit's current piece is full (or none was taken yet):
+            // move on to its next piece.
+            window[d] = std::mem::take(&mut slices[next[d]]);
             next[d] += 1;
+            window[d][0] = *x;
+            filled[d] = 1;
         }
-        let (head, tail) = std::mem::take(w)
-            .split_first_mut()
-            .expect("bsp-sort: a digit has more keys than its pieces hold");
-        *head = *x;
-        *w = tail;
     }
 }
 
