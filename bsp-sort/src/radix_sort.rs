@@ -64,8 +64,8 @@ pub struct RadixOptions {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum DigitOrder {
     /// `TopFirst` when at least 2^16 keys per processor need more than one
-    /// digit and the top digit splits them into buckets of at most an
-    /// eighth of a processor's share; `LeastFirst` otherwise (the choice
+    /// digit and the top digit splits them evenly (no bucket above four
+    /// times the average or half a processor's share); `LeastFirst` otherwise (the choice
     /// is made after counting the top digit, the same on every processor).
     #[default]
     Auto,

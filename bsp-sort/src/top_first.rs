@@ -13,8 +13,9 @@
 //! on different processors must be sorted together. Its first processor
 //! (the leader) gathers it, sorts it and sends the parts back: two more
 //! supersteps with h the size of the straddling buckets. The automatic
-//! choice takes this route only when every bucket is small (the top digit
-//! splits the keys evenly), so that this stays a small correction.
+//! choice takes this route only when the top digit splits the keys evenly
+//! (no bucket above four times the average or half a processor's share),
+//! so that this stays a small correction.
 
 use bsp_core::Ctx;
 use bytemuck::Pod;
@@ -54,10 +55,11 @@ fn bucket_end(starts: &[u64], d: usize, total: usize) -> usize {
     starts.get(d + 1).map_or(total, |&e| e as usize)
 }
 
-/// Whether the buckets (from the top digit's counts) are small enough for
-/// the automatic choice: none larger than an eighth of a processor's share.
+/// Whether the buckets (from the top digit's counts) are even enough for
+/// the automatic choice: none larger than four times the average, nor than
+/// half a processor's share.
 pub(crate) fn balanced(starts: &[u64], total: usize, p: usize) -> bool {
-    let limit = (total / p / 8).max(1 << 12);
+    let limit = (4 * total / starts.len().max(1)).min(total / p / 2);
     (0..starts.len()).all(|d| bucket_end(starts, d, total) - starts[d] as usize <= limit)
 }
 

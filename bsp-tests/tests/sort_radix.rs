@@ -307,3 +307,40 @@ fn a_sorter_is_reusable() {
         }
     });
 }
+
+#[test]
+fn large_inputs_take_the_top_digit_first_where_it_splits_evenly() {
+    watchdog(180, || {
+        for rt in runtimes(&[2, 3]) {
+            announce("large_inputs_take_the_top_digit_first", &rt);
+            let p = rt.nprocs();
+            let n = p * (1 << 16) + 5;
+            for dist in ALL {
+                let out = run_local(&rt, |ctx| {
+                    let mut keys = dist.keys_u32(ctx.pid(), p, n);
+                    let info = bsp::sort::radix_sort(ctx, &mut keys);
+                    (keys, info.top_first)
+                });
+                let mut expected: Vec<u32> = (0..p).flat_map(|q| dist.keys_u32(q, p, n)).collect();
+                expected.sort_unstable();
+                agree(&rt, || {
+                    for (q, (part, top_first)) in &out {
+                        assert_eq!(
+                            part[..],
+                            expected[block_range(*q, p, n)],
+                            "{}: dist {dist}, processor {q}",
+                            describe(&rt)
+                        );
+                        // [R] splits evenly on its top digit; [S] (mostly
+                        // zero high bits) does not, and falls back to LSD.
+                        match dist {
+                            Dist::Uniform => assert!(top_first, "{dist}"),
+                            Dist::Sparse => assert!(!top_first, "{dist}"),
+                            _ => {}
+                        }
+                    }
+                });
+            }
+        }
+    });
+}
