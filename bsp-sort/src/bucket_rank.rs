@@ -60,10 +60,11 @@ pub struct BucketRanker {
     values: Range<u32>,
     /// Keys, over all processors, below `values.start`.
     base: u64,
-    /// For each value of `values`: the keys here below it (exclusive prefix).
+    /// For each value of `values`: the keys here below it (exclusive
+    /// prefix of the counts).
     prefix: Vec<u32>,
-    /// The number of keys of each value of `values`.
-    counts: Vec<u32>,
+    /// The number of keys received.
+    received: usize,
 }
 
 impl BucketRanker {
@@ -95,7 +96,7 @@ impl BucketRanker {
             values: 0..0,
             base: 0,
             prefix: Vec::new(),
-            counts: Vec::new(),
+            received: 0,
         }
     }
 
@@ -190,19 +191,20 @@ impl BucketRanker {
         let hi = ((self.mine.end as u64) << shift).min(u64::from(self.max_key)) as u32;
         self.values = lo..hi.max(lo);
         let width = self.values.len();
-        self.counts.clear();
-        self.counts.resize(width, 0);
+        // Counts, then their exclusive prefix sums in place.
+        self.prefix.clear();
+        self.prefix.resize(width, 0);
         let received = ctx.local(&self.recv);
         for k in received {
-            self.counts[(k - lo) as usize] += 1;
+            self.prefix[(k - lo) as usize] += 1;
         }
-        self.prefix.clear();
-        self.prefix.reserve(width);
         let mut at = 0u32;
-        for &c in &self.counts {
-            self.prefix.push(at);
-            at += c;
+        for c in &mut self.prefix {
+            let count = *c;
+            *c = at;
+            at += count;
         }
+        self.received = received.len();
     }
 
     /// The key values whose ranks this processor knows (after a
@@ -247,9 +249,15 @@ impl BucketRanker {
     ///
     /// Local, O(received keys + key range).
     pub fn sorted_keys(&self) -> Vec<u32> {
-        let mut out = Vec::with_capacity(self.counts.iter().map(|&c| c as usize).sum());
-        for (v, &c) in self.values.clone().zip(&self.counts) {
-            out.extend(std::iter::repeat_n(v, c as usize));
+        let mut out = Vec::with_capacity(self.received);
+        let ends = self
+            .prefix
+            .iter()
+            .skip(1)
+            .copied()
+            .chain([self.received as u32]);
+        for ((v, &start), end) in self.values.clone().zip(&self.prefix).zip(ends) {
+            out.extend(std::iter::repeat_n(v, (end - start) as usize));
         }
         out
     }
