@@ -88,7 +88,7 @@ fn nas_is(ctx: &mut Ctx, class: Class, ranker: Ranker, progress: &Progress) -> O
         Ranker::Buckets => None,
     };
     let mut buckets = match ranker {
-        Ranker::Buckets => Some(BucketRanker::new(ctx, class.max_key as u32)),
+        Ranker::Buckets => Some(BucketRanker::new(ctx, class.max_key)),
         Ranker::Counting { .. } => None,
     };
 

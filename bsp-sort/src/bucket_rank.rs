@@ -152,9 +152,9 @@ impl BucketRanker {
         // the owner first, then the bucket's keys by source processor.
         let mut pieces = Vec::with_capacity(buckets);
         let mut receive = 0;
-        for j in 0..p {
+        for (j, &end) in owner_end.iter().enumerate() {
             let mut at = 0u64;
-            for b in start_of(j)..owner_end[j] {
+            for b in start_of(j)..end {
                 let before: u64 = (0..me).map(|q| row(q)[b]).sum();
                 pieces.push(DirectPiece {
                     dst: j,

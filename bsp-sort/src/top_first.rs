@@ -107,7 +107,7 @@ pub(crate) fn sort_segment<T: Copy>(
     let mut in_tmp = false;
     for (k, pass) in passes.iter().enumerate() {
         let hist = &mut counts[bases[k]..bases[k + 1]];
-        if hist.iter().any(|&c| c == n) {
+        if hist.contains(&n) {
             continue; // every key has the same digit here
         }
         let mut at = 0;

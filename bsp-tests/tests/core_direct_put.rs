@@ -89,8 +89,9 @@ fn pieces_land_in_place_and_the_rest_keeps_its_value() {
                     let mut want = vec![u64::MAX; len(p, j)];
                     for s in 0..p {
                         for piece in pieces(p, s, seed).iter().filter(|q| q.dst == j) {
-                            for i in piece.offset..piece.offset + piece.len {
-                                want[i] = value(s, j, i);
+                            let range = piece.offset..piece.offset + piece.len;
+                            for (w, i) in want[range.clone()].iter_mut().zip(range) {
+                                *w = value(s, j, i);
                             }
                         }
                     }
