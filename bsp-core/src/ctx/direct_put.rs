@@ -377,6 +377,9 @@ impl Ctx {
         for piece in pieces {
             let part = &stage[at..at + piece.len];
             at += piece.len;
+            if piece.len == 0 {
+                continue; // writes nothing, wherever it points
+            }
             if piece.dst == me {
                 mine.push((piece.offset as u64, part));
                 continue;
