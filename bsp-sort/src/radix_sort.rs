@@ -41,6 +41,10 @@ pub struct RadixOptions {
     pub delivery: Delivery,
     /// Which digit goes first.
     pub order: DigitOrder,
+    /// Sort on every digit of the key's width, even those in which no key
+    /// differs (by default they are skipped). For measurements that should
+    /// not depend on the input's spread, as the paper's do.
+    pub keep_constant_digits: bool,
 }
 
 /// The order in which a [`RadixSorter`] takes the digits. Both orders give
@@ -237,7 +241,8 @@ impl<T: Pod + Send> RadixSorter<T> {
         let mut info = self.plan(ctx, data, key);
         // The first pass reads `data`; each pass leaves its result in the
         // engine, and the last one's is copied back into `data`.
-        if self.run_passes(ctx, Source::Slice(&*data), &mut info, key) {
+        let planned = self.planned_bits::<K>(info.varying_bits);
+        if self.run_passes(ctx, Source::Slice(&*data), planned, &mut info, key) {
             self.engine.settle(ctx, data);
         }
         info
@@ -279,7 +284,8 @@ impl<T: Pod + Send> RadixSorter<T> {
             return info;
         }
         let spare = self.engine.swap_current(ctx, std::mem::take(data));
-        self.run_passes(ctx, Source::Current, &mut info, key);
+        let planned = self.planned_bits::<K>(info.varying_bits);
+        self.run_passes(ctx, Source::Current, planned, &mut info, key);
         *data = self.engine.swap_current(ctx, spare);
         info
     }
@@ -292,13 +298,14 @@ impl<T: Pod + Send> RadixSorter<T> {
         &mut self,
         ctx: &mut Ctx,
         first: Source<'_, T>,
+        planned: u64,
         info: &mut SortInfo,
         key: impl Fn(&T) -> K + Copy,
     ) -> bool {
         if info.passes.is_empty() {
             return false;
         }
-        if let Some(top) = self.top_candidate(ctx, info) {
+        if let Some(top) = self.top_candidate(ctx, planned, info) {
             let TopPlan { top: pass, local } = top;
             let mask = (1u64 << pass.bits) - 1;
             let digit = move |x: &T| ((key(x).radix() >> pass.shift) & mask) as usize;
@@ -323,7 +330,7 @@ impl<T: Pod + Send> RadixSorter<T> {
     }
 
     /// The top-first plan, when the options allow it and it may pay.
-    fn top_candidate(&self, ctx: &Ctx, info: &SortInfo) -> Option<TopPlan> {
+    fn top_candidate(&self, ctx: &Ctx, planned: u64, info: &SortInfo) -> Option<TopPlan> {
         let per_proc = self.engine.total_len() / ctx.nprocs();
         let (top_bits, local_bits) = match self.options.digit_bits {
             Some(bits) => (bits, bits),
@@ -334,11 +341,21 @@ impl<T: Pod + Send> RadixSorter<T> {
         };
         match self.options.order {
             DigitOrder::LeastFirst => None,
-            DigitOrder::TopFirst => top_plan(info.varying_bits, top_bits, local_bits),
+            DigitOrder::TopFirst => top_plan(planned, top_bits, local_bits),
             DigitOrder::Auto if per_proc >= 1 << 16 && info.passes.len() >= 2 => {
-                top_plan(info.varying_bits, top_bits, local_bits)
+                top_plan(planned, top_bits, local_bits)
             }
             DigitOrder::Auto => None,
+        }
+    }
+
+    /// The key bits the passes cover: those that vary, or with
+    /// `keep_constant_digits` every bit of the key's width (when any varies).
+    fn planned_bits<K: RadixKey>(&self, varying: u64) -> u64 {
+        if self.options.keep_constant_digits && varying != 0 {
+            u64::MAX >> (64 - K::BITS)
+        } else {
+            varying
         }
     }
 
@@ -357,7 +374,7 @@ impl<T: Pod + Send> RadixSorter<T> {
             .digit_bits
             .unwrap_or_else(|| auto_bits(per_proc));
         SortInfo {
-            passes: plan(varying, max_bits),
+            passes: plan(self.planned_bits::<K>(varying), max_bits),
             varying_bits: varying,
             top_first: false,
         }

@@ -188,6 +188,7 @@ proptest! {
             digit_bits: Some(bits),
             delivery: if staged { Delivery::Staged } else { Delivery::Direct },
             order: [DigitOrder::Auto, DigitOrder::LeastFirst, DigitOrder::TopFirst][order as usize],
+            keep_constant_digits: order == 1,
         };
         watchdog(120, move || {
             for rt in runtimes_with(&[sizes.len()], router(direct)) {
