@@ -13,11 +13,11 @@ mod common;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use bsp::algos::{all_reduce, gather, Max, Sum};
+use bsp::algos::{all_gather, all_reduce, gather, Max, Sum};
 use bsp::prelude::*;
 use bsp::sort::inputs::block_range;
 use bsp::sort::nas::Class;
-use bsp::sort::CountingSort;
+use bsp::sort::{BucketRanker, CountingSort};
 use common::{ran, verdict, Args, Progress};
 use serde_json::json;
 
@@ -30,10 +30,13 @@ usage: nas_is [options]
   --class S|W|A|B|C   problem class (default A)
   --procs P           processors (default: BSP_PROCS or the number of cores)
   --router two-phase|direct   h-relation router (default: BSP_ROUTER or two-phase)
-  --move-keys         also move every key to its rank in every timed iteration
-                      (step 6 of the counting sort), as NPB's MPI version
-                      redistributes keys; by default only the ranks are computed
-                      in the timed loop and keys move once, for full verification
+  --ranker buckets|counting   how keys are ranked (default buckets): by 2^10 coarse
+                      buckets, each key moved once to the processor owning its
+                      bucket and counted there (as NPB does), or by the counting
+                      sort over all max_key values (transposes of the count matrix)
+  --move-keys         with --ranker counting: also move every key to its rank in
+                      every timed iteration (step 6 of the counting sort); by
+                      default only the ranks are computed in the timed loop
   --json              print one JSON object instead of text
   --help              this text";
 
@@ -62,7 +65,14 @@ struct Outcome {
 /// and moves the keys to their ranks (as NPB's MPI version redistributes
 /// keys every iteration); otherwise that happens once, after the timed
 /// loop, for the full verification.
-fn nas_is(ctx: &mut Ctx, class: Class, move_keys: bool, progress: &Progress) -> Option<Outcome> {
+/// How the keys are ranked.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ranker {
+    Buckets,
+    Counting { move_keys: bool },
+}
+
+fn nas_is(ctx: &mut Ctx, class: Class, ranker: Ranker, progress: &Progress) -> Option<Outcome> {
     let (p, me) = (ctx.nprocs(), ctx.pid());
     let tick = |what: &str| {
         if me == 0 {
@@ -73,7 +83,14 @@ fn nas_is(ctx: &mut Ctx, class: Class, move_keys: bool, progress: &Progress) -> 
     let range = block_range(me, p, class.total_keys);
     let mut keys = class.keys(range.clone());
     let mut sorted = vec![0u32; keys.len()];
-    let mut counting = CountingSort::new(ctx, keys.len(), class.max_key as usize);
+    let mut counting = match ranker {
+        Ranker::Counting { .. } => Some(CountingSort::new(ctx, keys.len(), class.max_key as usize)),
+        Ranker::Buckets => None,
+    };
+    let mut buckets = match ranker {
+        Ranker::Buckets => Some(BucketRanker::new(ctx, class.max_key)),
+        Ranker::Counting { .. } => None,
+    };
 
     let mut iteration = |ctx: &mut Ctx, it: usize| -> u64 {
         for (index, key) in class.modifications(it) {
@@ -81,18 +98,44 @@ fn nas_is(ctx: &mut Ctx, class: Class, move_keys: bool, progress: &Progress) -> 
                 keys[index - range.start] = key;
             }
         }
-        if move_keys {
-            counting.sort_into(ctx, &keys, &mut sorted, |&k| k as usize);
-        } else {
-            counting.rank(ctx, &keys, |&k| k as usize);
-        }
-        let ranks = counting.digit_starts();
-        (0..5)
-            .filter(|&t| range.contains(&class.test_index[t]))
-            .filter(|&t| {
-                let k = keys[class.test_index[t] - range.start] as usize;
-                ranks[k] == class.expected_rank(t, it)
+        // The test keys, from the processors holding them.
+        let held: Vec<u64> = class
+            .test_index
+            .iter()
+            .map(|&i| {
+                if range.contains(&i) {
+                    u64::from(keys[i - range.start])
+                } else {
+                    u64::MAX
+                }
             })
+            .collect();
+        if let Some(counting) = counting.as_mut() {
+            if ranker == (Ranker::Counting { move_keys: true }) {
+                counting.sort_into(ctx, &keys, &mut sorted, |&k| k as usize);
+            } else {
+                counting.rank(ctx, &keys, |&k| k as usize);
+            }
+            let ranks = counting.digit_starts();
+            return (0..5)
+                .filter(|&t| {
+                    held[t] != u64::MAX && ranks[held[t] as usize] == class.expected_rank(t, it)
+                })
+                .count() as u64;
+        }
+        let buckets = buckets.as_mut().expect("one ranker");
+        buckets.rank(ctx, &keys);
+        // Each test key is checked where its rank is known.
+        let test_keys = all_gather(ctx, &held);
+        (0..5)
+            .filter_map(|t| {
+                test_keys
+                    .iter()
+                    .map(|row| row[t])
+                    .find(|&k| k != u64::MAX)
+                    .map(|k| (t, k))
+            })
+            .filter(|&(t, k)| buckets.rank_of(k as u32) == Some(class.expected_rank(t, it)))
             .count() as u64
     };
     tick("keys generated; warm-up");
@@ -108,29 +151,30 @@ fn nas_is(ctx: &mut Ctx, class: Class, move_keys: bool, progress: &Progress) -> 
         })
         .sum();
     let seconds = start.elapsed().as_secs_f64();
-    // Full verification, untimed as in NPB: place every key at its rank
-    // (step 6 of the counting sort) and check the order.
-    if !move_keys {
-        counting.sort_into(ctx, &keys, &mut sorted, |&k| k as usize);
+    match (ranker, counting.as_mut(), buckets.as_ref()) {
+        (Ranker::Counting { move_keys: false }, Some(counting), _) => {
+            counting.sort_into(ctx, &keys, &mut sorted, |&k| k as usize)
+        }
+        (Ranker::Buckets, _, Some(buckets)) => sorted = buckets.sorted_keys(),
+        _ => {}
     }
     tick("full verification");
     if me == 0 {
         progress.finish();
     }
 
-    // The figures over all processors, from bsp's collectives: the slowest
-    // time, the partial checks passed, and each part's first and last key
-    // (u64::MAX / 0 when empty) with whether it is sorted, on processor 0.
     let mut slowest = [seconds];
     ctx.label("figures over processors");
     all_reduce(ctx, &mut slowest, &Max);
     let mut passed = [passed];
     all_reduce(ctx, &mut passed, &Sum);
+    let mut all_keys = [sorted.len() as u64];
+    all_reduce(ctx, &mut all_keys, &Sum);
     let locally_sorted = sorted.windows(2).all(|w| w[0] <= w[1]);
     let first = sorted.first().map_or(u64::MAX, |&k| u64::from(k));
     let last = sorted.last().map_or(0, |&k| u64::from(k));
     let parts = gather(ctx, 0, &[first, last, u64::from(locally_sorted)])?;
-    let mut full = parts.iter().all(|r| r[2] == 1);
+    let mut full = parts.iter().all(|r| r[2] == 1) && all_keys[0] == class.total_keys as u64;
     let mut highest = 0;
     for r in parts.iter().filter(|r| r[0] != u64::MAX) {
         full &= r[0] >= highest;
@@ -145,12 +189,20 @@ fn nas_is(ctx: &mut Ctx, class: Class, move_keys: bool, progress: &Progress) -> 
 
 fn main() -> ExitCode {
     let args = Args::parse(HELP, &["json", "move-keys"]);
-    args.reject_unknown(&["class", "procs", "router", "json", "move-keys"]);
+    args.reject_unknown(&["class", "procs", "router", "ranker", "json", "move-keys"]);
     let (class, move_keys, json) = (class(&args), args.flag("move-keys"), args.flag("json"));
+    let ranker = match args.get("ranker", "buckets".to_owned()).as_str() {
+        "buckets" if !move_keys => Ranker::Buckets,
+        "buckets" => args.fail("--move-keys needs --ranker counting"),
+        "counting" => Ranker::Counting { move_keys },
+        other => args.fail(&format!(
+            "--ranker: expected buckets or counting, not {other:?}"
+        )),
+    };
     // Steps: key generation, each timed iteration, the full verification.
     let progress = Progress::new(ITERATIONS as u64 + 2, "nas_is", json);
     let result = args.runtime().run(|ctx| {
-        let outcome = nas_is(ctx, class, move_keys, &progress)?;
+        let outcome = nas_is(ctx, class, ranker, &progress)?;
         let verified = outcome.full && outcome.passed == 5 * ITERATIONS as u64;
         let mops = (ITERATIONS * class.total_keys) as f64 / outcome.seconds / 1e6;
         if json {
@@ -163,6 +215,7 @@ fn main() -> ExitCode {
                     "total_keys": class.total_keys,
                     "iterations": ITERATIONS,
                     "move_keys": move_keys,
+                    "ranker": if ranker == Ranker::Buckets { "buckets" } else { "counting" },
                     "seconds": outcome.seconds,
                     "mops": mops,
                     "partial_passed": outcome.passed,

@@ -19,7 +19,7 @@ use common::{ran, verdict, Args};
 use serde_json::json;
 
 const HELP: &str = "\
-radix_sort: stable distributed LSD radix sort (Bader, Helman and JaJa 1995)
+radix_sort: stable distributed radix sort (Bader, Helman and JaJa 1995), LSD or top digit first
 
 usage: radix_sort [options]
   --n N               total number of keys (default 4194304)
@@ -29,6 +29,8 @@ usage: radix_sort [options]
                       [N] NAS IS keys, [G] mean of four [R] keys
   --bits 32|64        key width (default 32)
   --digit-bits B      bits per counting-sort pass (default: chosen from n/p)
+  --keep-constant-digits  sort on every digit of the key, also those in which no
+                      key differs (by default they are skipped)
   --router two-phase|direct   h-relation router (default: BSP_ROUTER or two-phase)
   --no-verify         skip the check against a sequential sort
   --json              print one JSON object instead of text
@@ -40,6 +42,7 @@ struct Opts {
     dist: Dist,
     bits: u32,
     digit_bits: Option<u32>,
+    keep_constant_digits: bool,
     verify: bool,
     json: bool,
 }
@@ -51,6 +54,7 @@ fn parse_opts(args: &Args) -> Opts {
         "dist",
         "bits",
         "digit-bits",
+        "keep-constant-digits",
         "router",
         "no-verify",
         "json",
@@ -80,6 +84,7 @@ fn parse_opts(args: &Args) -> Opts {
         dist: args.get("dist", Dist::Uniform),
         bits,
         digit_bits,
+        keep_constant_digits: args.flag("keep-constant-digits"),
         verify,
         json: args.flag("json"),
     }
@@ -98,6 +103,7 @@ where
     let mut keys = keys_of(me, p);
     let options = RadixOptions {
         digit_bits: args.digit_bits,
+        keep_constant_digits: args.keep_constant_digits,
         ..RadixOptions::default()
     };
     let mut sorter = RadixSorter::with_options(ctx, keys.len(), options);
@@ -153,6 +159,8 @@ fn report(
             "router": router.to_string(),
             "passes": info.passes.len(),
             "digit_bits": info.passes.iter().map(|d| d.bits).collect::<Vec<_>>(),
+            "top_first": info.top_first,
+            "keep_constant_digits": args.keep_constant_digits,
             "seconds": seconds,
             "keys_per_second": rate,
             "verified": verified,
@@ -160,13 +168,21 @@ fn report(
         println!("{json}");
     } else {
         println!(
-            "radix_sort: {} {}-bit keys, dist [{}], p = {p}, router {router}: {} passes ({} bits), \
+            "radix_sort: {} {}-bit keys, dist [{}], p = {p}, router {router}: {} passes ({}), \
              {:.3} s, {:.1} Mkeys/s, {verdict}",
             args.n,
             args.bits,
             args.dist,
             info.passes.len(),
-            digits.join("+"),
+            format!(
+                "{} bits{}",
+                digits.join("+"),
+                if info.top_first {
+                    ", top digit first"
+                } else {
+                    ""
+                }
+            ),
             seconds,
             rate / 1e6
         );
@@ -174,7 +190,7 @@ fn report(
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse(HELP, &["no-verify", "json"]);
+    let args = Args::parse(HELP, &["no-verify", "json", "keep-constant-digits"]);
     let opts = parse_opts(&args);
     let (n, dist) = (opts.n, opts.dist);
     let outcome = args.runtime().run(|ctx| match opts.bits {

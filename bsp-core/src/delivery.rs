@@ -176,7 +176,7 @@ impl Inbound<'_> {
                     if when == self.superstep { " (this superstep)" } else { "" }
                 ),
             ),
-            Unusable::Foreign | Unusable::Lent => self.error(
+            Unusable::Foreign | Unusable::Lent | Unusable::Open => self.error(
                 ErrorKind::RegistrationMismatch,
                 src,
                 format!("{request} from processor {src} to processor {me} names #{id}, which is not of the kind it expects"),

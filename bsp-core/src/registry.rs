@@ -20,6 +20,10 @@ enum Entry {
     /// the source of [`Ctx::put_from`](crate::Ctx::put_from) requests.
     Lent(Arc<Box<dyn Storage>>),
     Queue(Inbox),
+    /// A coarray whose local part is taken out for the writes of a
+    /// [`Ctx::put_direct`](crate::Ctx::put_direct): not accessible locally
+    /// until it is put back.
+    Open,
     /// A coarray or queue that was released in the given superstep; its id
     /// is not reused.
     Released(usize),
@@ -35,6 +39,8 @@ pub(crate) enum Unusable {
     Foreign,
     /// The coarray is lent to the router for this sync.
     Lent,
+    /// The coarray is being written by a direct put.
+    Open,
 }
 
 impl Unusable {
@@ -53,6 +59,13 @@ impl Unusable {
                 format!("{what} handle #{id} comes from another run"),
             ),
             Unusable::Lent => unreachable!("bsp: coarrays are lent only inside sync"),
+            Unusable::Open => (
+                ErrorKind::OutOfBounds,
+                format!(
+                    "{what} #{id} is being written by a put_direct and cannot be read or \
+                     written locally until it returns"
+                ),
+            ),
         }
     }
 }
@@ -178,6 +191,7 @@ impl Registry {
         match self.entry(id)? {
             Entry::Array(s) => Ok(s.as_ref()),
             Entry::Lent(s) => Ok(s.as_ref().as_ref()),
+            Entry::Open => Err(Unusable::Open),
             Entry::Released(when) => Err(Unusable::Released(*when)),
             Entry::Queue(_) => Err(Unusable::Foreign),
         }
@@ -188,6 +202,7 @@ impl Registry {
         match self.entry_mut(id)? {
             Entry::Array(s) => Ok(s.as_mut()),
             Entry::Lent(_) => Err(Unusable::Lent),
+            Entry::Open => Err(Unusable::Open),
             Entry::Released(when) => Err(Unusable::Released(*when)),
             Entry::Queue(_) => Err(Unusable::Foreign),
         }
@@ -241,7 +256,7 @@ impl Registry {
         match self.entry_mut(id)? {
             Entry::Queue(inbox) => Ok(inbox),
             Entry::Released(when) => Err(Unusable::Released(*when)),
-            Entry::Array(_) | Entry::Lent(_) => Err(Unusable::Foreign),
+            Entry::Array(_) | Entry::Lent(_) | Entry::Open => Err(Unusable::Foreign),
         }
     }
 
@@ -292,6 +307,28 @@ impl Registry {
             *entry = Entry::Lent(shared);
         }
         lent
+    }
+
+    /// Takes the local part of coarray `id` out for a direct put; until
+    /// [`put_back`](Registry::put_back), local access to it fails.
+    pub(crate) fn open<T: Pod>(&mut self, id: u32) -> Result<Vec<T>, Unusable> {
+        self.array::<T>(id)?;
+        let Entry::Array(storage) = std::mem::replace(&mut self.entries[id as usize], Entry::Open)
+        else {
+            unreachable!("checked above")
+        };
+        let part = storage.into_any().downcast::<PodVec<T>>();
+        Ok(part.expect("checked above").0)
+    }
+
+    /// Returns the local part of coarray `id`, taken by [`open`](Registry::open).
+    pub(crate) fn put_back<T: Pod + Send>(&mut self, id: u32, local: Vec<T>) {
+        let entry = &mut self.entries[id as usize];
+        assert!(
+            matches!(entry, Entry::Open),
+            "bsp: put_back of a coarray not open"
+        );
+        *entry = Entry::Array(Box::new(PodVec(local)));
     }
 
     /// Takes back every lent coarray.

@@ -19,7 +19,7 @@
 //!    congruent with the input (processor j holds the same number of keys as
 //!    before).
 
-use bsp_core::{Coarray, Ctx};
+use bsp_core::{Coarray, Ctx, DirectPiece};
 use bytemuck::Pod;
 
 use crate::gather_area::GatherArea;
@@ -69,22 +69,19 @@ pub(crate) enum Source<'a, T> {
 /// through, the transpose areas and the partition of global positions over
 /// processors.
 ///
-/// A pass reads the local sequence (a caller's slice or `cur`), groups it
-/// by digit into `grouped` with a local stable counting sort, and sends
-/// each piece straight from `grouped` into its final place in the
-/// receivers' `next` (`put_from`, so on threads the receiver's copy is the
-/// only one); then `cur` and `next` swap. Per key and pass that is one read
-/// to count, one read and one write to group, and one read and one write to
-/// deliver.
+/// A pass reads the local sequence (a caller's slice or `cur`) once to
+/// count its digits and, once the ranks are known, once more to write
+/// every key straight to its final place in the receivers' `next`
+/// ([`Ctx::put_direct`]: on threads the key is written once, in place);
+/// then `cur` and `next` swap. Per key and pass that is two reads and one
+/// write, as in a sequential LSD radix sort.
 pub(crate) struct Engine<T> {
     /// `bounds[j]..bounds[j + 1]` are processor j's global positions.
-    bounds: Vec<usize>,
+    pub(crate) bounds: Vec<usize>,
     /// The local sequence after the last pass.
-    cur: Coarray<T>,
+    pub(crate) cur: Coarray<T>,
     /// Where the keys of the running pass land.
     next: Coarray<T>,
-    /// The local keys grouped by digit: the send buffer of direct delivery.
-    grouped: Coarray<T>,
     tran: Coarray<u64>,
     scans: Coarray<u64>,
     gather: GatherArea,
@@ -111,7 +108,6 @@ impl<T: Pod + Send> Engine<T> {
         let p = ctx.nprocs();
         let cur = ctx.coarray::<T>(local_len);
         let next = ctx.coarray::<T>(local_len);
-        let grouped = ctx.coarray::<T>(local_len);
         let tran = ctx.coarray::<u64>(p * max_radix.div_ceil(p));
         let scans = ctx.coarray::<u64>(2 * max_radix);
         let gather = GatherArea::new(ctx, p.max(4));
@@ -124,7 +120,6 @@ impl<T: Pod + Send> Engine<T> {
             bounds,
             cur,
             next,
-            grouped,
             tran,
             scans,
             gather,
@@ -162,7 +157,7 @@ impl<T: Pod + Send> Engine<T> {
     }
 
     /// The keys a pass reads.
-    fn source<'a>(&self, ctx: &'a Ctx, source: Source<'a, T>) -> &'a [T] {
+    pub(crate) fn source<'a>(&self, ctx: &'a Ctx, source: Source<'a, T>) -> &'a [T] {
         match source {
             Source::Slice(keys) => keys,
             Source::Current => ctx.local(&self.cur),
@@ -283,29 +278,40 @@ impl<T: Pod + Send> Engine<T> {
         }
     }
 
-    /// Step 6, one `put_from` per piece straight from the grouped keys to
-    /// their final positions.
-    fn deliver_direct(
+    /// Step 6, one direct put per piece: every key is written once,
+    /// straight from the source to its final position.
+    pub(crate) fn deliver_direct(
         &mut self,
         ctx: &mut Ctx,
         source: Source<'_, T>,
         digit: impl Fn(&T) -> usize,
     ) {
-        let mut next_slot = exclusive_prefix(&self.counts);
-        match source {
-            Source::Slice(keys) => group(keys, ctx.local_mut(&self.grouped), &mut next_slot, digit),
-            Source::Current => {
-                let (keys, grouped) = ctx.local_pair_mut(&self.cur, &self.grouped);
-                group(keys, grouped, &mut next_slot, digit);
-            }
-        }
-        let (next, grouped, bounds) = (self.next, self.grouped, &self.bounds);
-        let mut from = 0;
-        self.for_each_piece(|_, dst, g, len| {
-            ctx.put_from(dst, &next, g - bounds[dst], &grouped, from, len);
-            from += len;
+        let mut pieces = Vec::with_capacity(self.counts.len() + ctx.nprocs());
+        let mut first_piece = vec![0; self.counts.len()];
+        let bounds = &self.bounds;
+        self.for_each_piece(|d, dst, g, len| {
+            pieces.push((
+                d,
+                DirectPiece {
+                    dst,
+                    offset: g - bounds[dst],
+                    len,
+                },
+            ));
         });
-        ctx.sync();
+        // The first piece of each digit (digits without keys have none).
+        for (i, &(d, _)) in pieces.iter().enumerate().rev() {
+            first_piece[d] = i;
+        }
+        let pieces: Vec<DirectPiece> = pieces.into_iter().map(|(_, piece)| piece).collect();
+        let cur = self.cur;
+        ctx.put_direct(&self.next, &pieces, |ctx, slices| {
+            let keys = match source {
+                Source::Slice(keys) => keys,
+                Source::Current => ctx.local(&cur),
+            };
+            scatter(keys, slices, &first_piece, digit);
+        });
         std::mem::swap(&mut self.cur, &mut self.next);
     }
 
@@ -357,7 +363,7 @@ impl<T: Pod + Send> Engine<T> {
 
     /// Releases every coarray of the engine (collective).
     pub(crate) fn release(self, ctx: &mut Ctx) {
-        for a in [self.cur, self.next, self.grouped] {
+        for a in [self.cur, self.next] {
             ctx.release(a);
         }
         ctx.release(self.tran);
@@ -398,14 +404,40 @@ fn exclusive_prefix(counts: &[u64]) -> Vec<usize> {
 }
 
 /// Stable local counting sort: key `x` goes to `out[next_slot[digit(x)]]`.
-///
-/// (Gathering keys per digit in cache-line buffers before writing them out
-/// measured slower here than these plain scattered stores.)
 fn group<T: Copy>(keys: &[T], out: &mut [T], next_slot: &mut [usize], digit: impl Fn(&T) -> usize) {
     for x in keys {
         let slot = &mut next_slot[digit(x)];
         out[*slot] = *x;
         *slot += 1;
+    }
+}
+
+/// The scatter of a direct delivery: the keys of digit d fill, in order,
+/// the slices `first_piece[d]`, `first_piece[d] + 1`, ... (the pieces of
+/// digit d's range of global positions, cut at processor boundaries).
+fn scatter<T: Copy>(
+    keys: &[T],
+    slices: &mut [&mut [T]],
+    first_piece: &[usize],
+    digit: impl Fn(&T) -> usize,
+) {
+    let mut next = first_piece.to_vec();
+    let mut window: Vec<&mut [T]> = first_piece.iter().map(|_| &mut [][..]).collect();
+    let mut filled = vec![0usize; first_piece.len()];
+    for x in keys {
+        let d = digit(x);
+        let at = filled[d];
+        if let Some(slot) = window[d].get_mut(at) {
+            *slot = *x;
+            filled[d] = at + 1;
+        } else {
+            // The digit's current piece is full (or none was taken yet):
+            // move on to its next piece.
+            window[d] = std::mem::take(&mut slices[next[d]]);
+            next[d] += 1;
+            window[d][0] = *x;
+            filled[d] = 1;
+        }
     }
 }
 

@@ -85,21 +85,36 @@ impl Dist {
             pid < p,
             "bsp-sort: pid {pid} out of range for {p} processors"
         );
+        self.generate(pid, p, n, bits, |k| k)
+    }
+
+    /// Processor `pid`'s keys, each mapped by `narrow` as it is made (so
+    /// that 32-bit keys never exist as a vector of 64-bit ones).
+    fn generate<K>(
+        self,
+        pid: usize,
+        p: usize,
+        n: usize,
+        bits: u32,
+        narrow: impl Fn(u64) -> K,
+    ) -> Vec<K> {
         let range = block_range(pid, p, n);
         let shift = 64 - (bits - 1);
         let uniform = |i: u64| mix(i) >> shift;
         match self {
-            Dist::Uniform => range.map(|i| uniform(i as u64)).collect(),
+            Dist::Uniform => range.map(|i| narrow(uniform(i as u64))).collect(),
             Dist::Sparse => range
-                .map(|i| (0..5).fold(u64::MAX, |acc, j| acc & uniform(5 * i as u64 + j)))
+                .map(|i| narrow((0..5).fold(u64::MAX, |acc, j| acc & uniform(5 * i as u64 + j))))
                 .collect(),
-            Dist::Cyclic => (0..range.len()).map(|k| (k * p + pid) as u64).collect(),
+            Dist::Cyclic => (0..range.len())
+                .map(|k| narrow((k * p + pid) as u64))
+                .collect(),
             Dist::Nas => crate::nas::keys(range, 1 << 19)
                 .into_iter()
-                .map(u64::from)
+                .map(|k| narrow(u64::from(k)))
                 .collect(),
             Dist::Gaussian => range
-                .map(|i| (0..4).map(|j| uniform(4 * i as u64 + j) / 4).sum())
+                .map(|i| narrow((0..4).map(|j| uniform(4 * i as u64 + j) / 4).sum()))
                 .collect(),
         }
     }
@@ -110,10 +125,11 @@ impl Dist {
     ///
     /// If `pid >= p`.
     pub fn keys_u32(self, pid: usize, p: usize, n: usize) -> Vec<u32> {
-        self.keys_u64(pid, p, n, 32)
-            .into_iter()
-            .map(|k| k as u32)
-            .collect()
+        assert!(
+            pid < p,
+            "bsp-sort: pid {pid} out of range for {p} processors"
+        );
+        self.generate(pid, p, n, 32, |k| k as u32)
     }
 }
 

@@ -10,6 +10,8 @@
 //! * [`RadixSorter`], [`radix_sort`], [`radix_sort_by_key`]: the stable LSD
 //!   radix sort built from it, for every [`RadixKey`] (u8–u64, i8–i64,
 //!   f32/f64) and for records sorted by a key extractor;
+//! * [`BucketRanker`]: ranking keys from a small range by coarse buckets,
+//!   as NAS IS does;
 //! * [`inputs`]: the paper's input distributions and [`nas`]: the NAS
 //!   Parallel Benchmarks IS key generator and verification data.
 //!
@@ -28,6 +30,7 @@
 
 #![forbid(unsafe_code)]
 
+mod bucket_rank;
 mod counting_sort;
 mod gather_area;
 pub mod inputs;
@@ -35,9 +38,12 @@ mod key;
 mod merge_runs;
 pub mod nas;
 mod radix_sort;
+mod top_first;
 
+pub use bucket_rank::BucketRanker;
 pub use counting_sort::{CountingSort, Delivery};
 pub use key::RadixKey;
 pub use radix_sort::{
-    radix_sort, radix_sort_by_key, DigitPass, RadixOptions, RadixSorter, SortInfo, MAX_DIGIT_BITS,
+    radix_sort, radix_sort_by_key, DigitOrder, DigitPass, RadixOptions, RadixSorter, SortInfo,
+    MAX_DIGIT_BITS,
 };

@@ -6,6 +6,7 @@ use bytemuck::Pod;
 
 use crate::counting_sort::{Delivery, Engine, Source};
 use crate::key::RadixKey;
+use crate::top_first::{balanced, top_plan, TopPlan};
 
 /// The widest digit the automatic choice uses.
 const MAX_AUTO_BITS: u32 = 11;
@@ -38,6 +39,49 @@ pub struct RadixOptions {
     pub digit_bits: Option<u32>,
     /// How each pass delivers its keys.
     pub delivery: Delivery,
+    /// Which digit goes first.
+    pub order: DigitOrder,
+    /// Sort on every digit of the key's width, even those in which no key
+    /// differs (by default they are skipped). For measurements that should
+    /// not depend on the input's spread, as the paper's do.
+    pub keep_constant_digits: bool,
+}
+
+/// The order in which a [`RadixSorter`] takes the digits. Both orders give
+/// the same, stable, result.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_sort::{DigitOrder, RadixOptions, RadixSorter};
+///
+/// let out = bsp_core::run(2, |ctx| {
+///     let mut keys: Vec<u32> = (0..1000u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+///     let options = RadixOptions { order: DigitOrder::TopFirst, ..RadixOptions::default() };
+///     let info = RadixSorter::with_options(ctx, keys.len(), options).sort(ctx, &mut keys);
+///     (keys, info.top_first)
+/// })
+/// .unwrap();
+/// assert!(out[0].0.windows(2).all(|w| w[0] <= w[1]));
+/// assert!(out[0].1);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum DigitOrder {
+    /// `TopFirst` when at least 2^16 keys per processor need more than one
+    /// digit and the top digit splits them evenly (no bucket above four
+    /// times the average or half a processor's share); `LeastFirst` otherwise (the choice
+    /// is made after counting the top digit, the same on every processor).
+    #[default]
+    Auto,
+    /// The paper's LSD radix sort: one distributed counting-sort pass per
+    /// digit, least significant first. Every key crosses main memory once
+    /// per digit.
+    LeastFirst,
+    /// One distributed counting-sort pass on the most significant digit,
+    /// then a local LSD sort of every bucket (in the cache when buckets are
+    /// small); a bucket that straddles a processor boundary is gathered,
+    /// sorted and sent back by its first processor (two more supersteps).
+    TopFirst,
 }
 
 /// One counting-sort pass of a radix sort: the digit is
@@ -58,11 +102,15 @@ pub struct SortInfo {
     pub passes: Vec<DigitPass>,
     /// The key bits in which some keys differ (over all processors).
     pub varying_bits: u64,
+    /// Whether the sort took the top digit first ([`DigitOrder::TopFirst`]):
+    /// the last entry of `passes` was then the distributed pass, and the
+    /// others were local passes over each bucket.
+    pub top_first: bool,
 }
 
 /// The digits to sort on: the span of varying bits cut into passes of at
 /// most `max_bits`, widths balanced, digits without varying bits dropped.
-fn plan(varying: u64, max_bits: u32) -> Vec<DigitPass> {
+pub(crate) fn plan(varying: u64, max_bits: u32) -> Vec<DigitPass> {
     if varying == 0 {
         return Vec::new();
     }
@@ -190,21 +238,14 @@ impl<T: Pod + Send> RadixSorter<T> {
         data: &mut [T],
         key: impl Fn(&T) -> K + Copy,
     ) -> SortInfo {
-        let passes = self.plan(ctx, data, key);
+        let mut info = self.plan(ctx, data, key);
         // The first pass reads `data`; each pass leaves its result in the
         // engine, and the last one's is copied back into `data`.
-        for (i, pass) in passes.passes.iter().enumerate() {
-            let source = if i == 0 {
-                Source::Slice(&*data)
-            } else {
-                Source::Current
-            };
-            self.run_pass(ctx, source, *pass, key);
-        }
-        if !passes.passes.is_empty() {
+        let planned = self.planned_bits::<K>(info.varying_bits);
+        if self.run_passes(ctx, Source::Slice(&*data), planned, &mut info, key) {
             self.engine.settle(ctx, data);
         }
-        passes
+        info
     }
 
     /// Like [`sort_by_key`](RadixSorter::sort_by_key), on a `Vec` whose
@@ -238,16 +279,84 @@ impl<T: Pod + Send> RadixSorter<T> {
         data: &mut Vec<T>,
         key: impl Fn(&T) -> K + Copy,
     ) -> SortInfo {
-        let passes = self.plan(ctx, data, key);
-        if passes.passes.is_empty() {
-            return passes;
+        let mut info = self.plan(ctx, data, key);
+        if info.passes.is_empty() {
+            return info;
         }
         let spare = self.engine.swap_current(ctx, std::mem::take(data));
-        for pass in &passes.passes {
-            self.run_pass(ctx, Source::Current, *pass, key);
-        }
+        let planned = self.planned_bits::<K>(info.varying_bits);
+        self.run_passes(ctx, Source::Current, planned, &mut info, key);
         *data = self.engine.swap_current(ctx, spare);
-        passes
+        info
+    }
+
+    /// Runs the passes of `info` on `first` (the top digit first where the
+    /// options and the counts say so, which `info` then records); returns
+    /// whether any key moved, the result being the engine's current
+    /// sequence.
+    fn run_passes<K: RadixKey>(
+        &mut self,
+        ctx: &mut Ctx,
+        first: Source<'_, T>,
+        planned: u64,
+        info: &mut SortInfo,
+        key: impl Fn(&T) -> K + Copy,
+    ) -> bool {
+        if info.passes.is_empty() {
+            return false;
+        }
+        if let Some(top) = self.top_candidate(ctx, planned, info) {
+            let TopPlan { top: pass, local } = top;
+            let mask = (1u64 << pass.bits) - 1;
+            let digit = move |x: &T| ((key(x).radix() >> pass.shift) & mask) as usize;
+            self.engine.rank(ctx, first, 1 << pass.bits, digit);
+            let forced = self.options.order == DigitOrder::TopFirst;
+            let p = ctx.nprocs();
+            if forced || balanced(self.engine.global_start(), self.engine.total_len(), p) {
+                self.engine.deliver_direct(ctx, first, digit);
+                self.engine
+                    .sort_buckets(ctx, &local, move |x| key(x).radix());
+                info.passes = local;
+                info.passes.push(pass);
+                info.top_first = true;
+                return true;
+            }
+        }
+        for (i, pass) in info.passes.iter().enumerate() {
+            let source = if i == 0 { first } else { Source::Current };
+            self.run_pass(ctx, source, *pass, key);
+        }
+        true
+    }
+
+    /// The top-first plan, when the options allow it and it may pay.
+    fn top_candidate(&self, ctx: &Ctx, planned: u64, info: &SortInfo) -> Option<TopPlan> {
+        let per_proc = self.engine.total_len() / ctx.nprocs();
+        let (top_bits, local_bits) = match self.options.digit_bits {
+            Some(bits) => (bits, bits),
+            None => (
+                (per_proc.max(1).ilog2().saturating_sub(14)).clamp(4, MAX_AUTO_BITS),
+                MAX_AUTO_BITS,
+            ),
+        };
+        match self.options.order {
+            DigitOrder::LeastFirst => None,
+            DigitOrder::TopFirst => top_plan(planned, top_bits, local_bits),
+            DigitOrder::Auto if per_proc >= 1 << 16 && info.passes.len() >= 2 => {
+                top_plan(planned, top_bits, local_bits)
+            }
+            DigitOrder::Auto => None,
+        }
+    }
+
+    /// The key bits the passes cover: those that vary, or with
+    /// `keep_constant_digits` every bit of the key's width (when any varies).
+    fn planned_bits<K: RadixKey>(&self, varying: u64) -> u64 {
+        if self.options.keep_constant_digits && varying != 0 {
+            u64::MAX >> (64 - K::BITS)
+        } else {
+            varying
+        }
     }
 
     /// Checks the local length and chooses the digit passes (one superstep).
@@ -265,8 +374,9 @@ impl<T: Pod + Send> RadixSorter<T> {
             .digit_bits
             .unwrap_or_else(|| auto_bits(per_proc));
         SortInfo {
-            passes: plan(varying, max_bits),
+            passes: plan(self.planned_bits::<K>(varying), max_bits),
             varying_bits: varying,
+            top_first: false,
         }
     }
 

@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 
 use bsp::prelude::*;
 use bsp::sort::inputs::{block_range, Dist, ALL};
-use bsp::sort::{Delivery, RadixKey, RadixOptions, RadixSorter};
+use bsp::sort::{Delivery, DigitOrder, RadixKey, RadixOptions, RadixSorter};
 use proptest::prelude::*;
 use support::{
     agree, announce, assert_sorted_part, describe, fit, proptest_config, run_local, runtimes,
@@ -182,10 +182,13 @@ proptest! {
         bits in 1u32..=16,
         staged: bool,
         direct: bool,
+        order in 0u8..3,
     ) {
         let options = RadixOptions {
             digit_bits: Some(bits),
             delivery: if staged { Delivery::Staged } else { Delivery::Direct },
+            order: [DigitOrder::Auto, DigitOrder::LeastFirst, DigitOrder::TopFirst][order as usize],
+            keep_constant_digits: order == 1,
         };
         watchdog(120, move || {
             for rt in runtimes_with(&[sizes.len()], router(direct)) {
@@ -302,6 +305,43 @@ fn a_sorter_is_reusable() {
                     }
                 }
             });
+        }
+    });
+}
+
+#[test]
+fn large_inputs_take_the_top_digit_first_where_it_splits_evenly() {
+    watchdog(180, || {
+        for rt in runtimes(&[2, 3]) {
+            announce("large_inputs_take_the_top_digit_first", &rt);
+            let p = rt.nprocs();
+            let n = p * (1 << 16) + 5;
+            for dist in ALL {
+                let out = run_local(&rt, |ctx| {
+                    let mut keys = dist.keys_u32(ctx.pid(), p, n);
+                    let info = bsp::sort::radix_sort(ctx, &mut keys);
+                    (keys, info.top_first)
+                });
+                let mut expected: Vec<u32> = (0..p).flat_map(|q| dist.keys_u32(q, p, n)).collect();
+                expected.sort_unstable();
+                agree(&rt, || {
+                    for (q, (part, top_first)) in &out {
+                        assert_eq!(
+                            part[..],
+                            expected[block_range(*q, p, n)],
+                            "{}: dist {dist}, processor {q}",
+                            describe(&rt)
+                        );
+                        // [R] splits evenly on its top digit; [S] (mostly
+                        // zero high bits) does not, and falls back to LSD.
+                        match dist {
+                            Dist::Uniform => assert!(top_first, "{dist}"),
+                            Dist::Sparse => assert!(!top_first, "{dist}"),
+                            _ => {}
+                        }
+                    }
+                });
+            }
         }
     });
 }

@@ -14,6 +14,9 @@
 //!   every sorter, one panel per distribution;
 //! * `nas_is.jsonl` (nas_is) and `npb.jsonl` (NPB's figures) →
 //!   `nas_is_vs_npb.svg`: Mop/s per class;
+//! * `distributions.jsonl` (radix_sort, `benchmarks/distributions.sh`) →
+//!   `distributions.svg`: ns per key by distribution and by n, with and
+//!   without the constant-digit skip;
 //! * `radix_sort_trace.json` (`BSP_PROFILE=trace`) →
 //!   `radix_sort_timeline.svg`: one track per processor, work, waiting and
 //!   communication.
@@ -254,6 +257,90 @@ fn nas_is_vs_npb(bsp: &[Value], npb: &[Value], out: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The radix sort against the distribution and n (Bader, Helman and
+/// JáJá, Sect. 5): nanoseconds per key, the best run of each case, with
+/// and without the constant-digit skip.
+fn distributions(data: &[Value], out: &Path) -> Result<()> {
+    // (dist, n, keep) → best ns per key
+    let mut best: BTreeMap<(String, u64, bool), f64> = BTreeMap::new();
+    for v in data {
+        let key = (
+            text(v, "dist"),
+            num(v, "n") as u64,
+            v["keep_constant_digits"].as_bool() == Some(true),
+        );
+        let ns = num(v, "seconds") * 1e9 / num(v, "n");
+        let slot = best.entry(key).or_insert(f64::INFINITY);
+        *slot = slot.min(ns);
+    }
+    let mode = |keep: bool| if keep { "all digits" } else { "skip" };
+    let fixed = 1u64 << 24;
+    let mut rows = Vec::new();
+    for dist in ["R", "S", "C", "N", "G"] {
+        for keep in [false, true] {
+            if let Some(&ns) = best.get(&(dist.to_owned(), fixed, keep)) {
+                rows.push(Bar {
+                    label: format!("[{dist}], {}", mode(keep)),
+                    value: ns,
+                    color: if keep { ORANGE } else { BLUE },
+                });
+            }
+        }
+    }
+    let root = SVGBackend::new(out, (1000, 420)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (left, right) = root.split_horizontally(500);
+    bars(
+        &left,
+        "by distribution, n = 2^24, p = 2",
+        "ns per key (lower is better)",
+        &rows,
+    )?;
+    let top = best
+        .values()
+        .copied()
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max)
+        * 1.15;
+    let mut chart = ChartBuilder::on(&right)
+        .caption("[R] by n, p = 2", ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(45)
+        .build_cartesian_2d(19.5f64..28.5, 0.0..top.max(1e-9))?;
+    chart
+        .configure_mesh()
+        .max_light_lines(1)
+        .x_desc("log2 n")
+        .y_desc("ns per key")
+        .draw()?;
+    for keep in [false, true] {
+        let color = if keep { ORANGE } else { BLUE };
+        let points: Vec<(f64, f64)> = best
+            .iter()
+            .filter(|((d, _, k), _)| d == "R" && *k == keep)
+            .map(|((_, n, _), &ns)| ((*n as f64).log2(), ns))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
+            .label(mode(keep))
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2)));
+        chart.draw_series(
+            points
+                .into_iter()
+                .map(|p| Circle::new(p, 3, color.filled())),
+        )?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
 /// One radix sort's timeline from a `BSP_PROFILE=trace` file.
 fn timeline(trace: &Value, out: &Path) -> Result<()> {
     let events = trace["traceEvents"]
@@ -360,6 +447,13 @@ fn main() -> Result<()> {
                 &lines(&data.join("nas_is.jsonl"))?,
                 &lines(&data.join("npb.jsonl"))?,
                 &out.join("nas_is_vs_npb.svg"),
+            ),
+        ),
+        (
+            "distributions.svg",
+            distributions(
+                &lines(&data.join("distributions.jsonl"))?,
+                &out.join("distributions.svg"),
             ),
         ),
         ("radix_sort_timeline.svg", {

@@ -12,10 +12,13 @@
 mod areas;
 mod clock;
 mod coarrays;
+mod direct_put;
 mod inbox;
 mod queues;
 mod remote;
 mod split;
+
+pub use direct_put::DirectPiece;
 
 use std::time::Instant;
 

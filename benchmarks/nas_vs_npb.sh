@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# NAS IS side by side with NPB 3.4 IS (MPI and OpenMP) in one run, p = 2.
+#
+#   bash benchmarks/nas_vs_npb.sh NPB_DIR [CLASSES] [REPS]
+#
+# NPB_DIR holds NPB3.4-MPI and NPB3.4-OMP with IS built for the classes
+# (outside this repository: copy NPB 3.4's source, then in each of the two
+# directories `mkdir -p bin && cp config/make.def.template config/make.def
+# && make IS CLASS=B && make IS CLASS=C`). CLASSES defaults to "B C", REPS
+# (runs of each program per class, alternating) to 3. Prints every run's
+# Mop/s and, per class, the best of each with its ratio to bsp's; writes
+# the runs as JSON lines to benchmarks/data/nas_vs_npb.jsonl.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+NPB=${1:?usage: nas_vs_npb.sh NPB_DIR [CLASSES] [REPS]}
+CLASSES=${2:-B C}
+REPS=${3:-3}
+OUT=benchmarks/data/nas_vs_npb.jsonl
+ROOT=()
+[ "$(id -u)" -eq 0 ] && ROOT=(--allow-run-as-root)
+
+cargo build --release --example nas_is >&2
+EX=${CARGO_TARGET_DIR:-target}/release/examples
+
+# mops LINE...: the Mop/s figure of an NPB report.
+npb_mops() { awk '/Mop\/s total/ { print $NF }'; }
+
+: >"$OUT"
+for class in $CLASSES; do
+    for bin in "$NPB/NPB3.4-MPI/bin/is.$class.x" "$NPB/NPB3.4-OMP/bin/is.$class.x"; do
+        [ -x "$bin" ] || { echo "missing $bin: build NPB IS class $class first" >&2; exit 1; }
+    done
+    for rep in $(seq "$REPS"); do
+        bsp=$("$EX/nas_is" --class "$class" --procs 2 --json | python3 -c 'import json,sys; r=json.load(sys.stdin); assert r["verified"]; print(round(r["mops"], 1))')
+        mpi=$(mpirun "${ROOT[@]}" -np 2 "$NPB/NPB3.4-MPI/bin/is.$class.x" | npb_mops)
+        omp=$(OMP_NUM_THREADS=2 "$NPB/NPB3.4-OMP/bin/is.$class.x" | npb_mops)
+        echo "class $class run $rep: bsp $bsp, NPB MPI $mpi, NPB OpenMP $omp Mop/s"
+        for impl in "bsp nas_is|$bsp" "NPB 3.4 IS, MPI, 2 processes|$mpi" "NPB 3.4 IS, OpenMP, 2 threads|$omp"; do
+            printf '{"class":"%s","implementation":"%s","run":%d,"mops":%s}\n' \
+                "$class" "${impl%%|*}" "$rep" "${impl##*|}" >>"$OUT"
+        done
+    done
+done
+python3 - "$OUT" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+for c in sorted({r["class"] for r in rows}):
+    best = {}
+    for r in rows:
+        if r["class"] == c:
+            best[r["implementation"]] = max(best.get(r["implementation"], 0), r["mops"])
+    mine = best["bsp nas_is"]
+    print(f"class {c}, best of runs:")
+    for impl, m in best.items():
+        print(f"  {impl:32} {m:8.1f} Mop/s   bsp / this: {mine / m:5.2f}x")
+PY

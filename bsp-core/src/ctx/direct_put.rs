@@ -1,0 +1,447 @@
+//! Direct puts: BSPlib's unbuffered put (`bsp_hpput`) without its data
+//! races.
+//!
+//! A buffered put copies its source at the call and the receiver copies it
+//! again into place at the sync. When a processor can say in advance which
+//! ranges of which processors' parts it will write (a counting sort can,
+//! once its prefix sums are known), the data need not be staged at all:
+//! [`Ctx::put_direct`] checks that the announced ranges are in bounds and
+//! pairwise disjoint over all writers, and then, on the threads transport,
+//! lends every writer mutable slices of the destinations' memory, so that
+//! each element is written exactly once, straight to its final place. Under
+//! MPI the same call stages the writes in a local buffer and delivers them
+//! with one irregular all-to-all; the results and the errors are the same.
+
+use bytemuck::Pod;
+use bytes::Bytes;
+
+use super::{unusable, Ctx};
+use crate::coarray::{Coarray, PodBytes};
+use crate::error::{Error, ErrorKind};
+use crate::transport::{Blocks, Transport};
+
+/// One range of a [`Ctx::put_direct`]: `len` elements of processor `dst`'s
+/// part of the coarray, starting at element `offset`.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_core::DirectPiece;
+///
+/// let piece = DirectPiece { dst: 1, offset: 4, len: 2 };
+/// assert_eq!(piece.offset + piece.len, 6);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct DirectPiece {
+    /// The processor written to.
+    pub dst: usize,
+    /// The first element written, in `dst`'s local part.
+    pub offset: usize,
+    /// The number of elements written.
+    pub len: usize,
+}
+
+/// First word of a direct put's row, so that a processor that called
+/// something else at this point is recognised.
+const TAG: u64 = 0x6470_7574_0000_0001;
+/// Words of the row: tag, coarray id, element size, local length, address
+/// of the local part (threads) and number of pieces.
+const ROW: usize = 6;
+/// Words of a verdict: code (0: fine, 1: out of bounds, 2: overlap), the
+/// writer at fault, its range (offset, length), the other writer of an
+/// overlap, the local length.
+const VERDICT: usize = 6;
+
+/// The local part of the coarray being written, out of the registry while
+/// the writes go on. Dropped during an unwind (the run was aborted, perhaps
+/// while other processors still write into it), it leaks the buffer rather
+/// than free memory that another thread may be writing.
+struct Opened<T> {
+    local: Option<Vec<T>>,
+}
+
+impl<T> Drop for Opened<T> {
+    fn drop(&mut self) {
+        if let Some(local) = self.local.take() {
+            std::mem::forget(local);
+        }
+    }
+}
+
+/// The (offset, length) pairs of `pieces` addressed to `dst`, as words.
+fn claims_to(pieces: &[DirectPiece], dst: usize) -> Vec<u64> {
+    pieces
+        .iter()
+        .filter(|piece| piece.dst == dst)
+        .flat_map(|piece| [piece.offset as u64, piece.len as u64])
+        .collect()
+}
+
+/// Checks the claims on one processor's part, `local_len` elements long:
+/// `claims` lists, by writer pid ascending, the (offset, length) words of
+/// each writer. Returns the verdict words.
+fn judge(claims: &[(usize, Vec<u64>)], local_len: usize) -> [u64; VERDICT] {
+    let mut ranges = Vec::new();
+    for (writer, words) in claims {
+        for pair in words.chunks_exact(2) {
+            let (offset, len) = (pair[0], pair[1]);
+            if len == 0 {
+                continue;
+            }
+            if offset
+                .checked_add(len)
+                .is_none_or(|end| end > local_len as u64)
+            {
+                return [1, *writer as u64, offset, len, 0, local_len as u64];
+            }
+            ranges.push((offset, len, *writer as u64));
+        }
+    }
+    ranges.sort_unstable();
+    for w in ranges.windows(2) {
+        let ((a, la, wa), (b, lb, wb)) = (w[0], w[1]);
+        if a + la > b {
+            return [2, wb.max(wa), b, lb, wa.min(wb), local_len as u64];
+        }
+    }
+    [0; VERDICT]
+}
+
+impl Ctx {
+    /// Ends the superstep like [`sync`](Ctx::sync), then lets every
+    /// processor write its `pieces` of coarray `to` directly: `write`
+    /// receives one mutable slice per piece, in the order of `pieces`, and
+    /// whatever it writes there is in the destinations' parts when
+    /// `put_direct` returns. BSPlib's unbuffered `bsp_hpput`, made safe: the
+    /// pieces of all processors are checked to lie inside the destinations'
+    /// parts and not to overlap each other before anything is written.
+    ///
+    /// On the threads transport the slices are the destinations' memory
+    /// itself, so every element is written once, in place: no send buffer,
+    /// no copy at the receiver. Under MPI they are a local buffer, sent
+    /// after `write` returns with one irregular all-to-all and copied into
+    /// place (as a buffered put would be).
+    ///
+    /// While `write` runs, no processor can read or write its own part of
+    /// `to` (it is being written by others): `write` gets the context
+    /// shared, to read other coarrays, and [`local`](Ctx::local) of `to`
+    /// ends the run. Elements of `to` that no piece covers keep their
+    /// values. Collective: every processor calls `put_direct` on the same
+    /// coarray at the same point (with its own pieces, possibly none); it
+    /// counts as one sync.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_core::DirectPiece;
+    ///
+    /// let out = bsp_core::run(3, |ctx| {
+    ///     let (s, p) = (ctx.pid(), ctx.nprocs());
+    ///     let a = ctx.coarray::<u32>(p);
+    ///     // Element s of every processor's part is written by processor s.
+    ///     let pieces: Vec<DirectPiece> =
+    ///         (0..p).map(|dst| DirectPiece { dst, offset: s, len: 1 }).collect();
+    ///     ctx.put_direct(&a, &pieces, |_, slices| {
+    ///         for slice in slices.iter_mut() {
+    ///             slice[0] = 10 * s as u32;
+    ///         }
+    ///     });
+    ///     ctx.local(&a).to_vec()
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, vec![vec![0, 10, 20]; 3]);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// Ends the run with [`ErrorKind::BadPid`] for a piece addressed to a
+    /// pid ≥ p; with [`ErrorKind::OutOfBounds`] naming the writer when a
+    /// piece lies outside its destination's part or overlaps another
+    /// processor's (or another of its own) piece, or when `write` touches
+    /// `to` locally; with [`ErrorKind::SyncMismatch`] or
+    /// [`ErrorKind::RegistrationMismatch`] when processors call it at
+    /// different points or on different coarrays.
+    ///
+    /// # Cost
+    ///
+    /// A sync (l, plus the h-relation of anything requested before it),
+    /// then l for the exchange of the pieces (h = 16 bytes per piece) and
+    /// two more barriers (3l). On threads the elements are written once by
+    /// their writer; under MPI they add an h-relation of their size. The
+    /// direct writes are not counted in [`stats`](Ctx::stats).
+    pub fn put_direct<T: Pod + Send, R>(
+        &mut self,
+        to: &Coarray<T>,
+        pieces: &[DirectPiece],
+        write: impl FnOnce(&Ctx, &mut [&mut [T]]) -> R,
+    ) -> R {
+        for piece in pieces {
+            self.check_pid("put_direct", piece.dst);
+        }
+        self.sync();
+        let (me, step) = (self.pid, self.superstep);
+        let local = match self.registry.open::<T>(to.id) {
+            Ok(local) => local,
+            Err(why) => unusable(me, step, why, "coarray", to.id),
+        };
+        let mut opened = Opened { local: Some(local) };
+        let shared = self.transport == Transport::Threads;
+        let part = opened.local.as_mut().expect("present");
+        let base = if shared {
+            part.as_mut_ptr().expose_provenance() as u64
+        } else {
+            0
+        };
+        let row = [
+            TAG,
+            u64::from(to.id),
+            std::mem::size_of::<T>() as u64,
+            part.len() as u64,
+            base,
+            pieces.len() as u64,
+        ];
+        let rows = self.collective(|c| c.allgather(&row));
+        self.check_rows(&rows, &row);
+        let result = if shared {
+            self.write_in_place(to.id, &rows, pieces, &mut opened, write)
+        } else {
+            self.write_staged(to.id, pieces, &mut opened, write)
+        };
+        let local = opened.local.take().expect("present");
+        self.registry.put_back(to.id, local);
+        result
+    }
+
+    /// Ends the run unless every processor called `put_direct` on the same
+    /// coarray of the same element type.
+    fn check_rows(&mut self, rows: &[u64], mine: &[u64; ROW]) {
+        let p = self.nprocs;
+        let error = if rows.len() != p * ROW || rows.chunks(ROW).any(|r| r[0] != TAG) {
+            let odd = rows
+                .chunks(ROW)
+                .position(|r| r.len() < ROW || r[0] != TAG)
+                .unwrap_or(0);
+            Some(Error::at(
+                ErrorKind::SyncMismatch,
+                odd,
+                self.superstep,
+                format!(
+                    "processor {} called put_direct while another processor did something \
+                     else (sync, or return); every processor must call it at the same point",
+                    self.pid
+                ),
+            ))
+        } else {
+            rows.chunks(ROW)
+                .position(|r| r[1] != mine[1] || r[2] != mine[2])
+                .map(|q| {
+                    Error::at(
+                        ErrorKind::RegistrationMismatch,
+                        q,
+                        self.superstep,
+                        format!(
+                            "put_direct on coarray #{} with {}-byte elements on processor {q}, \
+                             on coarray #{} with {}-byte elements on processor {}",
+                            rows[q * ROW + 1],
+                            rows[q * ROW + 2],
+                            mine[1],
+                            mine[2],
+                            self.pid
+                        ),
+                    )
+                })
+        };
+        if let Some(error) = error {
+            self.comm.abort(error)
+        }
+    }
+
+    /// Every processor's verdict on the pieces written into its part; ends
+    /// the run with the first failure (lowest destination pid), the same
+    /// error on every processor.
+    fn agree_on_pieces(&mut self, verdict: [u64; VERDICT], id: u32) {
+        let all = self.collective(|c| c.allgather(&verdict));
+        let Some(dst) = all.chunks(VERDICT).position(|v| v[0] != 0) else {
+            return;
+        };
+        let v = &all[dst * VERDICT..(dst + 1) * VERDICT];
+        let (writer, start, end) = (v[1] as usize, v[2], v[2] as u128 + v[3] as u128);
+        let message = if v[0] == 1 {
+            format!(
+                "put_direct from processor {writer} writes elements {start}..{end} of \
+                 coarray #{id} on processor {dst}, whose local length is {}",
+                v[5]
+            )
+        } else {
+            format!(
+                "put_direct pieces overlap on processor {dst}: processor {writer} writes \
+                 elements {start}..{end} of coarray #{id}, part of which processor {} also \
+                 writes; the pieces of a direct put must be disjoint",
+                v[4]
+            )
+        };
+        let error = Error::at(ErrorKind::OutOfBounds, writer, self.superstep, message);
+        self.comm.abort(error)
+    }
+
+    /// Threads: the pieces are checked, then written in the destinations'
+    /// memory.
+    fn write_in_place<T: Pod + Send, R>(
+        &mut self,
+        id: u32,
+        rows: &[u64],
+        pieces: &[DirectPiece],
+        opened: &mut Opened<T>,
+        write: impl FnOnce(&Ctx, &mut [&mut [T]]) -> R,
+    ) -> R {
+        let (me, p) = (self.pid, self.nprocs);
+        let blocks: Blocks = (0..p)
+            .filter(|&dst| dst != me)
+            .map(|dst| (dst, claims_to(pieces, dst)))
+            .filter(|(_, words)| !words.is_empty())
+            .map(|(dst, words)| (dst, vec![Bytes::from_owner(PodBytes(words))]))
+            .collect();
+        let received = self.collective(|c| c.alltoallv(blocks, None));
+        let mut claims: Vec<(usize, Vec<u64>)> = received
+            .into_iter()
+            .map(|(src, segments)| {
+                let bytes: Vec<u8> = segments.iter().flat_map(|s| s.iter().copied()).collect();
+                (src, bytemuck::pod_collect_to_vec::<u8, u64>(&bytes))
+            })
+            .collect();
+        claims.push((me, claims_to(pieces, me)));
+        claims.sort_by_key(|(src, _)| *src);
+        let local_len = opened.local.as_ref().map_or(0, Vec::len);
+        self.agree_on_pieces(judge(&claims, local_len), id);
+        let mut slices: Vec<&mut [T]> = pieces
+            .iter()
+            .map(|piece| {
+                if piece.len == 0 {
+                    return &mut [][..];
+                }
+                let base: *mut T =
+                    std::ptr::with_exposed_provenance_mut(rows[piece.dst * ROW + 4] as usize);
+                // SAFETY: `base` is the start of processor `piece.dst`'s
+                // local part of the coarray (a `Vec<T>` of the same `T`: the
+                // sync above checked the registrations, the rows the id and
+                // element size), which that processor took out of its
+                // registry before the row exchange and does not touch, move
+                // or free until every processor has passed the barrier at
+                // the end of this call (or ever, if the run is aborted: see
+                // `Opened`). Its owner checked that this range lies inside
+                // the part and overlaps no other piece of any processor, and
+                // every processor agreed on that before any slice is made,
+                // so no two slices alias and nothing else accesses these
+                // elements meanwhile. The elements are initialised `T: Pod`
+                // values. The slices live only inside `write`, which returns
+                // before this processor enters the closing barrier, whose
+                // synchronisation makes the writes visible to the owner.
+                unsafe { std::slice::from_raw_parts_mut(base.add(piece.offset), piece.len) }
+            })
+            .collect();
+        let result = write(self, &mut slices);
+        drop(slices);
+        // Every writer has finished once everyone has passed this barrier.
+        self.collective(|c| c.allgather(&[]));
+        result
+    }
+
+    /// MPI: the pieces are written in a local buffer, sent with their
+    /// claims, checked by their destinations and copied into place.
+    fn write_staged<T: Pod + Send, R>(
+        &mut self,
+        id: u32,
+        pieces: &[DirectPiece],
+        opened: &mut Opened<T>,
+        write: impl FnOnce(&Ctx, &mut [&mut [T]]) -> R,
+    ) -> R {
+        let (me, p) = (self.pid, self.nprocs);
+        let total: usize = pieces.iter().map(|piece| piece.len).sum();
+        let mut stage = vec![T::zeroed(); total];
+        let result = {
+            let mut rest = &mut stage[..];
+            let mut slices = Vec::with_capacity(pieces.len());
+            for piece in pieces {
+                let (head, tail) = std::mem::take(&mut rest).split_at_mut(piece.len);
+                slices.push(head);
+                rest = tail;
+            }
+            write(self, &mut slices)
+        };
+        // Per destination: the number of claims, the claims, the data.
+        let size = std::mem::size_of::<T>();
+        let mut outgoing: Vec<Vec<u8>> = vec![Vec::new(); p];
+        let mut at = 0;
+        let mut mine: Vec<(u64, &[T])> = Vec::new();
+        let mut data: Vec<Vec<u8>> = vec![Vec::new(); p];
+        for piece in pieces {
+            let part = &stage[at..at + piece.len];
+            at += piece.len;
+            if piece.len == 0 {
+                continue; // writes nothing, wherever it points
+            }
+            if piece.dst == me {
+                mine.push((piece.offset as u64, part));
+                continue;
+            }
+            let claims = &mut outgoing[piece.dst];
+            claims.extend_from_slice(&(piece.offset as u64).to_le_bytes());
+            claims.extend_from_slice(&(piece.len as u64).to_le_bytes());
+            data[piece.dst].extend_from_slice(bytemuck::cast_slice(part));
+        }
+        let blocks: Blocks = outgoing
+            .into_iter()
+            .zip(data)
+            .enumerate()
+            .filter(|(_, (claims, _))| !claims.is_empty())
+            .map(|(dst, (claims, data))| {
+                let count = (claims.len() as u64 / 16).to_le_bytes().to_vec();
+                (
+                    dst,
+                    vec![Bytes::from(count), Bytes::from(claims), Bytes::from(data)],
+                )
+            })
+            .collect();
+        let received = self.collective(|c| c.alltoallv(blocks, None));
+        let mut claims: Vec<(usize, Vec<u64>)> = Vec::new();
+        let mut payloads: Vec<Vec<u8>> = Vec::new();
+        for (src, segments) in received {
+            let bytes: Vec<u8> = segments.iter().flat_map(|s| s.iter().copied()).collect();
+            let count = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")) as usize;
+            let words: Vec<u64> = bytes[8..8 + 16 * count]
+                .chunks_exact(8)
+                .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+                .collect();
+            claims.push((src, words));
+            payloads.push(bytes[8 + 16 * count..].to_vec());
+        }
+        let own: Vec<u64> = mine
+            .iter()
+            .flat_map(|&(offset, part)| [offset, part.len() as u64])
+            .collect();
+        let at_me = claims.partition_point(|(src, _)| *src < me);
+        claims.insert(at_me, (me, own));
+        let local = opened.local.as_mut().expect("present");
+        self.agree_on_pieces(judge(&claims, local.len()), id);
+        for (offset, part) in mine {
+            let offset = offset as usize;
+            local[offset..offset + part.len()].copy_from_slice(part);
+        }
+        let mut payloads = payloads.into_iter();
+        for (src, words) in &claims {
+            if *src == me {
+                continue;
+            }
+            let payload = payloads.next().expect("one payload per source");
+            let mut from = 0;
+            for pair in words.chunks_exact(2) {
+                let (offset, len) = (pair[0] as usize, pair[1] as usize);
+                let bytes = &payload[from..from + len * size];
+                bytemuck::cast_slice_mut::<T, u8>(&mut local[offset..offset + len])
+                    .copy_from_slice(bytes);
+                from += len * size;
+            }
+        }
+        result
+    }
+}

@@ -1,0 +1,284 @@
+//! Ranking keys from a small range by coarse buckets (the NAS IS way).
+//!
+//! A counting sort over R = max_key digits transposes an R-word count
+//! matrix, and its local counting touches R counters at random: for NAS IS
+//! class B (R = 2^21) that is a 16 MiB matrix and a 16 MiB counter array
+//! per iteration. Bucketing by the top bits first avoids both: the keys are
+//! counted into 2^10 buckets, the bucket counts are all-gathered, every
+//! processor takes a contiguous run of buckets holding about n/p keys, and
+//! each key is written once, with [`Ctx::put_direct`], to its bucket's
+//! place on the processor that owns it; that processor then counts each
+//! bucket's keys over the bucket's few key values, in the cache, and
+//! knows the rank of every key value in its range.
+
+use std::ops::Range;
+
+use bsp_core::{Coarray, Ctx, DirectPiece};
+
+use crate::gather_area::GatherArea;
+
+/// Number of coarse buckets (at most; fewer when the key range is small).
+const BUCKET_BITS: u32 = 10;
+
+/// Ranks keys in `0..max_key` over all processors by coarse buckets:
+/// after [`rank`](BucketRanker::rank), each processor knows the rank (the
+/// number of keys, over all processors, smaller than it) of every key value
+/// in its own contiguous range of values, and holds the keys of that range.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_sort::BucketRanker;
+///
+/// let out = bsp_core::run(3, |ctx| {
+///     let keys: Vec<u32> = (0..1000u32).map(|i| (i * 7919 + ctx.pid() as u32) % 500).collect();
+///     let mut ranker = BucketRanker::new(ctx, 500);
+///     ranker.rank(ctx, &keys);
+///     let range = ranker.key_range();
+///     // Keys below `range.start` over all processors, and this processor's sorted keys.
+///     (ranker.rank_of(range.start), ranker.sorted_keys(), range)
+/// })
+/// .unwrap();
+/// let sorted: Vec<u32> = out.iter().flat_map(|(_, keys, _)| keys.clone()).collect();
+/// assert_eq!(sorted.len(), 3000);
+/// assert!(sorted.windows(2).all(|w| w[0] <= w[1]));
+/// for (below, _, range) in &out {
+///     let want = sorted.iter().filter(|&&k| k < range.start).count() as u64;
+///     assert!(range.is_empty() || *below == Some(want));
+/// }
+/// ```
+pub struct BucketRanker {
+    max_key: u32,
+    shift: u32,
+    buckets: usize,
+    gather: GatherArea,
+    /// Where the keys of this processor's buckets land.
+    recv: Coarray<u32>,
+    /// This processor's buckets.
+    mine: Range<usize>,
+    /// This processor's key values.
+    values: Range<u32>,
+    /// Keys, over all processors, below `values.start`.
+    base: u64,
+    /// For each value of `values`: the keys here below it (exclusive
+    /// prefix of the counts).
+    prefix: Vec<u32>,
+    /// The number of keys received.
+    received: usize,
+}
+
+impl BucketRanker {
+    /// Registers a ranker for keys in `0..max_key`. Collective.
+    ///
+    /// # Examples
+    ///
+    /// See [`BucketRanker`].
+    ///
+    /// # Panics
+    ///
+    /// If `max_key` is 0.
+    ///
+    /// # Cost
+    ///
+    /// Local; registers 2^10·p words and an empty receive buffer.
+    pub fn new(ctx: &mut Ctx, max_key: u32) -> Self {
+        assert!(max_key > 0, "bsp-sort: max_key must be at least 1");
+        let bits = 32 - (max_key - 1).leading_zeros();
+        let shift = bits.saturating_sub(BUCKET_BITS);
+        let buckets = ((max_key - 1) >> shift) as usize + 1;
+        BucketRanker {
+            max_key,
+            shift,
+            buckets,
+            gather: GatherArea::new(ctx, buckets),
+            recv: ctx.coarray::<u32>(0),
+            mine: 0..0,
+            values: 0..0,
+            base: 0,
+            prefix: Vec::new(),
+            received: 0,
+        }
+    }
+
+    /// Ranks the keys of every processor's `keys` together. Collective.
+    ///
+    /// # Examples
+    ///
+    /// See [`BucketRanker`].
+    ///
+    /// # Panics
+    ///
+    /// If a key is `>= max_key`, or a processor would receive 2^32 keys or
+    /// more.
+    ///
+    /// # Cost
+    ///
+    /// Two supersteps: an all-gather of the bucket counts (h = 2^10·p
+    /// words) and one direct put of the keys (h = n/p keys, each written
+    /// once on threads). Local work O(n/p + max_key/p).
+    pub fn rank(&mut self, ctx: &mut Ctx, keys: &[u32]) {
+        let (p, me) = (ctx.nprocs(), ctx.pid());
+        let (shift, buckets) = (self.shift, self.buckets);
+        let mut count = vec![0u64; buckets];
+        for &k in keys {
+            assert!(
+                k < self.max_key,
+                "bsp-sort: key {k} >= max_key {}",
+                self.max_key
+            );
+            count[(k >> shift) as usize] += 1;
+        }
+        ctx.label("rank: bucket counts");
+        let all = self.gather.all_gather(ctx, &count);
+        let row = |q: usize| &all[q * buckets..(q + 1) * buckets];
+        let total: Vec<u64> = (0..buckets)
+            .map(|b| (0..p).map(|q| row(q)[b]).sum())
+            .collect();
+        let n: u64 = total.iter().sum();
+        // Processor j takes the buckets up to where the running total
+        // reaches (j + 1)·n/p.
+        let mut owner_end = Vec::with_capacity(p);
+        let (mut b, mut seen) = (0, 0u64);
+        for j in 0..p {
+            let goal = n * (j as u64 + 1) / p as u64;
+            while b < buckets && (seen + total[b] <= goal || j == p - 1) {
+                seen += total[b];
+                b += 1;
+            }
+            owner_end.push(b);
+        }
+        let start_of = |j: usize| if j == 0 { 0 } else { owner_end[j - 1] };
+        // Where each bucket's keys start on its owner: earlier buckets of
+        // the owner first, then the bucket's keys by source processor.
+        let mut pieces = Vec::with_capacity(buckets);
+        let mut receive = 0;
+        for (j, &end) in owner_end.iter().enumerate() {
+            let mut at = 0u64;
+            for b in start_of(j)..end {
+                let before: u64 = (0..me).map(|q| row(q)[b]).sum();
+                pieces.push(DirectPiece {
+                    dst: j,
+                    offset: (at + before) as usize,
+                    len: count[b] as usize,
+                });
+                at += total[b];
+            }
+            if j == me {
+                receive = at as usize;
+            }
+        }
+        assert!(
+            receive < 1 << 32,
+            "bsp-sort: a processor would rank 2^32 keys or more"
+        );
+        self.mine = start_of(me)..owner_end[me];
+        self.base = total[..self.mine.start].iter().sum();
+        let mut buffer = ctx.replace_local(&self.recv, Vec::new());
+        buffer.resize(receive, 0);
+        ctx.replace_local(&self.recv, buffer);
+        ctx.label("rank: move keys");
+        ctx.put_direct(&self.recv, &pieces, |_, slices| {
+            let mut fill = vec![0usize; buckets];
+            for &k in keys {
+                let b = (k >> shift) as usize;
+                slices[b][fill[b]] = k;
+                fill[b] += 1;
+            }
+        });
+        // Count each bucket's keys over its values, bucket by bucket.
+        ctx.label("rank: local counts");
+        let lo = (self.mine.start as u32) << shift;
+        let hi = ((self.mine.end as u64) << shift).min(u64::from(self.max_key)) as u32;
+        self.values = lo..hi.max(lo);
+        let width = self.values.len();
+        // Counts, then their exclusive prefix sums in place.
+        self.prefix.clear();
+        self.prefix.resize(width, 0);
+        let received = ctx.local(&self.recv);
+        for k in received {
+            self.prefix[(k - lo) as usize] += 1;
+        }
+        let mut at = 0u32;
+        for c in &mut self.prefix {
+            let count = *c;
+            *c = at;
+            at += count;
+        }
+        self.received = received.len();
+    }
+
+    /// The key values whose ranks this processor knows (after a
+    /// [`rank`](BucketRanker::rank)): a contiguous range, below those of
+    /// the next processor.
+    ///
+    /// # Examples
+    ///
+    /// See [`BucketRanker`].
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1).
+    pub fn key_range(&self) -> Range<u32> {
+        self.values.clone()
+    }
+
+    /// The number of keys, over all processors, smaller than `key`, if
+    /// `key` lies in this processor's [`key_range`](BucketRanker::key_range).
+    ///
+    /// # Examples
+    ///
+    /// See [`BucketRanker`].
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1).
+    pub fn rank_of(&self, key: u32) -> Option<u64> {
+        self.values
+            .contains(&key)
+            .then(|| self.base + u64::from(self.prefix[(key - self.values.start) as usize]))
+    }
+
+    /// This processor's keys (those of its key range), sorted: the
+    /// processors' sorted keys in pid order are all keys in order.
+    ///
+    /// # Examples
+    ///
+    /// See [`BucketRanker`].
+    ///
+    /// # Cost
+    ///
+    /// Local, O(received keys + key range).
+    pub fn sorted_keys(&self) -> Vec<u32> {
+        let mut out = Vec::with_capacity(self.received);
+        let ends = self
+            .prefix
+            .iter()
+            .skip(1)
+            .copied()
+            .chain([self.received as u32]);
+        for ((v, &start), end) in self.values.clone().zip(&self.prefix).zip(ends) {
+            out.extend(std::iter::repeat_n(v, (end - start) as usize));
+        }
+        out
+    }
+
+    /// Releases the ranker's registered buffers. Collective.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// bsp_core::run(2, |ctx| {
+    ///     let ranker = bsp_sort::BucketRanker::new(ctx, 100);
+    ///     ranker.release(ctx);
+    /// })
+    /// .unwrap();
+    /// ```
+    ///
+    /// # Cost
+    ///
+    /// Local.
+    pub fn release(self, ctx: &mut Ctx) {
+        ctx.release(self.recv);
+        self.gather.release(ctx);
+    }
+}

@@ -1,0 +1,258 @@
+//! The top digit first: one distributed counting-sort pass on the most
+//! significant digit, then a local LSD radix sort of every bucket.
+//!
+//! An LSD radix sort moves every key through main memory once per digit.
+//! After one stable counting sort on the top digit, every key is on its
+//! final processor, inside its bucket (the keys that share the top digit),
+//! and the buckets are in order; what is left is to sort each bucket by
+//! the lower digits, which is local work on a piece small enough to stay in
+//! the cache. Stability is kept: the counting sort keeps the input order
+//! within a bucket and the local passes are stable.
+//!
+//! A bucket that straddles a processor boundary is the exception: its parts
+//! on different processors must be sorted together. Its first processor
+//! (the leader) gathers it, sorts it and sends the parts back: two more
+//! supersteps with h the size of the straddling buckets. The automatic
+//! choice takes this route only when the top digit splits the keys evenly
+//! (no bucket above four times the average or half a processor's share),
+//! so that this stays a small correction.
+
+use bsp_core::Ctx;
+use bytemuck::Pod;
+
+use crate::counting_sort::Engine;
+use crate::radix_sort::{plan, DigitPass};
+
+/// The passes of a top-first sort: the top digit, and the local passes
+/// over the varying bits below it (least significant first).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TopPlan {
+    pub(crate) top: DigitPass,
+    pub(crate) local: Vec<DigitPass>,
+}
+
+/// The top-first passes for the `varying` key bits: a top digit of
+/// `top_bits` (fewer if fewer bits vary), local digits of at most
+/// `local_bits`. `None` when no bits vary.
+pub(crate) fn top_plan(varying: u64, top_bits: u32, local_bits: u32) -> Option<TopPlan> {
+    if varying == 0 {
+        return None;
+    }
+    let hi = 64 - varying.leading_zeros();
+    let lo = varying.trailing_zeros();
+    let bits = top_bits.min(hi - lo);
+    let shift = hi - bits;
+    let below = varying & ((1u64 << shift) - 1);
+    Some(TopPlan {
+        top: DigitPass { shift, bits },
+        local: plan(below, local_bits),
+    })
+}
+
+/// Global position ranges of the buckets: bucket d is
+/// `starts[d]..starts[d + 1]` (the last ends at `total`).
+fn bucket_end(starts: &[u64], d: usize, total: usize) -> usize {
+    starts.get(d + 1).map_or(total, |&e| e as usize)
+}
+
+/// Whether the buckets (from the top digit's counts) are even enough for
+/// the automatic choice: none larger than four times the average, nor than
+/// half a processor's share.
+pub(crate) fn balanced(starts: &[u64], total: usize, p: usize) -> bool {
+    let limit = (4 * total / starts.len().max(1)).min(total / p / 2);
+    (0..starts.len()).all(|d| bucket_end(starts, d, total) - starts[d] as usize <= limit)
+}
+
+/// A straddling bucket: its global range and its leader.
+struct Straddler {
+    start: usize,
+    end: usize,
+    leader: usize,
+    /// Where it lies in the leader's gather area.
+    at: usize,
+}
+
+/// Sorts the keys of `seg` stably by the digits of `passes` (least
+/// significant first), with `tmp` as scratch: counts every digit in one
+/// read, then one scatter per digit that varies within the segment.
+pub(crate) fn sort_segment<T: Copy>(
+    seg: &mut [T],
+    tmp: &mut Vec<T>,
+    counts: &mut Vec<usize>,
+    passes: &[DigitPass],
+    radix: impl Fn(&T) -> u64,
+) {
+    let n = seg.len();
+    if n <= 1 || passes.is_empty() {
+        return;
+    }
+    if tmp.len() < n {
+        tmp.resize(n, seg[0]);
+    }
+    let tmp = &mut tmp[..n];
+    let mut bases = Vec::with_capacity(passes.len() + 1);
+    bases.push(0);
+    for pass in passes {
+        bases.push(bases.last().unwrap() + (1usize << pass.bits));
+    }
+    counts.clear();
+    counts.resize(*bases.last().unwrap(), 0);
+    for x in seg.iter() {
+        let r = radix(x);
+        for (pass, &base) in passes.iter().zip(&bases) {
+            let mask = (1u64 << pass.bits) - 1;
+            counts[base + ((r >> pass.shift) & mask) as usize] += 1;
+        }
+    }
+    let mut in_tmp = false;
+    for (k, pass) in passes.iter().enumerate() {
+        let hist = &mut counts[bases[k]..bases[k + 1]];
+        if hist.contains(&n) {
+            continue; // every key has the same digit here
+        }
+        let mut at = 0;
+        for c in hist.iter_mut() {
+            let start = at;
+            at += *c;
+            *c = start;
+        }
+        let (shift, mask) = (pass.shift, (1u64 << pass.bits) - 1);
+        let (src, dst): (&[T], &mut [T]) = if in_tmp {
+            (&*tmp, &mut *seg)
+        } else {
+            (&*seg, &mut *tmp)
+        };
+        for x in src {
+            let slot = &mut hist[((radix(x) >> shift) & mask) as usize];
+            dst[*slot] = *x;
+            *slot += 1;
+        }
+        in_tmp = !in_tmp;
+    }
+    if in_tmp {
+        seg.copy_from_slice(tmp);
+    }
+}
+
+impl<T: Pod + Send> Engine<T> {
+    /// After the top digit's counting-sort pass (the keys are in the
+    /// engine's current sequence, in bucket order): sorts every bucket by
+    /// the `local` passes; straddling buckets are gathered by their leader,
+    /// sorted and sent back (two supersteps).
+    pub(crate) fn sort_buckets(
+        &mut self,
+        ctx: &mut Ctx,
+        local: &[DigitPass],
+        radix: impl Fn(&T) -> u64 + Copy,
+    ) {
+        let (p, me) = (ctx.nprocs(), ctx.pid());
+        let total = self.total_len();
+        let starts = self.global_start().to_vec();
+        let bounds = self.bounds.clone();
+        let (lo, hi) = (bounds[me], bounds[me + 1]);
+        let owner = |g: usize| bounds.partition_point(|&b| b <= g) - 1;
+        // The straddling buckets, the same list on every processor.
+        let mut straddlers = Vec::new();
+        let mut led = vec![0usize; p];
+        for d in 0..starts.len() {
+            let (start, end) = (starts[d] as usize, bucket_end(&starts, d, total));
+            if end > start && owner(start) != owner(end - 1) {
+                let leader = owner(start);
+                straddlers.push(Straddler {
+                    start,
+                    end,
+                    leader,
+                    at: led[leader],
+                });
+                led[leader] += end - start;
+            }
+        }
+        // Local sorts of the buckets (or parts of them) that lie here and
+        // do not straddle.
+        ctx.label("sort: local buckets");
+        let mut tmp = Vec::new();
+        let mut counts = Vec::new();
+        {
+            let keys = ctx.local_mut(&self.cur);
+            let mut next_straddler = straddlers.iter().peekable();
+            for d in 0..starts.len() {
+                let (start, end) = (starts[d] as usize, bucket_end(&starts, d, total));
+                if end <= lo || start >= hi || end == start {
+                    continue;
+                }
+                while next_straddler.peek().is_some_and(|s| s.start < start) {
+                    next_straddler.next();
+                }
+                if next_straddler.peek().is_some_and(|s| s.start == start) {
+                    continue;
+                }
+                let seg = &mut keys[start - lo..end - lo];
+                sort_segment(seg, &mut tmp, &mut counts, local, radix);
+            }
+        }
+        // Straddling buckets: gather at the leader, sort, send back.
+        ctx.label("sort: straddling buckets");
+        let area = ctx.coarray::<T>(led[me]);
+        let cur = self.cur;
+        for s in &straddlers {
+            let (a, b) = (s.start.max(lo), s.end.min(hi));
+            if a < b {
+                ctx.put_from(s.leader, &area, s.at + (a - s.start), &cur, a - lo, b - a);
+            }
+        }
+        ctx.sync();
+        {
+            let gathered = ctx.local_mut(&area);
+            for s in straddlers.iter().filter(|s| s.leader == me) {
+                let seg = &mut gathered[s.at..s.at + (s.end - s.start)];
+                sort_segment(seg, &mut tmp, &mut counts, local, radix);
+            }
+        }
+        let sorted = ctx.release(area);
+        for s in straddlers.iter().filter(|s| s.leader == me) {
+            for q in owner(s.start)..=owner(s.end - 1) {
+                let (a, b) = (s.start.max(bounds[q]), s.end.min(bounds[q + 1]));
+                let part = &sorted[s.at + (a - s.start)..s.at + (b - s.start)];
+                ctx.put(q, &cur, a - bounds[q], part);
+            }
+        }
+        ctx.sync();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_segment_sorts_stably() {
+        let passes = plan(0xfff, 5);
+        let mut seg: Vec<(u32, u32)> = (0..500u32).map(|i| ((i * 7919) % 1000, i)).collect();
+        let mut want = seg.clone();
+        want.sort_by_key(|r| r.0);
+        sort_segment(&mut seg, &mut Vec::new(), &mut Vec::new(), &passes, |r| {
+            u64::from(r.0)
+        });
+        assert_eq!(seg, want);
+    }
+
+    #[test]
+    fn the_top_digit_takes_the_highest_varying_bits() {
+        let tp = top_plan(0x7fff_ffff, 10, 11).unwrap();
+        assert_eq!(
+            tp.top,
+            DigitPass {
+                shift: 21,
+                bits: 10
+            }
+        );
+        let widths: Vec<u32> = tp.local.iter().map(|d| d.bits).collect();
+        assert_eq!(widths, [11, 10]);
+        assert_eq!(
+            top_plan(0b1100, 10, 11).unwrap().top,
+            DigitPass { shift: 2, bits: 2 }
+        );
+        assert!(top_plan(0b1100, 10, 11).unwrap().local.is_empty());
+        assert!(top_plan(0, 8, 8).is_none());
+    }
+}

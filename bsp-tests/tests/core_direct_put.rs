@@ -1,0 +1,257 @@
+//! Direct puts (`Ctx::put_direct`): every processor writes announced,
+//! disjoint pieces of other processors' parts, in place on threads and
+//! staged under MPI, with the same result as the buffered puts of a sequential
+//! oracle; misuse (overlap, out of bounds, local access while written,
+//! a processor that syncs instead) ends the run with an error naming the
+//! writer and the superstep.
+
+mod support;
+
+use bsp::{DirectPiece, ErrorKind, Runtime};
+use support::{check, on_runtimes, under_mpi, watchdog, Rng};
+
+/// Processor j's part of the coarray has `len(p, j)` elements.
+fn len(_p: usize, j: usize) -> usize {
+    3 + (j * 7) % 11
+}
+
+/// A random owner for every element of every part (or none, so that the
+/// element keeps its old value), from a seed all processors share: the
+/// pieces of writer `s` are its maximal runs of owned elements, listed in a
+/// shuffled order.
+fn pieces(p: usize, s: usize, seed: u64) -> Vec<DirectPiece> {
+    let mut rng = Rng(seed);
+    let mut mine = Vec::new();
+    for dst in 0..p {
+        let mut start = None;
+        for i in 0..=len(p, dst) {
+            let owner = if i < len(p, dst) { rng.below(p + 1) } else { p };
+            match (start, owner == s) {
+                (None, true) => start = Some(i),
+                (Some(b), false) => {
+                    mine.push(DirectPiece {
+                        dst,
+                        offset: b,
+                        len: i - b,
+                    });
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+    }
+    // A zero-length piece anywhere is allowed, even out of range.
+    mine.push(DirectPiece {
+        dst: 0,
+        offset: 1 << 40,
+        len: 0,
+    });
+    let mut order = Rng(seed ^ s as u64);
+    for i in (1..mine.len()).rev() {
+        mine.swap(i, order.below(i + 1));
+    }
+    mine
+}
+
+/// The value writer `s` stores at element `i` of `dst`'s part.
+fn value(s: usize, dst: usize, i: usize) -> u64 {
+    (s as u64) << 32 | (dst as u64) << 16 | i as u64
+}
+
+#[test]
+fn pieces_land_in_place_and_the_rest_keeps_its_value() {
+    on_runtimes(120, &[1, 2, 3, 5, 8], |rt| {
+        for seed in 1..4u64 {
+            check(
+                rt,
+                |ctx| {
+                    let (s, p) = (ctx.pid(), ctx.nprocs());
+                    let a = ctx.coarray_from(vec![u64::MAX; len(p, s)]);
+                    let source = ctx.coarray_from(vec![s as u64; 4]);
+                    let pieces = pieces(p, s, seed);
+                    let sum = ctx.put_direct(&a, &pieces, |ctx, slices| {
+                        for (piece, slice) in pieces.iter().zip(slices.iter_mut()) {
+                            assert_eq!(slice.len(), piece.len);
+                            for (k, x) in slice.iter_mut().enumerate() {
+                                *x = value(s, piece.dst, piece.offset + k);
+                            }
+                        }
+                        ctx.local(&source).iter().sum::<u64>()
+                    });
+                    assert_eq!(sum, 4 * s as u64);
+                    // A direct put counts as one sync, and the coarray is
+                    // usable again afterwards.
+                    ctx.put((s + 1) % p, &source, 0, &[7]);
+                    ctx.sync();
+                    (ctx.superstep(), ctx.local(&a).to_vec())
+                },
+                |p, j| {
+                    let mut want = vec![u64::MAX; len(p, j)];
+                    for s in 0..p {
+                        for piece in pieces(p, s, seed)
+                            .iter()
+                            .filter(|q| q.dst == j && q.len > 0)
+                        {
+                            let range = piece.offset..piece.offset + piece.len;
+                            for (w, i) in want[range.clone()].iter_mut().zip(range) {
+                                *w = value(s, j, i);
+                            }
+                        }
+                    }
+                    (2, want)
+                },
+            );
+        }
+    });
+}
+
+#[test]
+fn puts_of_the_superstep_before_land_first() {
+    on_runtimes(60, &[2, 3], |rt| {
+        check(
+            rt,
+            |ctx| {
+                let (s, p) = (ctx.pid(), ctx.nprocs());
+                let a = ctx.coarray::<u32>(2);
+                ctx.put((s + 1) % p, &a, 0, &[5, 5]);
+                let pieces = [DirectPiece {
+                    dst: (s + 1) % p,
+                    offset: 1,
+                    len: 1,
+                }];
+                ctx.put_direct(&a, &pieces, |_, slices| slices[0][0] = 9);
+                ctx.local(&a).to_vec()
+            },
+            |_, _| vec![5, 9],
+        );
+    });
+}
+
+/// Runs `program` on `p` threads and returns its error.
+fn error_of(p: usize, program: impl Fn(&mut bsp::Ctx) + Send + Sync + 'static) -> bsp::Error {
+    watchdog(60, move || {
+        Runtime::threads(p)
+            .run(&program)
+            .expect_err("the run must fail")
+    })
+}
+
+#[test]
+fn overlapping_pieces_end_the_run_naming_the_writer() {
+    if under_mpi() {
+        return; // a failure ends the whole job; threads only
+    }
+    let err = error_of(3, |ctx| {
+        ctx.sync();
+        let a = ctx.coarray::<u8>(10);
+        // Processors 1 and 2 both write elements 4..6 of processor 0.
+        let offset = [0, 2, 4][ctx.pid()];
+        let pieces = [
+            DirectPiece {
+                dst: 0,
+                offset,
+                len: 2,
+            },
+            DirectPiece {
+                dst: 0,
+                offset: 5,
+                len: 1,
+            },
+        ];
+        let mine = if ctx.pid() == 0 {
+            &pieces[..1]
+        } else {
+            &pieces[..ctx.pid()]
+        };
+        ctx.put_direct(&a, mine, |_, _| ());
+    });
+    assert_eq!(err.kind(), ErrorKind::OutOfBounds, "{err}");
+    assert_eq!((err.pid(), err.superstep()), (Some(2), Some(2)), "{err}");
+    assert!(err.to_string().contains("overlap on processor 0"), "{err}");
+}
+
+#[test]
+fn a_piece_past_the_end_ends_the_run_naming_the_writer() {
+    if under_mpi() {
+        return;
+    }
+    let err = error_of(2, |ctx| {
+        let a = ctx.coarray::<u32>(4 + ctx.pid());
+        let pieces = [DirectPiece {
+            dst: 0,
+            offset: 3,
+            len: ctx.pid() + 1,
+        }];
+        ctx.put_direct(&a, &pieces, |_, _| ());
+    });
+    assert_eq!(err.kind(), ErrorKind::OutOfBounds, "{err}");
+    assert_eq!((err.pid(), err.superstep()), (Some(1), Some(1)), "{err}");
+    assert!(err.to_string().contains("elements 3..5"), "{err}");
+}
+
+#[test]
+fn a_bad_pid_reading_the_target_or_a_missing_partner_end_the_run() {
+    if under_mpi() {
+        return;
+    }
+    let err = error_of(2, |ctx| {
+        let a = ctx.coarray::<u32>(4);
+        let pieces = [DirectPiece {
+            dst: 2,
+            offset: 0,
+            len: 1,
+        }];
+        ctx.put_direct(&a, &pieces, |_, _| ());
+    });
+    assert_eq!(err.kind(), ErrorKind::BadPid, "{err}");
+    let err = error_of(2, |ctx| {
+        let a = ctx.coarray::<u32>(4);
+        ctx.put_direct(&a, &[], |ctx, _| ctx.local(&a).len());
+    });
+    assert!(
+        err.to_string().contains("is being written by a put_direct"),
+        "{err}"
+    );
+    assert_eq!(err.superstep(), Some(1), "{err}");
+    let err = error_of(3, |ctx| {
+        let a = ctx.coarray::<u32>(4);
+        if ctx.pid() == 1 {
+            ctx.sync();
+            ctx.sync();
+        } else {
+            ctx.put_direct(&a, &[], |_, _| ());
+        }
+    });
+    assert!(
+        matches!(err.kind(), ErrorKind::SyncMismatch | ErrorKind::Panic),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_panic_while_writing_releases_everyone() {
+    if under_mpi() {
+        return;
+    }
+    let err = error_of(4, |ctx| {
+        let a = ctx.coarray::<u64>(1000);
+        let pieces: Vec<DirectPiece> = (0..4)
+            .map(|dst| DirectPiece {
+                dst,
+                offset: 250 * ctx.pid(),
+                len: 250,
+            })
+            .collect();
+        let me = ctx.pid();
+        ctx.put_direct(&a, &pieces, |_, slices| {
+            if me == 3 {
+                panic!("writer gives up");
+            }
+            for slice in slices.iter_mut() {
+                slice.fill(1);
+            }
+        });
+    });
+    assert_eq!(err.kind(), ErrorKind::Panic, "{err}");
+    assert!(err.to_string().contains("writer gives up"), "{err}");
+}
