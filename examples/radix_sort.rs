@@ -174,7 +174,7 @@ fn report(
             args.bits,
             args.dist,
             info.passes.len(),
-            format!(
+            format_args!(
                 "{} bits{}",
                 digits.join("+"),
                 if info.top_first {
