@@ -34,9 +34,9 @@ usage: nas_is [options]
                       buckets, each key moved once to the processor owning its
                       bucket and counted there (as NPB does), or by the counting
                       sort over all max_key values (transposes of the count matrix)
-  --move-keys         with --ranker counting: also move every key to its rank in
-                      every timed iteration (step 6 of the counting sort); by
-                      default only the ranks are computed in the timed loop
+  --move-keys         with the counting ranker (implied): also move every key to
+                      its rank in every timed iteration (step 6 of the counting
+                      sort); by default only the ranks are computed in the loop
   --json              print one JSON object instead of text
   --help              this text";
 
@@ -191,7 +191,9 @@ fn main() -> ExitCode {
     let args = Args::parse(HELP, &["json", "move-keys"]);
     args.reject_unknown(&["class", "procs", "router", "ranker", "json", "move-keys"]);
     let (class, move_keys, json) = (class(&args), args.flag("move-keys"), args.flag("json"));
-    let ranker = match args.get("ranker", "buckets".to_owned()).as_str() {
+    // --move-keys alone means the counting sort, the ranker it applies to.
+    let default_ranker = if move_keys { "counting" } else { "buckets" };
+    let ranker = match args.get("ranker", default_ranker.to_owned()).as_str() {
         "buckets" if !move_keys => Ranker::Buckets,
         "buckets" => args.fail("--move-keys needs --ranker counting"),
         "counting" => Ranker::Counting { move_keys },

@@ -168,21 +168,18 @@ fn report(
         println!("{json}");
     } else {
         println!(
-            "radix_sort: {} {}-bit keys, dist [{}], p = {p}, router {router}: {} passes ({}), \
+            "radix_sort: {} {}-bit keys, dist [{}], p = {p}, router {router}: {} passes ({} bits{}), \
              {:.3} s, {:.1} Mkeys/s, {verdict}",
             args.n,
             args.bits,
             args.dist,
             info.passes.len(),
-            format_args!(
-                "{} bits{}",
-                digits.join("+"),
-                if info.top_first {
-                    ", top digit first"
-                } else {
-                    ""
-                }
-            ),
+            digits.join("+"),
+            if info.top_first {
+                ", top digit first"
+            } else {
+                ""
+            },
             seconds,
             rate / 1e6
         );

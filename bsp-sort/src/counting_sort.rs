@@ -45,9 +45,10 @@ pub enum Delivery {
     /// processor and digit), `Staged` otherwise.
     #[default]
     Auto,
-    /// Every piece is one put straight to its final position: no copy at
-    /// the receiver, but one 24-byte record per piece (about R + p per
-    /// processor and pass). Best for R well below n/p.
+    /// One [`put_direct`](bsp_core::Ctx::put_direct) whose pieces are the
+    /// keys' final positions: on threads every key is written once, in
+    /// place; each piece costs a 16-byte claim (about R + p per processor
+    /// and pass). Best for R well below n/p.
     Direct,
     /// The keys for one destination travel as one put; a small extra
     /// superstep exchanges the p × p send counts so that each sender knows
@@ -546,7 +547,7 @@ impl<T: Pod + Send> CountingSort<T> {
     ///
     /// Three supersteps (four with [`Delivery::Staged`]): transposes of R/p
     /// and 2R/p words per processor pair, and the h-relation of step 6 with
-    /// h = n/p elements (plus one 24-byte record per piece). Local work
+    /// h = n/p elements (plus a 16-byte claim per piece). Local work
     /// O(n/p + R).
     pub fn sort_into(
         &mut self,
@@ -629,7 +630,7 @@ impl<T: Pod + Send> CountingSort<T> {
     ///
     /// # Cost
     ///
-    /// Local: frees about 3 local lengths of keys and 3·radix words.
+    /// Local: frees 2 local lengths of keys and about 3·radix words.
     pub fn release(self, ctx: &mut Ctx) {
         self.engine.release(ctx);
     }

@@ -230,8 +230,11 @@ impl<T: Pod + Send> RadixSorter<T> {
     ///
     /// One superstep to find the varying key bits (h = 3p words), then per
     /// digit pass three supersteps (four for [`Delivery::Staged`]): two
-    /// transposes of R/p and 2R/p words and one h-relation with h = n/p
-    /// elements plus about R + p records. Local work O(n/p + R) per pass.
+    /// transposes of R/p and 2R/p words and one direct put with h = n/p
+    /// elements plus about R + p 16-byte claims. Local work O(n/p + R) per
+    /// pass. Taking the top digit first ([`DigitOrder`]): one such pass,
+    /// local passes over each bucket, and two supersteps with h the size
+    /// of the buckets that straddle processor boundaries.
     pub fn sort_by_key<K: RadixKey>(
         &mut self,
         ctx: &mut Ctx,
@@ -412,7 +415,7 @@ impl<T: Pod + Send> RadixSorter<T> {
     ///
     /// # Cost
     ///
-    /// Local: frees 3 local lengths of elements and about 3·2^bits words.
+    /// Local: frees 2 local lengths of elements and about 3·2^bits words.
     pub fn release(self, ctx: &mut Ctx) {
         self.engine.release(ctx);
     }

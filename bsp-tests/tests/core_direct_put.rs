@@ -136,6 +136,18 @@ fn error_of(p: usize, program: impl Fn(&mut bsp::Ctx) + Send + Sync + 'static) -
     })
 }
 
+/// Checks that `err` is an out-of-bounds error blaming processor `pid` in
+/// `superstep` and saying `says`.
+fn out_of_bounds(err: &bsp::Error, pid: usize, superstep: usize, says: &str) {
+    assert_eq!(err.kind(), ErrorKind::OutOfBounds, "{err}");
+    assert_eq!(
+        (err.pid(), err.superstep()),
+        (Some(pid), Some(superstep)),
+        "{err}"
+    );
+    assert!(err.to_string().contains(says), "{err}");
+}
+
 #[test]
 fn overlapping_pieces_end_the_run_naming_the_writer() {
     if under_mpi() {
@@ -165,9 +177,7 @@ fn overlapping_pieces_end_the_run_naming_the_writer() {
         };
         ctx.put_direct(&a, mine, |_, _| ());
     });
-    assert_eq!(err.kind(), ErrorKind::OutOfBounds, "{err}");
-    assert_eq!((err.pid(), err.superstep()), (Some(2), Some(2)), "{err}");
-    assert!(err.to_string().contains("overlap on processor 0"), "{err}");
+    out_of_bounds(&err, 2, 2, "overlap on processor 0");
 }
 
 #[test]
@@ -184,9 +194,7 @@ fn a_piece_past_the_end_ends_the_run_naming_the_writer() {
         }];
         ctx.put_direct(&a, &pieces, |_, _| ());
     });
-    assert_eq!(err.kind(), ErrorKind::OutOfBounds, "{err}");
-    assert_eq!((err.pid(), err.superstep()), (Some(1), Some(1)), "{err}");
-    assert!(err.to_string().contains("elements 3..5"), "{err}");
+    out_of_bounds(&err, 1, 1, "elements 3..5");
 }
 
 #[test]

@@ -27,6 +27,7 @@ use std::collections::BTreeMap;
 use std::error::Error;
 use std::path::{Path, PathBuf};
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde_json::Value;
@@ -111,6 +112,42 @@ fn bars(
     Ok(())
 }
 
+/// A chart with numbers on both axes.
+type LineChart<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A line through `points` (sorted by x) with a dot on each, named `label`
+/// in the legend.
+fn line_series(
+    chart: &mut LineChart<'_, '_>,
+    mut points: Vec<(f64, f64)>,
+    color: RGBColor,
+    label: String,
+) -> Result<()> {
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    chart
+        .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2)));
+    chart.draw_series(
+        points
+            .into_iter()
+            .map(|p| Circle::new(p, 3, color.filled())),
+    )?;
+    Ok(())
+}
+
+/// The legend of a line chart, lower right.
+fn legend<'a, 'b: 'a>(chart: &mut LineChart<'a, 'b>) -> Result<()> {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    Ok(())
+}
+
 /// Router scaling: GB/s against p, a panel per pattern, a line per router.
 fn router_scaling(data: &[Value], out: &Path) -> Result<()> {
     // shape → router → [(p, GB/s)]
@@ -154,26 +191,9 @@ fn router_scaling(data: &[Value], out: &Path) -> Result<()> {
                 "direct" => ORANGE,
                 _ => GREY,
             };
-            let mut points = points.clone();
-            points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            chart
-                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
-                .label(router.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2))
-                });
-            chart.draw_series(
-                points
-                    .into_iter()
-                    .map(|p| Circle::new(p, 3, color.filled())),
-            )?;
+            line_series(&mut chart, points.clone(), color, router.clone())?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()?;
+        legend(&mut chart)?;
     }
     root.present()?;
     Ok(())
@@ -321,22 +341,9 @@ fn distributions(data: &[Value], out: &Path) -> Result<()> {
             .filter(|((d, _, k), _)| d == "R" && *k == keep)
             .map(|((_, n, _), &ns)| ((*n as f64).log2(), ns))
             .collect();
-        chart
-            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
-            .label(mode(keep))
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2)));
-        chart.draw_series(
-            points
-                .into_iter()
-                .map(|p| Circle::new(p, 3, color.filled())),
-        )?;
+        line_series(&mut chart, points, color, mode(keep).to_owned())?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()?;
+    legend(&mut chart)?;
     root.present()?;
     Ok(())
 }
