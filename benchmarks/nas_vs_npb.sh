@@ -3,10 +3,9 @@
 #
 #   bash benchmarks/nas_vs_npb.sh NPB_DIR [CLASSES] [REPS]
 #
-# NPB_DIR holds NPB3.4-MPI and NPB3.4-OMP with IS built for the classes
-# (outside this repository: copy NPB 3.4's source, then in each of the two
-# directories `mkdir -p bin && cp config/make.def.template config/make.def
-# && make IS CLASS=B && make IS CLASS=C`). CLASSES defaults to "B C", REPS
+# NPB_DIR holds NPB3.4-MPI/bin/is.<class>.x and NPB3.4-OMP/bin/is.<class>.x,
+# NPB 3.4's IS built for the classes outside this repository (this
+# script only runs them). CLASSES defaults to "B C", REPS
 # (runs of each program per class, alternating) to 3. Prints every run's
 # Mop/s and, per class, the best of each with its ratio to bsp's; writes
 # the runs as JSON lines to benchmarks/data/nas_vs_npb.jsonl.
