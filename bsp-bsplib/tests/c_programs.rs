@@ -60,13 +60,22 @@ fn cases() -> Vec<Case> {
     cases
 }
 
-/// The directory of the library this test was built with (`target/<profile>`).
+/// The directory of the library this test was built with: beside the
+/// test executable (`target/<profile>/deps`, where cargo puts a
+/// dependency's C libraries), or `target/<profile>` where a build of the
+/// package itself put them.
 fn library_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target dir")
-        .to_path_buf()
+    let deps = exe.parent().expect("deps dir");
+    let has_library = |dir: &Path| {
+        ["libbsp_bsplib.so", "libbsp_bsplib.a"]
+            .iter()
+            .any(|name| dir.join(name).exists())
+    };
+    if has_library(deps) {
+        return deps.to_path_buf();
+    }
+    deps.parent().expect("target dir").to_path_buf()
 }
 
 /// Runs `cmd` with a time limit; returns the exit status (`None` when
