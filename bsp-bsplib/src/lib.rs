@@ -299,13 +299,9 @@ pub extern "C" fn bsp_begin(maxprocs: BspPid) {
             ));
         }
         requested = mpi_mode::root_value(maxprocs);
-        let ranks = mpi_mode::world_size();
-        if (requested as usize) < ranks {
-            report::end_with(&format!(
-                "bsp_begin: {requested} processes were requested, but the program runs on \
-                 {ranks} MPI ranks; start it with mpirun -np {requested}"
-            ));
-        }
+        // Fewer processors than ranks: the first `requested` ranks run the
+        // section, the rest take no part (see below). More is an error.
+        requested = requested.min(mpi_mode::world_size() as BspPid);
     }
     if requested <= 0 {
         report::end_with(&format!(
@@ -314,8 +310,14 @@ pub extern "C" fn bsp_begin(maxprocs: BspPid) {
         ));
     }
     let session = runtime(requested as usize)
-        .begin(worker)
+        .begin_first(requested as usize, worker)
         .unwrap_or_else(|e| report::end_with(&format!("bsp_begin: {}", report::describe(&e))));
+    let Some(session) = session else {
+        // An MPI rank beyond the processors asked for, as under BSPonMPI:
+        // it takes no part, and leaves once the others have ended (MPI's
+        // finalisation at exit waits for them).
+        std::process::exit(0);
+    };
     NPROCS.store(session.nprocs(), Ordering::Release);
     install(Proc::new(SessionRef::Owned(Box::new(session)), true));
     #[cfg(feature = "mpi")]

@@ -11,7 +11,7 @@ use crate::launch::panic_message;
 use crate::panic_hook;
 use crate::profile::{self, Profile};
 use crate::runtime::Runtime;
-use crate::transport::{self, Aborted, Comm, Opened};
+use crate::transport::{self, Aborted, Comm, Opened, Transport};
 
 /// Where a session is.
 enum State {
@@ -99,7 +99,43 @@ impl Runtime {
     where
         F: Fn(&mut Session) + Send + Sync + 'static,
     {
-        let (limits, router, machine, transport, procs) = self.prepare()?;
+        let session = self.begin_first(self.nprocs(), others)?;
+        Ok(session.expect("bsp: a session on every rank has every rank as a member"))
+    }
+
+    /// As [`begin`](Runtime::begin), for a run of `p` processors where the
+    /// launcher may have started more: on threads, `begin` with p
+    /// processors; under MPI the world's first `p` ranks run it (with pids
+    /// their ranks), and the other ranks get `Ok(None)` and take no part.
+    /// This is BSPlib's `bsp_begin(P)` with P below the number of ranks
+    /// `mpirun` started. Every rank must call it, with the same `p`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// // On threads every processor is a member.
+    /// let mut s = bsp_core::Runtime::threads(1).begin_first(1, |_| {})?;
+    /// let s = s.as_mut().expect("a member");
+    /// assert_eq!(s.nprocs(), 1);
+    /// s.end()?;
+    /// # Ok::<(), bsp_core::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`begin`](Runtime::begin); under MPI also a `p` of 0 or above
+    /// the number of ranks ([`ErrorKind::Config`]).
+    pub fn begin_first<F>(&self, p: usize, others: F) -> Result<Option<Session>>
+    where
+        F: Fn(&mut Session) + Send + Sync + 'static,
+    {
+        let runtime = self.clone().with_procs(p);
+        let (limits, router, machine, transport, procs) = runtime.prepare()?;
+        let procs = match transport {
+            Transport::Threads => procs,
+            #[cfg(feature = "mpi")]
+            Transport::Mpi => p,
+        };
         let worker: transport::Worker = Arc::new(move |comm: Box<dyn Comm>| {
             let _quiet = panic_hook::ProcessorThread::enter();
             let ctx = Ctx::new(comm, router, machine, transport);
@@ -113,9 +149,11 @@ impl Runtime {
                 }
             }
         });
-        let (comm, opened) = transport::start(transport, procs, limits, worker)?;
+        let Some((comm, opened)) = transport::start(transport, procs, limits, worker)? else {
+            return Ok(None);
+        };
         let ctx = Ctx::new(comm, router, machine, transport);
-        Ok(Session::new(ctx, Some(opened)))
+        Ok(Some(Session::new(ctx, Some(opened))))
     }
 }
 

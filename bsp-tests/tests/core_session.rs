@@ -49,6 +49,51 @@ fn the_calling_thread_is_a_processor_and_the_others_run_the_function() {
     });
 }
 
+#[test]
+fn a_session_of_fewer_processors_runs_on_the_first_ranks() {
+    on_runtimes(60, &[1, 2, 3], |rt| {
+        // Under MPI the world's first ranks take part and the rest stand
+        // by; on threads, every processor of the smaller run is a member.
+        let all = rt.nprocs();
+        let p = if under_mpi() { all.div_ceil(2) } else { all };
+        let rank = if under_mpi() { rt_rank(rt) } else { 0 };
+        let session = rt.begin_first(p, check_pids).expect("begin_first");
+        match session {
+            Some(mut s) => {
+                assert!(rank < p, "rank {rank} is a member of a run of {p}");
+                assert_eq!((s.pid(), s.nprocs()), (rank, p));
+                check_pids(&mut s);
+                s.end().expect("end");
+            }
+            None => assert!(rank >= p, "rank {rank} stands by in a run of {p}"),
+        }
+        // Every rank goes on to a run of all of them.
+        let mut s = rt.begin(check_pids).expect("begin");
+        check_pids(&mut s);
+        s.end().expect("end");
+    });
+}
+
+/// This rank's place in the MPI world (a run of all of them).
+fn rt_rank(rt: &Runtime) -> usize {
+    *rt.run(|ctx| ctx.pid()).expect("a run").local()
+}
+
+#[test]
+fn a_session_of_more_processors_than_ranks_is_a_configuration_error() {
+    if !under_mpi() {
+        return;
+    }
+    on_runtimes(60, &[1], |rt| {
+        let err = rt
+            .begin_first(rt.nprocs() + 1, |_| {})
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Config, "{err}");
+        assert!(err.to_string().contains("MPI ranks"), "{err}");
+    });
+}
+
 /// Each processor registers `4 + pid` bytes of its own memory, puts its pid
 /// into byte 1 of the next processor's area and gets byte 0 of the previous
 /// one's into a local variable, in each of a few supersteps; a put and a

@@ -220,23 +220,26 @@ pub(crate) enum Opened {
     Mpi { _held: mpi::session::Opened },
 }
 
-/// Starts a run for a session: the calling thread's endpoint (processor 0
-/// on threads, this rank under MPI), with `worker` running every other
-/// processor this process runs (p − 1 threads; none under MPI).
+/// Starts a run of `procs` processors for a session: the calling thread's
+/// endpoint (processor 0 on threads, this rank under MPI), with `worker`
+/// running every other processor this process runs (p − 1 threads; none
+/// under MPI). Under MPI the run takes the world's first `procs` ranks,
+/// and the others get `None`.
 pub(crate) fn start(
     transport: Transport,
     procs: usize,
     limits: RunLimits,
     worker: Worker,
-) -> Result<(Box<dyn Comm>, Opened)> {
+) -> Result<Option<(Box<dyn Comm>, Opened)>> {
     match transport {
         Transport::Threads => {
-            threads::session::start(procs, limits, worker).map(|c| (c, Opened::Threads))
+            threads::session::start(procs, limits, worker).map(|c| Some((c, Opened::Threads)))
         }
         #[cfg(feature = "mpi")]
         Transport::Mpi => {
-            let _ = (procs, worker);
-            mpi::session::start(limits).map(|(c, held)| (c, Opened::Mpi { _held: held }))
+            let _ = worker;
+            let opened = mpi::session::start(limits, procs)?;
+            Ok(opened.map(|(c, held)| (c, Opened::Mpi { _held: held })))
         }
     }
 }

@@ -25,19 +25,36 @@ impl Drop for Opened {
     }
 }
 
-/// This rank's endpoint for a session run, and what must be held until
-/// the session ends. Must be dropped on the thread that called it.
-pub(crate) fn start(limits: RunLimits) -> Result<(Box<dyn Comm>, Opened)> {
+/// This rank's endpoint for a session run of the world's first `procs`
+/// ranks (all of them when `procs` is the world's size), and what must be
+/// held until the session ends; `None` on the ranks from `procs` on,
+/// which take no part. Must be dropped on the thread that called it.
+pub(crate) fn start(limits: RunLimits, procs: usize) -> Result<Option<(Box<dyn Comm>, Opened)>> {
     let (comm, serialised) = open(limits)?;
     let world = comm.world;
+    let size = comm.nprocs;
+    if procs == 0 || procs > size {
+        return Err(super::config_error(format!(
+            "a session of {procs} processors cannot run on {size} MPI ranks (it needs 1 to {size}); \
+             start the program with mpirun -np {procs}"
+        )));
+    }
+    let comm = if procs < size {
+        match comm.first_ranks(procs) {
+            Some(comm) => comm,
+            None => return Ok(None),
+        }
+    } else {
+        comm
+    };
     let running = RunGuard::enter();
     debug_assert!(IN_RUN.with(Cell::get));
-    Ok((
+    Ok(Some((
         Box::new(comm),
         Opened {
             world,
             _running: running,
             _serialised: serialised,
         },
-    ))
+    )))
 }

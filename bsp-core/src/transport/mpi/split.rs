@@ -28,6 +28,30 @@ impl SubCommunicator {
 }
 
 impl MpiComm {
+    /// This endpoint narrowed to the world's first `p` ranks (a run of
+    /// fewer processors than `mpirun` started): `MPI_Comm_split` of the
+    /// world, collective on every rank; the ranks from `p` on get `None`
+    /// and take no part in the run.
+    pub(super) fn first_ranks(mut self, p: usize) -> Option<MpiComm> {
+        debug_assert!(self.own.is_none() && self.frame.is_none());
+        let member = self.pid < p;
+        let color = if member {
+            Color::with_value(0)
+        } else {
+            Color::undefined()
+        };
+        let key = c_int::try_from(self.pid).expect("bsp: a rank fits a C int");
+        let sub = self.comm().split_by_color_with_key(color, key);
+        if !member {
+            return None;
+        }
+        let sub = sub.expect("bsp: MPI_Comm_split gave no communicator for color 0");
+        debug_assert_eq!(sub.size() as usize, p);
+        self.nprocs = p;
+        self.own = Some(SubCommunicator(sub));
+        Some(self)
+    }
+
     /// This rank's endpoint in `group`: `MPI_Comm_split` of this
     /// communicator, colored by the group's color rank and keyed by the
     /// rank's pid in the group (which every member computed alike), so the
