@@ -49,6 +49,13 @@ struct Slot {
     remote: Vec<(usize, usize)>,
 }
 
+/// Which way a put or get moves data, for [`Proc::checked`]'s messages.
+#[derive(Clone, Copy)]
+enum Direction {
+    Put,
+    Get,
+}
+
 /// A `bsp_pop_reg` of this superstep: a slot, or NULL (whichever slot the
 /// others pop, or one registered as NULL everywhere).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -376,12 +383,18 @@ impl Proc {
 
     /// The registration a put or get by `func` reaches through the local
     /// address `addr`: the most recent one that is effective.
+    #[inline]
     fn usable_slot(&mut self, func: &str, addr: usize) -> usize {
-        if let Some((a, s)) = self.last {
-            if a == addr {
-                return s;
-            }
+        match self.last {
+            Some((a, s)) if a == addr => s,
+            _ => self.find_slot(func, addr),
         }
+    }
+
+    /// [`usable_slot`](Proc::usable_slot) for an address other than the
+    /// last one used: a lookup, or the end of the run.
+    #[inline(never)]
+    fn find_slot(&mut self, func: &str, addr: usize) -> usize {
         let stack = self.by_addr.get(&addr);
         let slots = &self.slots;
         let usable = stack.and_then(|st| st.iter().rev().copied().find(|&s| !slots[s].pushed_now));
@@ -404,7 +417,10 @@ impl Proc {
     }
 
     /// Checks a put's or get's arguments (as BSPonMPI does, in its order
-    /// and words) and returns the area and the remote size.
+    /// and words) and returns the area and the remote size. The checks
+    /// that pass cost a few compares (this is on every `bsp_put`); the
+    /// messages are made out of line.
+    #[inline]
     fn checked(
         &mut self,
         func: &str,
@@ -412,11 +428,37 @@ impl Proc {
         reg: usize,
         offset: i32,
         nbytes: i32,
-        dir: &str,
+        dir: Direction,
     ) -> (Area, usize) {
-        let (what, verb) = match dir {
-            "put" => ("destination", "Writes"),
-            _ => ("source", "Reads"),
+        if pid < 0 || pid as usize >= self.nprocs || offset < 0 || nbytes < 0 || reg == 0 {
+            self.bad_arguments(func, pid, reg, offset, nbytes, dir);
+        }
+        let s = self.usable_slot(func, reg);
+        let slot = &self.slots[s];
+        let (_, rsize) = slot.remote[pid as usize];
+        let area = slot.area.expect("an effective slot has its area");
+        if offset as usize + nbytes as usize > rsize {
+            self.beyond_range(func, pid, s, offset, nbytes, dir);
+        }
+        (area, rsize)
+    }
+
+    /// Ends the run for arguments that [`checked`](Proc::checked) refuses
+    /// before looking at the registration.
+    #[cold]
+    #[inline(never)]
+    fn bad_arguments(
+        &mut self,
+        func: &str,
+        pid: i32,
+        reg: usize,
+        offset: i32,
+        nbytes: i32,
+        dir: Direction,
+    ) -> ! {
+        let what = match dir {
+            Direction::Put => "destination",
+            Direction::Get => "source",
         };
         if pid < 0 || pid as usize >= self.nprocs {
             self.abort(format!(
@@ -430,29 +472,40 @@ impl Proc {
         if nbytes < 0 {
             self.abort(format!("{func}: The size was negative, which is illegal"));
         }
-        if reg == 0 {
-            let which = if dir == "put" {
-                "Destination"
-            } else {
-                "Source"
-            };
-            self.abort(format!(
-                "{func}: {which} address cannot be identified by NULL"
-            ));
-        }
-        let s = self.usable_slot(func, reg);
-        let (raddr, rsize) = self.slots[s].remote[pid as usize];
+        debug_assert_eq!(reg, 0);
+        let which = match dir {
+            Direction::Put => "Destination",
+            Direction::Get => "Source",
+        };
+        self.abort(format!(
+            "{func}: {which} address cannot be identified by NULL"
+        ))
+    }
+
+    /// Ends the run for a put or get beyond the size registered on `pid`.
+    #[cold]
+    #[inline(never)]
+    fn beyond_range(
+        &mut self,
+        func: &str,
+        pid: i32,
+        slot: usize,
+        offset: i32,
+        nbytes: i32,
+        dir: Direction,
+    ) -> ! {
+        let verb = match dir {
+            Direction::Put => "Writes",
+            Direction::Get => "Reads",
+        };
+        let (raddr, rsize) = self.slots[slot].remote[pid as usize];
         let end = offset as usize + nbytes as usize;
-        if end > rsize {
-            self.abort(format!(
-                "{func}: {verb} {} bytes beyond registered range [{},{}+{rsize}) at process {pid}",
-                end - rsize,
-                ptr(raddr),
-                ptr(raddr)
-            ));
-        }
-        let area = self.slots[s].area.expect("an effective slot has its area");
-        (area, rsize)
+        self.abort(format!(
+            "{func}: {verb} {} bytes beyond registered range [{},{}+{rsize}) at process {pid}",
+            end - rsize,
+            ptr(raddr),
+            ptr(raddr)
+        ))
     }
 
     /// `bsp_put` / `bsp_hpput` (`func` names which).
@@ -472,7 +525,7 @@ impl Proc {
         if nbytes == 0 {
             return;
         }
-        let (area, _) = self.checked(func, pid, dst, offset, nbytes, "put");
+        let (area, _) = self.checked(func, pid, dst, offset, nbytes, Direction::Put);
         if src.is_null() {
             self.abort(format!("{func}: the source pointer is NULL"));
         }
@@ -502,7 +555,7 @@ impl Proc {
         if nbytes == 0 {
             return;
         }
-        let (area, _) = self.checked(func, pid, src, offset, nbytes, "get");
+        let (area, _) = self.checked(func, pid, src, offset, nbytes, Direction::Get);
         if dst.is_null() {
             self.abort(format!("{func}: the destination pointer is NULL"));
         }

@@ -243,7 +243,8 @@ impl Inbound<'_> {
         let mut count = 0;
         for &(src, ref stream) in incoming {
             let mut records = RecordReader::new(SegmentReader::new(stream));
-            while let Some(record) = records.next() {
+            let mut next = records.next();
+            while let Some(record) = next.take() {
                 count += 1;
                 match record {
                     Record::Put {
@@ -267,7 +268,10 @@ impl Inbound<'_> {
                         array,
                         offset,
                         bytes,
-                    } => self.put(src, array, offset, bytes as usize, records.payload())?,
+                    } => {
+                        next = self.put_run(src, array, offset, bytes, &mut records, &mut count)?;
+                        continue;
+                    }
                     Record::Messages {
                         queue,
                         count,
@@ -289,9 +293,59 @@ impl Inbound<'_> {
                     }
                     Record::Get { .. } => records.skip_payload(&record),
                 }
+                next = records.next();
             }
         }
         Ok(count)
+    }
+
+    /// Applies a put to coarray `array` and the puts to the same coarray
+    /// that follow it in the stream, looking the coarray up once (a
+    /// BSPlib program's superstep is often thousands of puts of a few
+    /// bytes to one area); returns the record after them. `count` counts
+    /// the records applied after the first.
+    fn put_run(
+        &mut self,
+        src: usize,
+        array: u32,
+        mut offset: u64,
+        mut len: u64,
+        records: &mut RecordReader<'_>,
+        count: &mut u64,
+    ) -> Result<Option<Record>, Error> {
+        if let Ok(storage) = self.registry.storage_mut(array) {
+            let size = storage.elem_size().max(1);
+            let bytes = storage.bytes_mut();
+            loop {
+                let range = usize::try_from(offset)
+                    .ok()
+                    .and_then(|o| o.checked_mul(size))
+                    .and_then(|s| Some((s, s.checked_add(usize::try_from(len).ok()?)?)))
+                    .filter(|&(_, end)| end <= bytes.len());
+                let Some((start, end)) = range else {
+                    break; // reported below, with the coarray's name
+                };
+                assert!(
+                    records.payload().read_into(&mut bytes[start..end]),
+                    "bsp: truncated put record"
+                );
+                match records.next() {
+                    Some(Record::Put {
+                        array: same,
+                        offset: o,
+                        bytes: b,
+                    }) if same == array => {
+                        *count += 1;
+                        (offset, len) = (o, b);
+                    }
+                    other => return Ok(other),
+                }
+            }
+        }
+        // The coarray cannot take the put, or the range is out of bounds:
+        // the single-put path words the error.
+        self.put(src, array, offset, len as usize, records.payload())?;
+        Ok(records.next())
     }
 
     /// Applies the puts that waited for their coarray to come back.

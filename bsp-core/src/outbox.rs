@@ -72,6 +72,7 @@ impl Stream {
     /// receiver still reads (on threads a sender may start its next
     /// superstep before the receivers have applied its last one) stays
     /// kept for a later superstep.
+    #[inline]
     fn reuse_spare(&mut self) {
         if self.current.capacity() > 0 {
             return;
@@ -145,6 +146,7 @@ impl Outbox {
     }
 
     /// The stream for `dst`, about to receive one more record.
+    #[inline]
     fn stream(&mut self, dst: usize) -> &mut Stream {
         self.records += 1;
         let s = self.streams[dst].get_or_insert_with(Box::default);
@@ -157,6 +159,7 @@ impl Outbox {
 
     /// Appends `record`, whose payload (none for a get request) is copied
     /// from `payload`.
+    #[inline]
     pub(crate) fn push(&mut self, dst: usize, record: Record, payload: &[u8]) {
         debug_assert!(
             matches!(record, Record::Get { .. }) || record.payload_len() == payload.len(),

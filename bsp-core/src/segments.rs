@@ -145,6 +145,7 @@ impl<'a> SegmentReader<'a> {
     }
 
     /// Copies the next `out.len()` bytes into `out`; false if the stream is shorter.
+    #[inline]
     pub(crate) fn read_into(&mut self, out: &mut [u8]) -> bool {
         // Fast path: the bytes lie inside the current segment (a record of
         // a few bytes nearly always does).
@@ -165,6 +166,14 @@ impl<'a> SegmentReader<'a> {
                 return true;
             }
         }
+        self.read_into_across(out)
+    }
+
+    /// [`read_into`](SegmentReader::read_into) where the bytes may cross
+    /// segment borders: kept out of line so that the fast path inlines.
+    #[cold]
+    #[inline(never)]
+    fn read_into_across(&mut self, out: &mut [u8]) -> bool {
         let mut done = 0;
         self.read_pieces(out.len(), |piece| {
             out[done..done + piece.len()].copy_from_slice(piece);

@@ -227,6 +227,7 @@ impl Session {
     /// unwinds out of the call that meets it (as in a closure given to
     /// [`run`](Runtime::run)), and the session must be ended or dropped
     /// while unwinding. Prefer [`with`](Session::with).
+    #[inline]
     pub fn ctx(&mut self) -> &mut Ctx {
         &mut self.ctx
     }

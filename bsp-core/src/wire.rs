@@ -64,6 +64,7 @@ const REPLY: u32 = 4;
 const SHORT_PUT: u32 = 5;
 
 /// Whether a put fits the short header.
+#[inline]
 fn short_put(array: u32, offset: u64, bytes: u64) -> bool {
     array < 1 << 24 && offset <= u64::from(u32::MAX) && bytes <= u64::from(u32::MAX)
 }
@@ -90,6 +91,7 @@ impl Record {
     }
 
     /// Bytes of this record's header.
+    #[inline]
     pub(crate) fn header_len(&self) -> usize {
         match *self {
             Record::Put {
@@ -103,6 +105,7 @@ impl Record {
 
     /// Appends the header (and, for a get request, its ticket) to `out`.
     /// The payload of the other records is the caller's to append.
+    #[inline]
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         if let Record::Put {
             array,
@@ -212,6 +215,7 @@ impl<'a> RecordReader<'a> {
     ///
     /// On a malformed stream, which would be a bug in the runtime.
     #[allow(clippy::should_implement_trait)] // its items borrow nothing, but the payload must be read between them
+    #[inline]
     pub(crate) fn next(&mut self) -> Option<Record> {
         if self.stream.is_at_end() {
             return None;
@@ -243,6 +247,7 @@ impl<'a> RecordReader<'a> {
     }
 
     /// The stream positioned at the current record's payload.
+    #[inline]
     pub(crate) fn payload(&mut self) -> &mut SegmentReader<'a> {
         &mut self.stream
     }

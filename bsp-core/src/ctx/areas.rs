@@ -106,6 +106,7 @@ impl Ctx {
     ///
     /// As [`put`](Ctx::put): `12 + src.len()` bytes in this processor's
     /// h-relation.
+    #[inline]
     pub fn put_area(&mut self, dst: usize, area: Area, offset: usize, src: &[u8]) {
         self.check_pid("put", dst);
         let record = Record::Put {

@@ -299,14 +299,20 @@ impl Ctx {
         misuse(self.pid, self.superstep, kind, message)
     }
 
+    #[inline]
     fn check_pid(&mut self, op: &str, dst: usize) {
         if dst >= self.nprocs {
-            let msg = format!(
-                "{op} addressed to processor {dst}, but there are only {} processors (ids 0..{})",
-                self.nprocs, self.nprocs
-            );
-            self.fail(ErrorKind::BadPid, self.pid, msg);
+            self.bad_pid(op, dst);
         }
+    }
+
+    #[cold]
+    fn bad_pid(&mut self, op: &str, dst: usize) {
+        let msg = format!(
+            "{op} addressed to processor {dst}, but there are only {} processors (ids 0..{})",
+            self.nprocs, self.nprocs
+        );
+        self.fail(ErrorKind::BadPid, self.pid, msg);
     }
 
     /// Runs a collective of the transport; unwinds if the run was aborted.
