@@ -116,8 +116,10 @@ cargo build --release -p bsp-bsplib --features mpi
 BSPLIB_TMP=$(mktemp -d)
 bsp-bsplib/bspcc -std=c99 -Wall -Werror -O2 bsp-bsplib/tests/c/drma.c -o "$BSPLIB_TMP/drma"
 bsp-bsplib/bspcc -std=c99 -Wall -Werror -O2 bsp-bsplib/tests/c/spmd_init.c -o "$BSPLIB_TMP/spmd_init"
+bsp-bsplib/bspcc -std=c99 -Wall -Werror -O2 bsp-bsplib/benches/put_rate.c -o "$BSPLIB_TMP/put_rate"
 for np in 2 3; do
     run_np "$np" "$BSPLIB_TMP/drma"
     run_np "$np" "$BSPLIB_TMP/spmd_init"
 done
+run_np 2 "$BSPLIB_TMP/put_rate"
 echo "== MPI: all passed in $((SECONDS - START)) s (after the build)"
