@@ -305,6 +305,30 @@ fn the_choice_follows_l_and_g() {
     }
 }
 
+/// Where a superstep that gathers h at one processor costs less per byte
+/// than a full h-relation (a machine whose processors share cores), the
+/// rooted variants stay ahead longer: the direct reduce over the
+/// two-phase one at p = 16 and 32 KiB; and a machine whose supersteps
+/// are dear takes the k-level broadcast of one superstep over the tree's
+/// four.
+#[test]
+fn the_lone_g_and_the_k_level_variants_move_the_choice() {
+    let c = Cost {
+        l_seconds: 20e-6,
+        g_seconds_per_byte: 1e-9,
+    };
+    let full = Model::new(Machine::new(c, c), Router::TwoPhase);
+    let shared = Model::new(
+        Machine::new(c, c).with_lone_g(1e-10, 1e-10),
+        Router::TwoPhase,
+    );
+    let rv = algos::reduce_variants::<u64, Sum>();
+    assert_eq!(algos::pick(&full, 16, 32 << 10, &rv).name, "two-phase");
+    assert_eq!(algos::pick(&shared, 16, 32 << 10, &rv).name, "direct");
+    let bv = algos::broadcast_variants::<u64>();
+    assert_eq!(algos::pick(&shared, 16, 8, &bv).name, "1-level");
+}
+
 /// The variants again, in a child process whose syncs meet at the
 /// binomial-tree barrier of the threads transport (`BSP_BARRIER=binomial`).
 #[test]
