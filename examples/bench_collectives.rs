@@ -87,10 +87,7 @@ fn time_interleaved(ctx: &mut Ctx, reps: usize, calls: &mut [Call<'_>]) -> Vec<f
         }
     }
     algos::all_reduce_direct(ctx, &mut secs, &Max);
-    secs.chunks_mut(reps.max(1))
-        .map(median)
-        .take(n)
-        .collect()
+    secs.chunks_mut(reps.max(1)).map(median).take(n).collect()
 }
 
 /// The rows of one collective for one p and size, each variant's result

@@ -34,10 +34,13 @@ pub type BroadcastFn<T> = fn(&mut Ctx, usize, &mut [T]);
 /// ```
 pub fn broadcast_variants<T: Pod + Send>() -> Vec<Variant<BroadcastFn<T>>> {
     vec![
+        // First, as it wins ties (at p = 2 every variant but the two-phase
+        // one is the same superstep of h = B): it puts straight from the
+        // caller's buffer, where the tree copies it into a coarray first.
+        Variant::new("1-level", levels_cost::<0>, broadcast_levels::<T, 0>),
         Variant::new("tree", tree_cost, broadcast_tree::<T>),
         Variant::new("two-phase", two_phase_cost, broadcast_two_phase::<T>),
         Variant::new("pipelined", pipelined_cost, broadcast_pipelined::<T>),
-        Variant::new("1-level", levels_cost::<0>, broadcast_levels::<T, 0>),
         Variant::new("2-level", levels_cost::<1>, broadcast_levels::<T, 1>),
         Variant::new("3-level", levels_cost::<2>, broadcast_levels::<T, 2>),
         Variant::new("log-p-level", levels_cost::<3>, broadcast_levels::<T, 3>),
@@ -95,13 +98,11 @@ fn pipeline_supersteps(p: usize, k: usize) -> usize {
     }
 }
 
-/// Each superstep: h = two packets (an inner node's), and at most one
-/// packet into each of the p − 1 other processors.
+/// Each superstep: h = two packets (an inner node's), charged as a full
+/// h-relation: in the steady state every inner node sends at once.
 fn pipeline_seconds(model: &Model, p: usize, bytes: usize, k: usize) -> f64 {
-    let packet = bytes as f64 / k as f64;
-    let h = fan_out(p) as f64 * packet;
-    let total = (p.max(1) - 1) as f64 * packet;
-    pipeline_supersteps(p, k) as f64 * model.sparse_superstep(p, h, total)
+    let h = fan_out(p) as f64 * bytes as f64 / k as f64;
+    model.supersteps(pipeline_supersteps(p, k), h)
 }
 
 /// The number of packets that minimises the pipelined broadcast's
@@ -165,8 +166,8 @@ fn check_root(ctx: &Ctx, root: usize) {
 /// * [`broadcast_tree`]: Σ over its ⌈log₂ p⌉ rounds of S(B, sB), s the
 ///   round's senders (1, 2, 4, ...);
 /// * [`broadcast_two_phase`]: S(B', B') + T(B'), B' = B(p − 1)/p;
-/// * [`broadcast_pipelined`]: (k + ⌊log₂ p⌋ − 1) · S(2B/k, (p − 1)B/k),
-///   k chosen to minimise it;
+/// * [`broadcast_pipelined`]: (k + ⌊log₂ p⌋ − 1) · T(2B/k), k chosen to
+///   minimise it;
 /// * [`broadcast_k_level`] with 1, 2, 3 and log p levels: as its `# Cost`
 ///   says (sub-machine supersteps and splits charged by
 ///   [`Model::sub_superstep`] and [`Model::split`]).
@@ -299,9 +300,7 @@ pub fn broadcast_two_phase<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut 
 ///
 /// k + ⌊log₂ p⌋ − 1 supersteps (none for p = 1), each an h-relation of
 /// h = 2⌈m/k⌉ elements (an inner node sends a packet to each of two
-/// children): predicted (k + ⌊log₂ p⌋ − 1) · (l + 2g·B/k) for B bytes,
-/// each superstep charged by [`Model::sparse_superstep`] (at most p − 1
-/// packets move in all).
+/// children): predicted (k + ⌊log₂ p⌋ − 1) · (l + 2g·B/k) for B bytes.
 pub fn broadcast_pipelined<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
     check_root(ctx, root);
     let (p, me) = (ctx.nprocs(), ctx.pid());

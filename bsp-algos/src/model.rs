@@ -197,7 +197,7 @@ pub type CostFn = fn(&Model, usize, usize) -> Option<f64>;
 ///     .collect();
 /// assert_eq!(
 ///     names,
-///     ["tree", "two-phase", "pipelined", "1-level", "2-level", "3-level", "log-p-level"]
+///     ["1-level", "tree", "two-phase", "pipelined", "2-level", "3-level", "log-p-level"]
 /// );
 /// ```
 #[derive(Clone, Copy, Debug)]
@@ -233,7 +233,8 @@ impl<F> Variant<F> {
 /// let cost = Cost { l_seconds: 20e-6, g_seconds_per_byte: 1e-9 };
 /// let model = Model::new(Machine::new(cost, cost), Router::TwoPhase);
 /// let variants = broadcast_variants::<u8>();
-/// assert_eq!(pick(&model, 2, 8, &variants).name, "tree");
+/// assert_eq!(pick(&model, 2, 8, &variants).name, "1-level");
+/// assert_eq!(pick(&model, 8, 8, &variants).name, "1-level");
 /// assert_eq!(pick(&model, 8, 64 << 20, &variants).name, "two-phase");
 /// ```
 ///

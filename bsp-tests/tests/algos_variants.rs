@@ -286,7 +286,7 @@ fn the_choice_follows_l_and_g() {
     let model = |l, g| Model::new(Machine::new(cost(l, g), cost(l, g)), Router::TwoPhase);
     let typical = model(20e-6, 0.5e-9);
     let bv = algos::broadcast_variants::<u8>();
-    assert_eq!(algos::pick(&typical, 2, 8, &bv).name, "tree");
+    assert_eq!(algos::pick(&typical, 2, 8, &bv).name, "1-level");
     assert_eq!(algos::pick(&typical, 16, 64 << 20, &bv).name, "two-phase");
     let av = algos::all_reduce_variants::<u8, Sum>();
     assert_eq!(algos::pick(&typical, 16, 8, &av).name, "direct");
