@@ -126,9 +126,13 @@ impl Model {
     /// `p` processors each, all at once ([`Ctx::split`](bsp_core::Ctx::split)),
     /// with h and the bytes of all sub-machines together as in
     /// [`sparse_superstep`](Model::sparse_superstep): l is charged
-    /// `l·(1 + q/p)/2`. Measured on threads on two cores (`bench_split`),
-    /// a sub-machine's superstep costs 0.6 l with 2 or 4 members of 16,
-    /// 0.75 l with 2 of 4 or 8, and about l with all members.
+    /// `l·(1 + q/p)/2`, between the figures `bench_split` measured on
+    /// threads on two cores: alone on the machine, 0.02–0.12 l with 2
+    /// members, 0.35–0.5 l with 4 or 8 of 8 or 16, 0.9–1.4 l with all;
+    /// beside other jobs, 0.6–0.75 l with 2 or 4 members and about l with
+    /// all. Under MPI (4 ranks on 2 cores) it measured 1.5–1.9 l: a
+    /// sub-communicator's sync is no cheaper there, and the model
+    /// undercharges it.
     ///
     /// # Examples
     ///
@@ -154,8 +158,10 @@ impl Model {
     /// (an all-gather of the machine's sync rows, the sub-machines'
     /// making, and an all-gather of each sub-machine's at its end):
     /// `l·(2 + 2/q)`. Measured on threads on two cores (`bench_split`):
-    /// 2.3–3.7 l with sub-machines of 2, 1.3–2.7 l with larger ones (the
-    /// more sub-machines, the dearer).
+    /// 2.4–3.7 l with sub-machines of 2, 1.3–2.7 l with larger ones (the
+    /// more sub-machines, the dearer). Under MPI a split also runs
+    /// `MPI_Comm_split`: about 6 l measured at 4 ranks, which the model
+    /// undercharges.
     ///
     /// # Examples
     ///
