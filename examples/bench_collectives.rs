@@ -9,7 +9,9 @@
 //! `bytes` is each processor's message: the buffer broadcast, the vector
 //! reduced or scanned, or all p blocks of the all-to-all together. Every
 //! time is the slowest processor's, from a sync to the end of the call;
-//! the median over the reps is reported. Every result is checked.
+//! the variants of a collective run interleaved (round-robin, one call of
+//! each per round) and each one's median over the rounds is reported.
+//! Every variant's result is checked.
 //!
 //! ```text
 //! cargo run --release --example bench_collectives
@@ -58,28 +60,40 @@ struct Row {
     default: bool,
 }
 
-/// Times `f` `reps` times, each from a sync, as the slowest processor saw
-/// it, after one untimed call; returns the median.
-fn time(ctx: &mut Ctx, reps: usize, f: &mut dyn FnMut(&mut Ctx)) -> f64 {
+/// One variant's call: runs the variant once, and with `true` also checks
+/// its result (outside the timed calls).
+type Call<'a> = Box<dyn FnMut(&mut Ctx, bool) + 'a>;
+
+/// Times every call of `calls` `reps` times, interleaved (round r runs
+/// every variant once, in turn, so that drift in the machine's speed
+/// during the measurement falls on all variants alike), each call from a
+/// sync, as the slowest processor saw it, after one untimed call of each
+/// that checks its result; returns each variant's median.
+fn time_interleaved(ctx: &mut Ctx, reps: usize, calls: &mut [Call<'_>]) -> Vec<f64> {
     // One untimed call first: the first call of a run pays for memory the
     // allocator has yet to fault in, which would tilt the comparison
     // against whichever variant runs first.
-    f(ctx);
-    let mut secs = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        ctx.sync();
-        let start = Instant::now();
-        f(ctx);
-        secs.push(start.elapsed().as_secs_f64());
+    for call in calls.iter_mut() {
+        call(ctx, true);
+    }
+    let n = calls.len();
+    let mut secs = vec![0.0; n * reps];
+    for round in 0..reps {
+        for (v, call) in calls.iter_mut().enumerate() {
+            ctx.sync();
+            let start = Instant::now();
+            call(ctx, false);
+            secs[v * reps + round] = start.elapsed().as_secs_f64();
+        }
     }
     algos::all_reduce_direct(ctx, &mut secs, &Max);
-    median(&mut secs)
+    secs.chunks_mut(reps.max(1)).map(median).take(n).collect()
 }
 
-/// Runs on every processor; the rows are processor 0's.
 /// The rows of one collective for one p and size, each variant's result
 /// checked; without the direct variants of reduce, all-reduce and scan
 /// when `direct` is false (their h = (p − 1)m would not fit in memory).
+/// Runs on every processor; the rows are processor 0's.
 fn measure(
     ctx: &mut Ctx,
     collective: &'static str,
@@ -91,123 +105,110 @@ fn measure(
     let model = Model::of(ctx);
     let m = (bytes / 8).max(1); // u64 elements
     let mine = vec![me as u64 + 1; m];
+    let mine = &mine;
     let all_sum = (p * (p + 1) / 2) as u64;
-    let mut rows = Vec::new();
-    let row = |rows: &mut Vec<Row>, variant, seconds, predicted: Option<f64>, default| {
-        rows.push(Row {
+    // The all-to-all's blocks, made in its arm (kept here to outlive the
+    // calls that borrow them).
+    let mut blocks: Option<Vec<u64>> = None;
+    // Per variant: name, predicted seconds, whether the default picks it,
+    // and its call.
+    let mut chosen: Vec<(&'static str, Option<f64>, bool)> = Vec::new();
+    let mut calls: Vec<Call<'_>> = Vec::new();
+    let skip = |name: &str| name == "direct" && !direct;
+    match collective {
+        "broadcast" => {
+            let variants = algos::broadcast_variants::<u64>();
+            let pick = pick(&model, p, 8 * m, &variants).name;
+            for v in variants {
+                chosen.push((v.name, (v.cost)(&model, p, 8 * m), v.name == pick));
+                let mut buf = mine.clone();
+                calls.push(Box::new(move |ctx, check| {
+                    buf.copy_from_slice(mine);
+                    (v.run)(ctx, 0, &mut buf);
+                    assert!(
+                        !check || buf.iter().all(|&x| x == 1),
+                        "broadcast {}",
+                        v.name
+                    );
+                }));
+            }
+        }
+        "reduce" => {
+            let variants = algos::reduce_variants::<u64, Sum>();
+            let pick = pick(&model, p, 8 * m, &variants).name;
+            for v in variants.into_iter().filter(|v| !skip(v.name)) {
+                chosen.push((v.name, (v.cost)(&model, p, 8 * m), v.name == pick));
+                calls.push(Box::new(move |ctx, check| {
+                    let out = (v.run)(ctx, 0, mine, &Sum);
+                    if check {
+                        assert_eq!(out.is_some(), ctx.pid() == 0, "reduce {}", v.name);
+                        let ok = out.iter().flatten().all(|&x| x == all_sum);
+                        assert!(ok, "reduce {}", v.name);
+                    }
+                }));
+            }
+        }
+        "all_reduce" => {
+            let variants = algos::all_reduce_variants::<u64, Sum>();
+            let pick = pick(&model, p, 8 * m, &variants).name;
+            for v in variants.into_iter().filter(|v| !skip(v.name)) {
+                chosen.push((v.name, (v.cost)(&model, p, 8 * m), v.name == pick));
+                let mut buf = mine.clone();
+                calls.push(Box::new(move |ctx, check| {
+                    buf.copy_from_slice(mine);
+                    (v.run)(ctx, &mut buf, &Sum);
+                    let ok = !check || buf.iter().all(|&x| x == all_sum);
+                    assert!(ok, "all_reduce {}", v.name);
+                }));
+            }
+        }
+        "exclusive_scan" => {
+            let variants = algos::exclusive_scan_variants::<u64, Sum>();
+            let pick = pick(&model, p, 8 * m, &variants).name;
+            let before = (me * (me + 1) / 2) as u64;
+            for v in variants.into_iter().filter(|v| !skip(v.name)) {
+                chosen.push((v.name, (v.cost)(&model, p, 8 * m), v.name == pick));
+                calls.push(Box::new(move |ctx, check| {
+                    let out = (v.run)(ctx, mine, &Sum);
+                    if check {
+                        assert!(out.0.iter().all(|&x| x == before), "scan {}", v.name);
+                        assert!(out.1.iter().all(|&x| x == all_sum), "scan {}", v.name);
+                    }
+                }));
+            }
+        }
+        "all_to_all" => {
+            let b = (m / p).max(1); // elements per block
+            let data: &[u64] = blocks.insert((0..p * b).map(|k| (me * p + k / b) as u64).collect());
+            let variants = algos::all_to_all_uniform_variants::<u64>();
+            let pick = pick(&model, p, 8 * b, &variants).name;
+            for v in variants {
+                let Some(predicted) = (v.cost)(&model, p, 8 * b) else {
+                    continue; // the hypercube needs p a power of two
+                };
+                chosen.push((v.name, Some(predicted), v.name == pick));
+                calls.push(Box::new(move |ctx, check| {
+                    let out = (v.run)(ctx, data);
+                    let me = ctx.pid();
+                    let ok = !check || (0..p * b).all(|k| out[k] == ((k / b) * p + me) as u64);
+                    assert!(ok, "all_to_all {}", v.name);
+                }));
+            }
+        }
+        other => unreachable!("no collective {other}"),
+    }
+    let seconds = time_interleaved(ctx, reps, &mut calls);
+    chosen
+        .into_iter()
+        .zip(seconds)
+        .map(|((variant, predicted, default), seconds)| Row {
             collective,
             variant,
             seconds,
             predicted: predicted.unwrap_or(f64::NAN),
             default,
         })
-    };
-    match collective {
-        "broadcast" => {
-            let variants = algos::broadcast_variants::<u64>();
-            let chosen = pick(&model, p, 8 * m, &variants).name;
-            for v in &variants {
-                let mut buf = mine.clone();
-                let t = time(ctx, reps, &mut |ctx| {
-                    buf.copy_from_slice(&mine);
-                    (v.run)(ctx, 0, &mut buf)
-                });
-                assert!(buf.iter().all(|&x| x == 1), "broadcast {}", v.name);
-                row(
-                    &mut rows,
-                    v.name,
-                    t,
-                    (v.cost)(&model, p, 8 * m),
-                    v.name == chosen,
-                );
-            }
-        }
-        "reduce" => {
-            let variants = algos::reduce_variants::<u64, Sum>();
-            let chosen = pick(&model, p, 8 * m, &variants).name;
-            for v in &variants {
-                if v.name == "direct" && !direct {
-                    continue;
-                }
-                let mut out = None;
-                let t = time(ctx, reps, &mut |ctx| out = (v.run)(ctx, 0, &mine, &Sum));
-                assert_eq!(out.is_some(), me == 0, "reduce {}", v.name);
-                assert!(
-                    out.iter().flatten().all(|&x| x == all_sum),
-                    "reduce {}",
-                    v.name
-                );
-                row(
-                    &mut rows,
-                    v.name,
-                    t,
-                    (v.cost)(&model, p, 8 * m),
-                    v.name == chosen,
-                );
-            }
-        }
-        "all_reduce" => {
-            let variants = algos::all_reduce_variants::<u64, Sum>();
-            let chosen = pick(&model, p, 8 * m, &variants).name;
-            for v in &variants {
-                if v.name == "direct" && !direct {
-                    continue;
-                }
-                let mut buf = mine.clone();
-                let t = time(ctx, reps, &mut |ctx| {
-                    buf.copy_from_slice(&mine);
-                    (v.run)(ctx, &mut buf, &Sum)
-                });
-                assert!(buf.iter().all(|&x| x == all_sum), "all_reduce {}", v.name);
-                row(
-                    &mut rows,
-                    v.name,
-                    t,
-                    (v.cost)(&model, p, 8 * m),
-                    v.name == chosen,
-                );
-            }
-        }
-        "exclusive_scan" => {
-            let variants = algos::exclusive_scan_variants::<u64, Sum>();
-            let chosen = pick(&model, p, 8 * m, &variants).name;
-            let before = (me * (me + 1) / 2) as u64;
-            for v in &variants {
-                if v.name == "direct" && !direct {
-                    continue;
-                }
-                let mut out = (Vec::new(), Vec::new());
-                let t = time(ctx, reps, &mut |ctx| out = (v.run)(ctx, &mine, &Sum));
-                assert!(out.0.iter().all(|&x| x == before), "scan {}", v.name);
-                assert!(out.1.iter().all(|&x| x == all_sum), "scan {}", v.name);
-                row(
-                    &mut rows,
-                    v.name,
-                    t,
-                    (v.cost)(&model, p, 8 * m),
-                    v.name == chosen,
-                );
-            }
-        }
-        "all_to_all" => {
-            let b = (m / p).max(1); // elements per block
-            let data: Vec<u64> = (0..p * b).map(|k| (me * p + k / b) as u64).collect();
-            let variants = algos::all_to_all_uniform_variants::<u64>();
-            let chosen = pick(&model, p, 8 * b, &variants).name;
-            for v in &variants {
-                let Some(predicted) = (v.cost)(&model, p, 8 * b) else {
-                    continue; // the hypercube needs p a power of two
-                };
-                let mut out = Vec::new();
-                let t = time(ctx, reps, &mut |ctx| out = (v.run)(ctx, &data));
-                let ok = (0..p * b).all(|k| out[k] == ((k / b) * p + me) as u64);
-                assert!(ok, "all_to_all {}", v.name);
-                row(&mut rows, v.name, t, Some(predicted), v.name == chosen);
-            }
-        }
-        other => unreachable!("no collective {other}"),
-    }
-    rows
+        .collect()
 }
 
 /// Seconds per iteration of a diffusion loop of `per` doubles per

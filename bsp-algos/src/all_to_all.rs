@@ -5,6 +5,7 @@
 use bsp_core::Ctx;
 use bytemuck::Pod;
 
+use crate::klevel::{all_to_all_k_level, all_to_all_levels_cost, Levels};
 use crate::model::{floor_log2, pick, Model, Variant};
 use crate::puts_and_sends::{receive_by_source, send_all};
 
@@ -59,8 +60,11 @@ pub type AllToAllUniformFn<T> = fn(&mut Ctx, &[T]) -> Vec<T>;
 
 /// The uniform all-to-all variants [`all_to_all_uniform`] chooses from,
 /// with their costs for blocks of `bytes` bytes:
-/// [`all_to_all_uniform_routed`], [`all_to_all_one_factor`] and, where p
-/// is a power of two, [`all_to_all_hypercube`].
+/// [`all_to_all_uniform_routed`], [`all_to_all_one_factor`], where p
+/// is a power of two, [`all_to_all_hypercube`], and the k-level
+/// all-to-alls ([`all_to_all_k_level`] with 2, 3 and log p levels, named
+/// as [`Levels::name`] names them; the 1-level one is a routed exchange
+/// like [`all_to_all_uniform_routed`]).
 ///
 /// # Examples
 ///
@@ -82,7 +86,23 @@ pub fn all_to_all_uniform_variants<T: Pod + Send>() -> Vec<Variant<AllToAllUnifo
         Variant::new("routed", routed_cost, all_to_all_uniform_routed::<T>),
         Variant::new("one-factor", one_factor_cost, all_to_all_one_factor::<T>),
         Variant::new("hypercube", hypercube_cost, all_to_all_hypercube::<T>),
+        Variant::new("2-level", levels_cost::<1>, uniform_levels::<T, 1>),
+        Variant::new("3-level", levels_cost::<2>, uniform_levels::<T, 2>),
+        Variant::new("log-p-level", levels_cost::<3>, uniform_levels::<T, 3>),
     ]
+}
+
+/// [`all_to_all_k_level`] with the levels `Levels::ALL[K]` on the blocks
+/// of a uniform all-to-all.
+fn uniform_levels<T: Pod + Send, const K: usize>(ctx: &mut Ctx, data: &[T]) -> Vec<T> {
+    let p = ctx.nprocs();
+    let b = block_len(data.len(), p);
+    let sends = (0..p).map(|j| data[j * b..(j + 1) * b].to_vec()).collect();
+    all_to_all_k_level(ctx, sends, Levels::ALL[K]).concat()
+}
+
+fn levels_cost<const K: usize>(model: &Model, p: usize, bytes: usize) -> Option<f64> {
+    Some(all_to_all_levels_cost(model, p, bytes, Levels::ALL[K]))
 }
 
 fn routed_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {

@@ -4,6 +4,7 @@ use bsp_core::Ctx;
 use bytemuck::Pod;
 
 use crate::dist::Block;
+use crate::klevel::{broadcast_k_level, broadcast_levels_cost, Levels};
 use crate::model::{all_but_own, ceil_log2, floor_log2, pick, Model, Variant};
 use crate::puts_and_sends::put_to_others;
 
@@ -12,7 +13,9 @@ pub type BroadcastFn<T> = fn(&mut Ctx, usize, &mut [T]);
 
 /// The broadcast variants [`broadcast`] chooses from, with their costs
 /// for a buffer of `bytes` bytes: [`broadcast_tree`],
-/// [`broadcast_two_phase`] and [`broadcast_pipelined`].
+/// [`broadcast_two_phase`], [`broadcast_pipelined`] and the k-level
+/// broadcasts ([`broadcast_k_level`] with 1, 2, 3 and log p levels, named
+/// as [`Levels::name`] names them).
 ///
 /// # Examples
 ///
@@ -31,18 +34,43 @@ pub type BroadcastFn<T> = fn(&mut Ctx, usize, &mut [T]);
 /// ```
 pub fn broadcast_variants<T: Pod + Send>() -> Vec<Variant<BroadcastFn<T>>> {
     vec![
+        // First, as it wins ties (at p = 2 every variant but the two-phase
+        // one is the same superstep of h = B): it puts straight from the
+        // caller's buffer, where the tree copies it into a coarray first.
+        Variant::new("1-level", levels_cost::<0>, broadcast_levels::<T, 0>),
         Variant::new("tree", tree_cost, broadcast_tree::<T>),
         Variant::new("two-phase", two_phase_cost, broadcast_two_phase::<T>),
         Variant::new("pipelined", pipelined_cost, broadcast_pipelined::<T>),
+        Variant::new("2-level", levels_cost::<1>, broadcast_levels::<T, 1>),
+        Variant::new("3-level", levels_cost::<2>, broadcast_levels::<T, 2>),
+        Variant::new("log-p-level", levels_cost::<3>, broadcast_levels::<T, 3>),
     ]
 }
 
-fn tree_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
-    Some(model.supersteps(ceil_log2(p), bytes as f64))
+/// [`broadcast_k_level`] with the levels `Levels::ALL[K]`.
+fn broadcast_levels<T: Pod + Send, const K: usize>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
+    broadcast_k_level(ctx, root, buf, Levels::ALL[K]);
 }
 
+fn levels_cost<const K: usize>(model: &Model, p: usize, bytes: usize) -> Option<f64> {
+    Some(broadcast_levels_cost(model, p, bytes, Levels::ALL[K]))
+}
+
+/// Round r of the tree sends from min(2^r, p − 2^r) processors.
+fn tree_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
+    let b = bytes as f64;
+    let rounds = (0..ceil_log2(p)).map(|r| {
+        let senders = (1usize << r).min(p - (1 << r));
+        model.sparse_superstep(p, b, senders as f64 * b)
+    });
+    Some(rounds.sum())
+}
+
+/// The scatter moves h from the root alone; the all-gather is a full
+/// h-relation.
 fn two_phase_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
-    Some(model.supersteps(2, all_but_own(bytes, p)))
+    let h = all_but_own(bytes, p);
+    Some(model.sparse_superstep(p, h, h) + model.superstep(h))
 }
 
 fn pipelined_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
@@ -70,6 +98,8 @@ fn pipeline_supersteps(p: usize, k: usize) -> usize {
     }
 }
 
+/// Each superstep: h = two packets (an inner node's), charged as a full
+/// h-relation: in the steady state every inner node sends at once.
 fn pipeline_seconds(model: &Model, p: usize, bytes: usize, k: usize) -> f64 {
     let h = fan_out(p) as f64 * bytes as f64 / k as f64;
     model.supersteps(pipeline_supersteps(p, k), h)
@@ -129,15 +159,22 @@ fn check_root(ctx: &Ctx, root: usize) {
 /// # Cost
 ///
 /// The least of the variants' (B = `buf`'s bytes, T(h) = l + g·h the
-/// model's superstep):
+/// model's superstep, S(h, V) = l + max(g₁·h, g·V/p) its
+/// [`sparse_superstep`](Model::sparse_superstep) for supersteps that move
+/// V < p·h bytes in all):
 ///
-/// * [`broadcast_tree`]: ⌈log₂ p⌉ · T(B);
-/// * [`broadcast_two_phase`]: 2 · T(B(p − 1)/p);
+/// * [`broadcast_tree`]: Σ over its ⌈log₂ p⌉ rounds of S(B, sB), s the
+///   round's senders (1, 2, 4, ...);
+/// * [`broadcast_two_phase`]: S(B', B') + T(B'), B' = B(p − 1)/p;
 /// * [`broadcast_pipelined`]: (k + ⌊log₂ p⌋ − 1) · T(2B/k), k chosen to
-///   minimise it.
+///   minimise it;
+/// * [`broadcast_k_level`] with 1, 2, 3 and log p levels: as its `# Cost`
+///   says (sub-machine supersteps and splits charged by
+///   [`Model::sub_superstep`] and [`Model::split`]).
 ///
-/// The tree wins short buffers; the two-phase broadcast long ones; the
-/// pipeline only where l is small against g·B and p is large.
+/// The tree or the one-superstep direct (1-level) broadcast wins short
+/// buffers; the two-phase broadcast long ones; the pipeline only where l
+/// is small against g·B and p is large.
 pub fn broadcast<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
     check_root(ctx, root);
     let variants = broadcast_variants::<T>();
@@ -173,7 +210,9 @@ pub fn broadcast<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
 /// # Cost
 ///
 /// ⌈log₂ p⌉ supersteps, each an h-relation of h = m elements (one put):
-/// predicted ⌈log₂ p⌉ · (l + g·B) for B bytes.
+/// predicted ⌈log₂ p⌉ · (l + g·B) for B bytes, where every processor
+/// sends; round r has only min(2^r, p − 2^r) senders, charged by
+/// [`Model::sparse_superstep`].
 pub fn broadcast_tree<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
     check_root(ctx, root);
     let p = ctx.nprocs();
@@ -214,7 +253,8 @@ pub fn broadcast_tree<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) 
 ///
 /// 2 supersteps: a scatter (h = m − ⌈m/p⌉ at the root) and an all-gather
 /// (h ≈ m(p − 1)/p), with p − 1 put records per processor in each:
-/// predicted 2 · (l + g·B(p − 1)/p) for B bytes.
+/// predicted 2 · (l + g·B(p − 1)/p) for B bytes, the scatter's h
+/// (the root's alone) charged by [`Model::sparse_superstep`].
 pub fn broadcast_two_phase<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
     check_root(ctx, root);
     let (p, me) = (ctx.nprocs(), ctx.pid());

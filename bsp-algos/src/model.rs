@@ -22,6 +22,16 @@ const NOMINAL_COST: Cost = Cost {
 /// and g those the machine measured for the router that carries it (under
 /// [`Router::Auto`], the router the automatic choice would take for h).
 ///
+/// g is measured on a full h-relation, every processor sending h at once.
+/// A superstep that moves less in all (a gather to one root, a tree's
+/// round) is charged by [`sparse_superstep`](Model::sparse_superstep):
+/// `l + max(g₁·h, g·V/p)` for V bytes in all, g₁ the machine's
+/// [`lone_g`](Machine::lone_g), so that where processors share cores the
+/// root's h costs what one copy of it costs. Sub-machines
+/// ([`Ctx::split`](bsp_core::Ctx::split)) are charged by
+/// [`sub_superstep`](Model::sub_superstep) and
+/// [`split`](Model::split).
+///
 /// # Examples
 ///
 /// ```
@@ -75,6 +85,98 @@ impl Model {
     pub fn supersteps(&self, count: usize, h_bytes: f64) -> f64 {
         count as f64 * self.superstep(h_bytes)
     }
+
+    /// The router that carries a superstep of h bytes, and its l, g and
+    /// lone g.
+    fn router_for(&self, h: u64) -> (f64, f64, f64) {
+        let router = match self.machine.cost(self.router) {
+            Some(_) => self.router,
+            None => self.machine.choose(h).0,
+        };
+        let cost = self.machine.cost(router).unwrap_or_default();
+        let lone = self.machine.lone_g(router).unwrap_or_default();
+        (cost.l_seconds, cost.g_seconds_per_byte, lone)
+    }
+
+    /// Predicted seconds of one superstep on `p` processors in which the
+    /// most any processor sends or receives is `h_bytes` and all of them
+    /// together send `total_bytes`: `l + max(g₁·h, g·total/p)`, g₁ the
+    /// machine's [`lone_g`](Machine::lone_g). A full h-relation
+    /// (total = p·h) costs [`superstep`](Model::superstep)'s `l + g·h`; a
+    /// gather of h to one processor (total = h), `l + g₁·h`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_algos::Model;
+    /// use bsp_core::{Cost, Machine, Router};
+    ///
+    /// let cost = Cost { l_seconds: 1e-5, g_seconds_per_byte: 1e-9 };
+    /// let machine = Machine::new(cost, cost).with_lone_g(1e-10, 1e-10);
+    /// let model = Model::new(machine, Router::TwoPhase);
+    /// // A full h-relation of 1000 bytes, and a gather of 1000 bytes.
+    /// assert!((model.sparse_superstep(4, 1000.0, 4000.0) - 1.1e-5).abs() < 1e-12);
+    /// assert!((model.sparse_superstep(4, 1000.0, 1000.0) - 1.025e-5).abs() < 1e-12);
+    /// ```
+    pub fn sparse_superstep(&self, p: usize, h_bytes: f64, total_bytes: f64) -> f64 {
+        self.sub_superstep(p, p, h_bytes, total_bytes)
+    }
+
+    /// Predicted seconds of one superstep of sub-machines of `q` of the
+    /// `p` processors each, all at once ([`Ctx::split`](bsp_core::Ctx::split)),
+    /// with h and the bytes of all sub-machines together as in
+    /// [`sparse_superstep`](Model::sparse_superstep): l is charged
+    /// `l·(1 + q/p)/2`, between the figures `bench_split` measured on
+    /// threads on two cores: alone on the machine, 0.02–0.12 l with 2
+    /// members, 0.35–0.5 l with 4 or 8 of 8 or 16, 0.9–1.4 l with all;
+    /// beside other jobs, 0.6–0.75 l with 2 or 4 members and about l with
+    /// all. Under MPI (4 ranks on 2 cores) it measured 1.5–1.9 l: a
+    /// sub-communicator's sync is no cheaper there, and the model
+    /// undercharges it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_algos::Model;
+    /// use bsp_core::{Cost, Machine, Router};
+    ///
+    /// let cost = Cost { l_seconds: 1e-4, g_seconds_per_byte: 0.0 };
+    /// let model = Model::new(Machine::new(cost, cost), Router::TwoPhase);
+    /// assert!((model.sub_superstep(16, 16, 0.0, 0.0) - 1e-4).abs() < 1e-12);
+    /// assert!((model.sub_superstep(16, 4, 0.0, 0.0) - 0.625e-4).abs() < 1e-12);
+    /// ```
+    pub fn sub_superstep(&self, p: usize, q: usize, h_bytes: f64, total_bytes: f64) -> f64 {
+        let h = h_bytes.max(0.0).ceil() as u64;
+        let (l, g, lone) = self.router_for(h);
+        let p = p.max(1) as f64;
+        let share = (1.0 + (q as f64 / p).min(1.0)) / 2.0;
+        share * l + (lone * h as f64).max(g * total_bytes.max(0.0) / p)
+    }
+
+    /// Predicted seconds of a [`Ctx::split`](bsp_core::Ctx::split) of `p`
+    /// processors into sub-machines of `q`, entering and leaving them
+    /// (an all-gather of the machine's sync rows, the sub-machines'
+    /// making, and an all-gather of each sub-machine's at its end):
+    /// `l·(2 + 2/q)`. Measured on threads on two cores (`bench_split`):
+    /// 2.4–3.7 l with sub-machines of 2, 1.3–2.7 l with larger ones (the
+    /// more sub-machines, the dearer). Under MPI a split also runs
+    /// `MPI_Comm_split`: about 6 l measured at 4 ranks, which the model
+    /// undercharges.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_algos::Model;
+    /// use bsp_core::{Cost, Machine, Router};
+    ///
+    /// let cost = Cost { l_seconds: 1e-4, g_seconds_per_byte: 0.0 };
+    /// let model = Model::new(Machine::new(cost, cost), Router::TwoPhase);
+    /// assert!((model.split(2) - 3e-4).abs() < 1e-12);
+    /// ```
+    pub fn split(&self, q: usize) -> f64 {
+        let (l, _, _) = self.router_for(0);
+        l * (2.0 + 2.0 / q.max(1) as f64)
+    }
 }
 
 /// The predicted seconds of one variant of a collective on `p` processors
@@ -99,7 +201,10 @@ pub type CostFn = fn(&Model, usize, usize) -> Option<f64>;
 ///     .iter()
 ///     .map(|v| v.name)
 ///     .collect();
-/// assert_eq!(names, ["tree", "two-phase", "pipelined"]);
+/// assert_eq!(
+///     names,
+///     ["1-level", "tree", "two-phase", "pipelined", "2-level", "3-level", "log-p-level"]
+/// );
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Variant<F> {
@@ -134,7 +239,8 @@ impl<F> Variant<F> {
 /// let cost = Cost { l_seconds: 20e-6, g_seconds_per_byte: 1e-9 };
 /// let model = Model::new(Machine::new(cost, cost), Router::TwoPhase);
 /// let variants = broadcast_variants::<u8>();
-/// assert_eq!(pick(&model, 2, 8, &variants).name, "tree");
+/// assert_eq!(pick(&model, 2, 8, &variants).name, "1-level");
+/// assert_eq!(pick(&model, 8, 8, &variants).name, "1-level");
 /// assert_eq!(pick(&model, 8, 64 << 20, &variants).name, "two-phase");
 /// ```
 ///

@@ -5,6 +5,7 @@ use bsp_core::Ctx;
 use bytemuck::Pod;
 
 use crate::hypercube::{join_pairs, rounds, Cube};
+use crate::klevel::{broadcast_levels_cost, reduce_k_level, Levels};
 use crate::model::{all_but_own, pick, Model, Variant};
 use crate::ops::Op;
 use crate::rows::{fold_rows, gather_blocks, rows_to, transpose_blocks};
@@ -15,7 +16,10 @@ pub type ReduceFn<T, O> = fn(&mut Ctx, usize, &[T], &O) -> Option<Vec<T>>;
 pub type AllReduceFn<T, O> = fn(&mut Ctx, &mut [T], &O);
 
 /// The reduce variants [`reduce`] chooses from, with their costs for
-/// vectors of `bytes` bytes: [`reduce_direct`] and [`reduce_two_phase`].
+/// vectors of `bytes` bytes: [`reduce_direct`], [`reduce_two_phase`] and
+/// the k-level reduces ([`reduce_k_level`] with 2, 3 and log p levels,
+/// named as [`Levels::name`] names them; its 1-level variant is
+/// [`reduce_direct`]'s algorithm).
 ///
 /// # Examples
 ///
@@ -23,13 +27,43 @@ pub type AllReduceFn<T, O> = fn(&mut Ctx, &mut [T], &O);
 /// use bsp_algos::Sum;
 ///
 /// let names: Vec<_> = bsp_algos::reduce_variants::<u64, Sum>().iter().map(|v| v.name).collect();
-/// assert_eq!(names, ["direct", "two-phase"]);
+/// assert_eq!(names, ["direct", "two-phase", "2-level", "3-level", "log-p-level"]);
 /// ```
 pub fn reduce_variants<T: Pod + Send, O: Op<T>>() -> Vec<Variant<ReduceFn<T, O>>> {
     vec![
-        Variant::new("direct", direct_cost, reduce_direct::<T, O>),
-        Variant::new("two-phase", two_phase_cost, reduce_two_phase::<T, O>),
+        Variant::new("direct", reduce_direct_cost, reduce_direct::<T, O>),
+        Variant::new("two-phase", reduce_two_phase_cost, reduce_two_phase::<T, O>),
+        Variant::new("2-level", levels_cost::<1>, reduce_levels::<T, O, 1>),
+        Variant::new("3-level", levels_cost::<2>, reduce_levels::<T, O, 2>),
+        Variant::new("log-p-level", levels_cost::<3>, reduce_levels::<T, O, 3>),
     ]
+}
+
+/// [`reduce_k_level`] with the levels `Levels::ALL[K]`.
+fn reduce_levels<T: Pod + Send, O: Op<T>, const K: usize>(
+    ctx: &mut Ctx,
+    root: usize,
+    data: &[T],
+    op: &O,
+) -> Option<Vec<T>> {
+    reduce_k_level(ctx, root, data, op, Levels::ALL[K])
+}
+
+/// The mirror of the k-level broadcast.
+fn levels_cost<const K: usize>(model: &Model, p: usize, bytes: usize) -> Option<f64> {
+    Some(broadcast_levels_cost(model, p, bytes, Levels::ALL[K]))
+}
+
+/// One superstep in which the root alone receives (p − 1)B.
+fn reduce_direct_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
+    let h = ((p.max(1) - 1) * bytes) as f64;
+    Some(model.sparse_superstep(p, h, h))
+}
+
+/// A transpose (a full h-relation), then the root gathers p − 1 blocks.
+fn reduce_two_phase_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
+    let h = all_but_own(bytes, p);
+    Some(model.superstep(h) + model.sparse_superstep(p, h, h))
 }
 
 /// The all-reduce variants [`all_reduce`] chooses from, with their costs
@@ -103,9 +137,11 @@ fn hypercube_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
 /// # Cost
 ///
 /// The least of the variants' (B = `data`'s bytes, T(h) = l + g·h the
-/// model's superstep): [`reduce_direct`] T((p − 1)B),
-/// [`reduce_two_phase`] 2 · T(B(p − 1)/p). Direct wins short vectors,
-/// two-phase long ones.
+/// model's superstep, S(h, V) = l + max(g₁·h, g·V/p) its
+/// [`sparse_superstep`](Model::sparse_superstep)): [`reduce_direct`]
+/// S((p − 1)B, (p − 1)B), [`reduce_two_phase`] T(B') + S(B', B') with
+/// B' = B(p − 1)/p, and [`reduce_k_level`] with 2, 3 and log p levels as
+/// its `# Cost` says. Direct wins short vectors, two-phase long ones.
 pub fn reduce<T: Pod + Send, O: Op<T>>(
     ctx: &mut Ctx,
     root: usize,
@@ -153,7 +189,8 @@ fn check_root(ctx: &Ctx, root: usize) {
 /// # Cost
 ///
 /// 1 superstep, h = (p − 1)m at the root: predicted l + g·(p − 1)B for B
-/// bytes.
+/// bytes, with g the machine's lone g ([`Model::sparse_superstep`]): the
+/// root's h is all that moves.
 pub fn reduce_direct<T: Pod + Send, O: Op<T>>(
     ctx: &mut Ctx,
     root: usize,
@@ -219,7 +256,8 @@ fn fold_two_phase<T: Pod + Send, O: Op<T>>(
 /// # Cost
 ///
 /// 2 supersteps, h ≈ m(p − 1)/p each: predicted 2 · (l + g·B(p − 1)/p)
-/// for B bytes.
+/// for B bytes, the second (the root's gather) with the machine's lone g
+/// ([`Model::sparse_superstep`]).
 pub fn reduce_two_phase<T: Pod + Send, O: Op<T>>(
     ctx: &mut Ctx,
     root: usize,

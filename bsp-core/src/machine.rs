@@ -57,7 +57,18 @@ impl Cost {
 /// `BSP_MACHINE` is `two-phase=L,G;direct=L,G` (l in seconds, g in seconds
 /// per byte) to give the parameters, or `probe` to measure afresh once per
 /// process (and refresh the cache). `BSP_MACHINE_CACHE=off` keeps the parameters in the
-/// process only.
+/// process only. Each router may carry a third figure,
+/// `two-phase=L,G,G1;direct=L,G,G1`: g of a superstep whose h is all its
+/// traffic ([`lone_g`](Machine::lone_g)); without it, G stands for it.
+/// The probe measures all three, and the cache keeps only lines that have
+/// them (a line of an older build, without G1, is probed again).
+///
+/// Why two g: g is measured on a full h-relation, in which every processor
+/// sends and receives h at once; where the processors share cores and
+/// memory (threads, or more MPI ranks than cores), a superstep in which
+/// one processor receives h and the others little (a gather to a root, a
+/// tree's round) moves h far faster than that. The lone g is measured on
+/// such a superstep: every processor sends its block to processor 0.
 ///
 /// # Examples
 ///
@@ -76,6 +87,9 @@ impl Cost {
 pub struct Machine {
     two_phase: Cost,
     direct: Cost,
+    /// g of a lone receiver, per router (two-phase, direct), where given
+    /// or measured.
+    lone: Option<[f64; 2]>,
 }
 
 /// How much cheaper the direct router must be predicted before
@@ -85,7 +99,62 @@ pub const DIRECT_MARGIN: f64 = 0.05;
 impl Machine {
     /// A machine with the given costs of the two-phase and the direct router.
     pub const fn new(two_phase: Cost, direct: Cost) -> Self {
-        Machine { two_phase, direct }
+        Machine {
+            two_phase,
+            direct,
+            lone: None,
+        }
+    }
+
+    /// This machine with the g of a superstep whose h is all its traffic
+    /// (one processor receives h bytes, the others send their parts to
+    /// it) given for each router, in seconds per byte.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_core::{Cost, Machine, Router};
+    ///
+    /// let c = Cost { l_seconds: 1e-5, g_seconds_per_byte: 1e-9 };
+    /// let m = Machine::new(c, c);
+    /// assert_eq!(m.lone_g(Router::Direct), Some(1e-9));
+    /// let m = m.with_lone_g(2e-10, 3e-10);
+    /// assert_eq!(m.lone_g(Router::Direct), Some(3e-10));
+    /// ```
+    pub const fn with_lone_g(self, two_phase: f64, direct: f64) -> Self {
+        Machine {
+            lone: Some([two_phase, direct]),
+            ..self
+        }
+    }
+
+    /// g, in seconds per byte, of a superstep on `router` in which one
+    /// processor receives h bytes and that is all that moves (the
+    /// processors that share cores and memory are not all copying at
+    /// once): measured by the probe, given by `BSP_MACHINE`'s third figure
+    /// per router, or, where neither, the router's full-h-relation g.
+    /// `None` for the routers [`cost`](Machine::cost) has no cost for.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_core::{Cost, Machine, Router};
+    ///
+    /// let c = Cost { l_seconds: 1e-5, g_seconds_per_byte: 1e-9 };
+    /// let m = Machine::new(c, c).with_lone_g(2e-10, 3e-10);
+    /// assert_eq!(m.lone_g(Router::TwoPhase), Some(2e-10));
+    /// assert_eq!(m.lone_g(Router::Auto), None);
+    /// ```
+    pub fn lone_g(&self, router: Router) -> Option<f64> {
+        let slot = match router {
+            Router::TwoPhase => 0,
+            Router::Direct => 1,
+            Router::Auto | Router::Transportation => return None,
+        };
+        match self.lone {
+            Some(g) => Some(g[slot]),
+            None => self.cost(router).map(|c| c.g_seconds_per_byte),
+        }
     }
 
     /// The cost of `router`; `None` for [`Router::Auto`], which is not a
@@ -138,7 +207,7 @@ impl Machine {
     /// # Cost
     ///
     /// The first call per processor count in a process without a cached
-    /// value runs the probe: 2 × 16 supersteps of each router.
+    /// value runs the probe: 3 × 16 supersteps of each router.
     pub fn of(rt: &Runtime) -> Result<Machine> {
         let key = Key::of(rt);
         let setting = std::env::var(MACHINE_ENV).ok();
@@ -177,14 +246,22 @@ impl Machine {
 }
 
 impl fmt::Display for Machine {
+    /// `two-phase=L,G;direct=L,G`, with the lone g as a third figure per
+    /// router where it was given or measured: what `BSP_MACHINE` reads.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let lone = |slot: usize| match self.lone {
+            Some(g) => format!(",{:e}", g[slot]),
+            None => String::new(),
+        };
         write!(
             f,
-            "two-phase={:e},{:e};direct={:e},{:e}",
+            "two-phase={:e},{:e}{};direct={:e},{:e}{}",
             self.two_phase.l_seconds,
             self.two_phase.g_seconds_per_byte,
+            lone(0),
             self.direct.l_seconds,
-            self.direct.g_seconds_per_byte
+            self.direct.g_seconds_per_byte,
+            lone(1)
         )
     }
 }
@@ -193,9 +270,11 @@ fn config(msg: String) -> Error {
     Error::new(ErrorKind::Config, None, None, msg)
 }
 
-/// Reads `two-phase=L,G;direct=L,G` (the [`Display`](fmt::Display) form).
+/// Reads `two-phase=L,G;direct=L,G`, each router with an optional third
+/// figure G1 (the [`Display`](fmt::Display) form).
 fn parse(text: &str) -> std::result::Result<Machine, String> {
     let mut costs: [Option<Cost>; 2] = [None, None];
+    let mut lone: [Option<f64>; 2] = [None, None];
     for item in text.split(';').map(str::trim).filter(|s| !s.is_empty()) {
         let (name, values) = item
             .split_once('=')
@@ -210,18 +289,31 @@ fn parse(text: &str) -> std::result::Result<Machine, String> {
             .map(|v| v.trim().parse::<f64>())
             .collect::<std::result::Result<_, _>>()
             .map_err(|e| format!("{values:?}: {e}"))?;
+        let fine = numbers.iter().all(|&x| x >= 0.0 && x.is_finite());
         match numbers[..] {
-            [l, g] if l >= 0.0 && g >= 0.0 && l.is_finite() && g.is_finite() => {
+            [l, g] | [l, g, _] if fine => {
                 costs[slot] = Some(Cost {
                     l_seconds: l,
                     g_seconds_per_byte: g,
-                })
+                });
+                lone[slot] = numbers.get(2).copied();
             }
-            _ => return Err(format!("{values:?} is not two non-negative numbers L,G")),
+            _ => {
+                return Err(format!(
+                    "{values:?} is not two or three non-negative numbers L,G[,G1]"
+                ))
+            }
         }
     }
     match costs {
-        [Some(two_phase), Some(direct)] => Ok(Machine { two_phase, direct }),
+        [Some(two_phase), Some(direct)] => {
+            let machine = Machine::new(two_phase, direct);
+            match lone {
+                [Some(t), Some(d)] => Ok(machine.with_lone_g(t, d)),
+                [None, None] => Ok(machine),
+                _ => Err(format!("{text:?}: give G1 for both routers or neither")),
+            }
+        }
         _ => Err(format!(
             "{text:?} must give both routers: two-phase=L,G;direct=L,G (seconds, seconds per byte)"
         )),
@@ -284,14 +376,21 @@ fn cache_file() -> Option<PathBuf> {
 }
 
 /// The cached parameters for `key`: the last line `HOST TRANSPORT P BUILD
-/// two-phase=L,G;direct=L,G` that names it.
+/// two-phase=L,G,G1;direct=L,G,G1` that names it. Lines without the lone
+/// g (written by older builds) do not count: their machine is probed
+/// again.
 fn load(key: &Key) -> Option<Machine> {
-    let text = std::fs::read_to_string(cache_file()?).ok()?;
+    find_cached(&std::fs::read_to_string(cache_file()?).ok()?, key)
+}
+
+/// [`load`]'s reading of the cache file's `text`.
+fn find_cached(text: &str, key: &Key) -> Option<Machine> {
     let prefix = key.prefix();
     text.lines()
         .rev()
-        .find_map(|line| line.strip_prefix(&prefix))
-        .and_then(|rest| parse(rest).ok())
+        .filter_map(|line| line.strip_prefix(&prefix))
+        .filter_map(|rest| parse(rest).ok())
+        .find(|m| m.lone.is_some())
 }
 
 /// Appends `machine` to the cache file (best effort: a cache that cannot
@@ -311,12 +410,17 @@ fn store(key: &Key, machine: &Machine) {
         .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
 }
 
-fn to_words(m: &Machine) -> [f64; 4] {
+/// Figures in [`to_words`]: l, g and the lone g of each router.
+const WORDS: usize = 6;
+
+fn to_words(m: &Machine) -> [f64; WORDS] {
     [
         m.two_phase.l_seconds,
         m.two_phase.g_seconds_per_byte,
+        m.lone_g(Router::TwoPhase).unwrap_or_default(),
         m.direct.l_seconds,
         m.direct.g_seconds_per_byte,
+        m.lone_g(Router::Direct).unwrap_or_default(),
     ]
 }
 
@@ -325,15 +429,15 @@ fn from_words(w: &[f64]) -> Machine {
         l_seconds: l,
         g_seconds_per_byte: g,
     };
-    Machine::new(cost(w[0], w[1]), cost(w[2], w[3]))
+    Machine::new(cost(w[0], w[1]), cost(w[3], w[4])).with_lone_g(w[2], w[5])
 }
 
 /// Processor 0's `cached` value, on every processor (one small run).
 fn agree(rt: &Runtime, cached: Option<Machine>) -> Result<Option<Machine>> {
-    let words = cached.map_or([f64::NAN; 4], |m| to_words(&m));
+    let words = cached.map_or([f64::NAN; WORDS], |m| to_words(&m));
     let out = rt.clone().with_router(Router::Direct).run(|ctx| {
         let (me, p) = (ctx.pid(), ctx.nprocs());
-        let mine = ctx.coarray::<f64>(4);
+        let mine = ctx.coarray::<f64>(WORDS);
         if me == 0 {
             for q in 0..p {
                 ctx.put(q, &mine, 0, &words);
@@ -360,8 +464,10 @@ const PROBE_FAN: usize = 64;
 /// every processor puts one word to its right neighbour, g from
 /// supersteps in which every processor puts B bytes, spread evenly over
 /// itself and the next processors, up to 64 in all (B = 1 MiB, or 4 MiB / p
-/// when smaller), per byte that leaves the processor. Each figure is the
-/// slowest processor's fastest superstep of 7, after one to warm up.
+/// when smaller), per byte that leaves the processor, and the lone g from
+/// supersteps in which those processors put their block for processor 0
+/// only (the same h, at one processor). Each figure is the slowest
+/// processor's fastest superstep of 7, after one to warm up.
 ///
 /// Returns the parameters, and whether this process holds processor 0.
 fn probe(rt: &Runtime) -> Result<(Machine, bool)> {
@@ -381,9 +487,9 @@ fn probe(rt: &Runtime) -> Result<(Machine, bool)> {
         let word = ctx.coarray::<u64>(1);
         let inbox = ctx.coarray::<u64>(per * fan);
         let data = vec![me as u64; per];
-        let times = ctx.coarray::<f64>(if me == 0 { 4 * p } else { 0 });
-        let result = ctx.coarray::<f64>(4);
-        let mut mine = [0.0; 4];
+        let times = ctx.coarray::<f64>(if me == 0 { WORDS * p } else { 0 });
+        let result = ctx.coarray::<f64>(WORDS);
+        let mut mine = [0.0; WORDS];
         for (r, router) in [Router::TwoPhase, Router::Direct].into_iter().enumerate() {
             ctx.set_router(router);
             let time = |ctx: &mut Ctx, step: &dyn Fn(&mut Ctx)| {
@@ -406,15 +512,23 @@ fn probe(rt: &Runtime) -> Result<(Machine, bool)> {
                     ctx.put((me + k) % p, &inbox, k * per, &data);
                 }
             });
-            mine[2 * r] = l;
-            mine[2 * r + 1] = ((full - l) / h as f64).max(0.0);
+            // The same h at processor 0 alone: the other processors of
+            // the full h-relation each send it their block.
+            let lone = time(ctx, &|ctx| {
+                if me > 0 && me < fan {
+                    ctx.put(0, &inbox, me * per, &data);
+                }
+            });
+            mine[3 * r] = l;
+            mine[3 * r + 1] = ((full - l) / h as f64).max(0.0);
+            mine[3 * r + 2] = ((lone - l) / h as f64).max(0.0);
         }
-        ctx.put(0, &times, 4 * me, &mine);
+        ctx.put(0, &times, WORDS * me, &mine);
         ctx.sync();
         if me == 0 {
             let all = ctx.local(&times).to_vec();
-            let slowest: Vec<f64> = (0..4)
-                .map(|i| (0..p).map(|q| all[4 * q + i]).fold(0.0, f64::max))
+            let slowest: Vec<f64> = (0..WORDS)
+                .map(|i| (0..p).map(|q| all[WORDS * q + i]).fold(0.0, f64::max))
                 .collect();
             for q in 0..p {
                 ctx.put(q, &result, 0, &slowest);
@@ -448,8 +562,21 @@ mod tests {
             parse(" direct = 1e-6 , 3e-11 ; two-phase=1.5e-6,2e-11"),
             Ok(m)
         );
+        // The lone g: a third figure per router, kept through the text form.
+        let lone = m.with_lone_g(4e-12, 5e-12);
+        assert_eq!(parse(&lone.to_string()), Ok(lone));
+        assert_eq!(
+            parse("two-phase=1.5e-6,2e-11,4e-12;direct=1e-6,3e-11,5e-12"),
+            Ok(lone)
+        );
+        assert_eq!(lone.lone_g(Router::Direct), Some(5e-12));
+        assert_eq!(m.lone_g(Router::Direct), Some(3e-11));
+        assert_eq!(from_words(&to_words(&lone)), lone);
         for bad in [
             "",
+            "two-phase=1,2,3;direct=1,2",
+            "two-phase=1,2,-3;direct=1,2,3",
+            "two-phase=1,2,3,4;direct=1,2,3",
             "two-phase=1,2",
             "two-phase=1;direct=1,2",
             "auto=1,2;direct=1,2",
@@ -458,6 +585,29 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad:?} accepted");
         }
+    }
+
+    #[test]
+    fn the_cache_skips_lines_without_the_lone_g() {
+        let key = Key {
+            host: "h".into(),
+            transport: "threads",
+            procs: 4,
+            build: "release",
+        };
+        let cost = Cost {
+            l_seconds: 1e-5,
+            g_seconds_per_byte: 1e-9,
+        };
+        let new = Machine::new(cost, cost).with_lone_g(1e-10, 2e-10);
+        let text = format!(
+            "{p}{new}\n{p}two-phase=1e-5,1e-9;direct=1e-5,1e-9\n",
+            p = key.prefix()
+        );
+        // The last line is an older build's: the one before it counts.
+        assert_eq!(find_cached(&text, &key), Some(new));
+        let other = Key { procs: 8, ..key };
+        assert_eq!(find_cached(&text, &other), None);
     }
 
     #[test]

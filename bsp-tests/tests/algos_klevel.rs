@@ -94,11 +94,23 @@ fn the_cost_functions_follow_the_bsp_model() {
         // Direct is one superstep of (p − 1)·m at the root.
         let direct = algos::broadcast_k_level_cost(&machine, p, 1000, Levels::One);
         assert!((direct - (10e-6 + (p - 1) as f64 * 1000.0 * 1e-9)).abs() < 1e-12);
-        // The binomial tree: ⌈log₂ p⌉ supersteps of h = m, and as many
-        // splits (2l each) but the last level's.
-        let k = p.trailing_zeros() as f64;
+        // The binomial tree: ⌈log₂ p⌉ supersteps of h = m, level i on
+        // sub-machines of n = p/2^i (l charged l·(1 + n/p)/2), and as many
+        // splits into halves q = n/2 (l·(2 + 2/q) each) but the last
+        // level's.
         let tree = algos::broadcast_k_level_cost(&machine, p, 1000, Levels::Log);
-        let want = k * (10e-6 + 1000.0 * 1e-9) + (k - 1.0) * 2.0 * 10e-6;
+        let want: f64 = (0..p.trailing_zeros())
+            .map(|i| {
+                let n = (p >> i) as f64;
+                let step = 10e-6 * (1.0 + n / p as f64) / 2.0 + 1000.0 * 1e-9;
+                let split = if n > 2.0 {
+                    10e-6 * (2.0 + 4.0 / n)
+                } else {
+                    0.0
+                };
+                step + split
+            })
+            .sum();
         assert!((tree - want).abs() < 1e-12, "p = {p}: {tree} vs {want}");
         for levels in Levels::ALL {
             // More bytes never cost less; every cost is positive.

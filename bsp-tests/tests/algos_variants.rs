@@ -286,7 +286,7 @@ fn the_choice_follows_l_and_g() {
     let model = |l, g| Model::new(Machine::new(cost(l, g), cost(l, g)), Router::TwoPhase);
     let typical = model(20e-6, 0.5e-9);
     let bv = algos::broadcast_variants::<u8>();
-    assert_eq!(algos::pick(&typical, 2, 8, &bv).name, "tree");
+    assert_eq!(algos::pick(&typical, 2, 8, &bv).name, "1-level");
     assert_eq!(algos::pick(&typical, 16, 64 << 20, &bv).name, "two-phase");
     let av = algos::all_reduce_variants::<u8, Sum>();
     assert_eq!(algos::pick(&typical, 16, 8, &av).name, "direct");
@@ -303,6 +303,30 @@ fn the_choice_follows_l_and_g() {
             assert_eq!(algos::pick(&typical, p, bytes, &uv).name, "routed");
         }
     }
+}
+
+/// Where a superstep that gathers h at one processor costs less per byte
+/// than a full h-relation (a machine whose processors share cores), the
+/// rooted variants stay ahead longer: the direct reduce over the
+/// two-phase one at p = 16 and 32 KiB; and a machine whose supersteps
+/// are dear takes the k-level broadcast of one superstep over the tree's
+/// four.
+#[test]
+fn the_lone_g_and_the_k_level_variants_move_the_choice() {
+    let c = Cost {
+        l_seconds: 20e-6,
+        g_seconds_per_byte: 1e-9,
+    };
+    let full = Model::new(Machine::new(c, c), Router::TwoPhase);
+    let shared = Model::new(
+        Machine::new(c, c).with_lone_g(1e-10, 1e-10),
+        Router::TwoPhase,
+    );
+    let rv = algos::reduce_variants::<u64, Sum>();
+    assert_eq!(algos::pick(&full, 16, 32 << 10, &rv).name, "two-phase");
+    assert_eq!(algos::pick(&shared, 16, 32 << 10, &rv).name, "direct");
+    let bv = algos::broadcast_variants::<u64>();
+    assert_eq!(algos::pick(&shared, 16, 8, &bv).name, "1-level");
 }
 
 /// The variants again, in a child process whose syncs meet at the

@@ -3,7 +3,8 @@
 use bsp_core::{Ctx, Machine};
 use bytemuck::Pod;
 
-use super::{split, superstep, Combined, Levels};
+use super::{auto, Combined, Levels};
+use crate::model::Model;
 
 /// The radices of a k-level all-to-all on `p` processors: the prime
 /// factors of p, shared out over at most `k` levels so that their
@@ -70,8 +71,11 @@ struct Item<T> {
 ///
 /// # Cost
 ///
-/// With messages of L bytes and radices r₁ … r_k: per level a split (2l)
-/// and one superstep in which each processor sends and receives
+/// With messages of L bytes and radices r₁ … r_k: per level a split into
+/// sub-machines of r_i ([`Model::split`](crate::Model::split):
+/// l·(2 + 2/r_i)) and one superstep of the sub-machines
+/// ([`Model::sub_superstep`](crate::Model::sub_superstep): l·(1 + r_i/p)/2)
+/// in which each processor sends and receives
 /// (r_i − 1)·(p / r_i) messages, h = (r_i − 1)(p / r_i)(L + 24) bytes
 /// (24 bytes of source, destination and length per message), in
 /// r_i − 1 combined messages. 1 level: 1 superstep, h = (p − 1)(L + 24)
@@ -160,15 +164,20 @@ fn exchange<T: Pod>(
 /// assert!(direct < two && two < all_to_all_k_level_cost(&m, 16, 1024, Levels::Log));
 /// ```
 pub fn all_to_all_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels: Levels) -> f64 {
+    levels_cost(&auto(machine), p, bytes, levels)
+}
+
+/// [`all_to_all_k_level_cost`] under `model` (and so under its router).
+pub(crate) fn levels_cost(model: &Model, p: usize, bytes: usize, levels: Levels) -> f64 {
     let radices = radices(p, levels.count(p));
     if radices.len() <= 1 {
-        return superstep(machine, p.saturating_sub(1) as f64 * (bytes as f64 + 24.0));
+        return model.superstep(p.saturating_sub(1) as f64 * (bytes as f64 + 24.0));
     }
     radices
         .iter()
         .map(|&r| {
             let moved = (r - 1) as f64 * (p / r) as f64 * (bytes as f64 + 24.0);
-            superstep(machine, moved) + split(machine)
+            model.split(r) + model.sub_superstep(p, r, moved, moved * p as f64)
         })
         .sum()
 }

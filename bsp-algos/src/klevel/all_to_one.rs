@@ -139,8 +139,9 @@ pub fn gather_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels: Le
 ///
 /// The mirror of [`broadcast_k_level`](crate::broadcast_k_level): with m
 /// bytes, k levels and g = ⌈p^(1/k)⌉, the (k − 1)-level reduces in blocks
-/// of ⌈p/g⌉ (after a split, 2l), then one superstep with h = (g − 1)m at
-/// the root. 1 level: 1 superstep, h = (p − 1)m; log p levels: ⌈log₂ p⌉
+/// of q = ⌈p/g⌉ (after a split, l·(2 + 2/q), each sub-machine superstep
+/// charged l·(1 + q/p)/2), then one superstep with h = (g − 1)m at the
+/// root, charged the lone g ([`Model::sparse_superstep`](crate::Model::sparse_superstep)). 1 level: 1 superstep, h = (p − 1)m; log p levels: ⌈log₂ p⌉
 /// supersteps of h = m. Predicted by [`reduce_k_level_cost`].
 pub fn reduce_k_level<T: Pod + Send, O: Op<T>>(
     ctx: &mut Ctx,

@@ -12,7 +12,16 @@
 //! on p, the message size and the machine's l and g: combining trades h
 //! (moved once per level) for fewer messages per processor, and each level
 //! adds a superstep and a split. Every function has a `_cost` companion
-//! that predicts its seconds from a [`Machine`]'s g and l.
+//! that predicts its seconds from a [`Machine`]'s g and l, charging a
+//! sub-machine's superstep and each split as [`Model::sub_superstep`] and
+//! [`Model::split`] do (a sub-machine's l is below the whole machine's,
+//! a split costs about 2–3 l), and the rooted supersteps as
+//! [`Model::sparse_superstep`] does. The collectives' tables
+//! ([`broadcast_variants`](crate::broadcast_variants),
+//! [`reduce_variants`](crate::reduce_variants),
+//! [`all_to_all_uniform_variants`](crate::all_to_all_uniform_variants))
+//! list the k-level variants beside the others, so the defaults take one
+//! where it is predicted cheapest.
 //!
 //! The one-to-all and all-to-one algorithms cut the machine into g blocks
 //! of consecutive pids, g the smallest integer with gᵏ ≥ p (two for log p
@@ -30,16 +39,20 @@ mod all_to_all;
 mod all_to_one;
 mod one_to_all;
 
+pub(crate) use all_to_all::levels_cost as all_to_all_levels_cost;
 pub use all_to_all::{all_to_all_k_level, all_to_all_k_level_cost};
 pub use all_to_one::{gather_k_level, gather_k_level_cost, reduce_k_level, reduce_k_level_cost};
+pub(crate) use one_to_all::levels_cost as broadcast_levels_cost;
 pub use one_to_all::{
     broadcast_k_level, broadcast_k_level_cost, scatter_k_level, scatter_k_level_cost,
 };
 
 use std::fmt;
 
-use bsp_core::{Ctx, Machine, Queue, Tag, Tagged};
+use bsp_core::{Ctx, Machine, Queue, Router, Tag, Tagged};
 use bytemuck::Pod;
+
+use crate::model::Model;
 
 /// How many levels of sub-machines a k-level collective uses.
 ///
@@ -152,33 +165,36 @@ impl Blocks {
     }
 }
 
-/// Predicted seconds of one superstep routing `h` bytes on `machine`
-/// (with the router [`Router::Auto`](bsp_core::Router::Auto) would pick).
-fn superstep(machine: &Machine, h: f64) -> f64 {
-    machine.choose(h.max(0.0) as u64).1
-}
-
-/// Predicted seconds of a split and of the sub-machine's end: two
-/// all-gathers of sync rows, about l each.
-fn split(machine: &Machine) -> f64 {
-    2.0 * superstep(machine, 0.0)
+/// The model the `_cost` functions charge on `machine`: its supersteps by
+/// the router [`Router::Auto`] would pick.
+fn auto(machine: &Machine) -> Model {
+    Model::new(*machine, Router::Auto)
 }
 
 /// Predicted seconds of a one-to-all algorithm (or its all-to-one
-/// mirror) on `n` processors with `k` levels: a level moves
-/// `to_leader(blocks)` bytes between the root and each of the g − 1 other
-/// leaders (direct: blocks of one, g = n), then, unless direct, splits and
-/// runs k − 1 levels on the largest block.
-fn tree_cost(machine: &Machine, n: usize, k: usize, to_leader: &dyn Fn(Blocks) -> f64) -> f64 {
+/// mirror) on sub-machines of `n` of the `p` processors with `k` levels:
+/// a level moves `to_leader(blocks)` bytes between the root and each of
+/// the g − 1 other leaders (direct: blocks of one, g = n), in each of the
+/// p/n sub-machines at once, then, unless direct, splits and runs k − 1
+/// levels on the largest block.
+fn tree_cost(
+    model: &Model,
+    p: usize,
+    n: usize,
+    k: usize,
+    to_leader: &dyn Fn(Blocks) -> f64,
+) -> f64 {
     if n <= 1 {
         return 0.0;
     }
     let blocks = Blocks::new(n, k);
-    let step = superstep(machine, (blocks.g - 1) as f64 * to_leader(blocks));
+    let h = (blocks.g - 1) as f64 * to_leader(blocks);
+    let step = model.sub_superstep(p, n, h, h * p as f64 / n as f64);
     if blocks.direct() {
         return step;
     }
-    step + split(machine) + tree_cost(machine, blocks.largest(), k - 1, to_leader)
+    let q = blocks.largest();
+    step + model.split(q) + tree_cost(model, p, q, k - 1, to_leader)
 }
 
 /// A queue for combined messages: one message to a destination is a list

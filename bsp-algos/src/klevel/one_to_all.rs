@@ -3,7 +3,8 @@
 use bsp_core::{Ctx, Machine};
 use bytemuck::Pod;
 
-use super::{tree_cost, Blocks, Combined, Levels};
+use super::{auto, tree_cost, Blocks, Combined, Levels};
+use crate::model::Model;
 use crate::puts_and_sends::put_to_others;
 
 /// Broadcasts the root's `buf` into `buf` on every processor with a
@@ -35,11 +36,14 @@ use crate::puts_and_sends::put_to_others;
 /// # Cost
 ///
 /// With m bytes, k levels and blocks of g = ⌈p^(1/k)⌉: one superstep
-/// with h = (g − 1)m at the root, a split (2l), then the same on
-/// ⌈p/g⌉ processors with k − 1 levels; the last level sends straight,
-/// h = (p' − 1)m. 1 level: 1 superstep, h = (p − 1)m; log p levels:
-/// ⌈log₂ p⌉ supersteps of h = m and one split fewer. Predicted by
-/// [`broadcast_k_level_cost`].
+/// with h = (g − 1)m at the root, a split into sub-machines of q = ⌈p/g⌉
+/// ([`Model::split`]: l·(2 + 2/q)), then the same on the q processors
+/// with k − 1 levels, each sub-machine superstep charged
+/// [`Model::sub_superstep`]'s l·(1 + q/p)/2; the last level sends
+/// straight, h = (p' − 1)m. The root's h is all a sub-machine moves, so
+/// it is charged the lone g ([`Model::sparse_superstep`]). 1 level: 1
+/// superstep, h = (p − 1)m; log p levels: ⌈log₂ p⌉ supersteps of h = m
+/// and one split fewer. Predicted by [`broadcast_k_level_cost`].
 pub fn broadcast_k_level<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T], levels: Levels) {
     let p = ctx.nprocs();
     assert!(
@@ -106,11 +110,16 @@ fn broadcast_levels<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T], k:
 /// assert!(broadcast_k_level_cost(&m, 64, 8, Levels::One) < broadcast_k_level_cost(&m, 64, 8, Levels::Log));
 /// ```
 pub fn broadcast_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels: Levels) -> f64 {
+    levels_cost(&auto(machine), p, bytes, levels)
+}
+
+/// [`broadcast_k_level_cost`] under `model` (and so under its router).
+pub(crate) fn levels_cost(model: &Model, p: usize, bytes: usize, levels: Levels) -> f64 {
     if bytes == 0 {
         return 0.0;
     }
     // Each leader gets the whole message.
-    tree_cost(machine, p, levels.count(p), &|_| bytes as f64)
+    tree_cost(model, p, p, levels.count(p), &|_| bytes as f64)
 }
 
 /// Sends `parts[j]` from `root` to processor j with a `levels`-level
@@ -144,8 +153,9 @@ pub fn broadcast_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels:
 /// # Cost
 ///
 /// With parts of L bytes, k levels and g = ⌈p^(1/k)⌉: one superstep with
-/// h = (g − 1)⌈p/g⌉L at the root (g − 1 combined messages), a split (2l),
-/// then the same on ⌈p/g⌉ processors with k − 1 levels; the last level
+/// h = (g − 1)⌈p/g⌉L at the root (g − 1 combined messages), a split
+/// (l·(2 + 2/q), q = ⌈p/g⌉), then the same on the q processors with
+/// k − 1 levels, charged as in [`broadcast_k_level`]'s cost; the last level
 /// sends straight, h = (p' − 1)L. 1 level: 1 superstep, h = (p − 1)L
 /// (and 8 bytes of length per part), in p − 1 messages; more levels
 /// move the bytes k times in fewer, longer messages. Predicted by [`scatter_k_level_cost`].
@@ -232,5 +242,5 @@ fn scatter_levels<T: Pod>(ctx: &mut Ctx, root: usize, mut parts: Vec<Vec<T>>, k:
 pub fn scatter_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels: Levels) -> f64 {
     // Each leader gets its block's parts, each with its length (8 bytes).
     let to_leader = |blocks: Blocks| blocks.largest() as f64 * (bytes as f64 + 8.0);
-    tree_cost(machine, p, levels.count(p), &to_leader)
+    tree_cost(&auto(machine), p, p, levels.count(p), &to_leader)
 }
