@@ -101,7 +101,9 @@ impl Model {
     /// Predicted seconds of one superstep on `p` processors in which the
     /// most any processor sends or receives is `h_bytes` and all of them
     /// together send `total_bytes`: `l + max(g₁·h, g·total/p)`, g₁ the
-    /// machine's [`lone_g`](Machine::lone_g). A full h-relation
+    /// machine's [`lone_g`](Machine::lone_g), which holds for the first
+    /// [`Machine::PROBE_BYTES`] of h (the probe measured no more); the
+    /// rest of h is charged g. A full h-relation
     /// (total = p·h) costs [`superstep`](Model::superstep)'s `l + g·h`; a
     /// gather of h to one processor (total = h), `l + g₁·h`.
     ///
@@ -150,7 +152,12 @@ impl Model {
         let (l, g, lone) = self.router_for(h);
         let p = p.max(1) as f64;
         let share = (1.0 + (q as f64 / p).min(1.0)) / 2.0;
-        share * l + (lone * h as f64).max(g * total_bytes.max(0.0) / p)
+        // The lone g was measured with at most `PROBE_BYTES` at the root,
+        // in cache: beyond that the receiver streams through memory, and
+        // the bytes past it are charged the full exchange's g.
+        let within = (h as f64).min(Machine::PROBE_BYTES as f64);
+        let beyond = h as f64 - within;
+        share * l + (lone * within + g * beyond).max(g * total_bytes.max(0.0) / p)
     }
 
     /// Predicted seconds of a [`Ctx::split`](bsp_core::Ctx::split) of `p`

@@ -97,6 +97,12 @@ pub struct Machine {
 pub const DIRECT_MARGIN: f64 = 0.05;
 
 impl Machine {
+    /// The most bytes a processor sends or receives in one of the probe's
+    /// supersteps (1 MiB): the measured g and lone g are those of messages
+    /// up to this size, which stay in cache; larger ones stream through
+    /// memory, and a model should not carry the lone g beyond it.
+    pub const PROBE_BYTES: usize = PROBE_BYTES;
+
     /// A machine with the given costs of the two-phase and the direct router.
     pub const fn new(two_phase: Cost, direct: Cost) -> Self {
         Machine {
