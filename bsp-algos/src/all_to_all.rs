@@ -6,7 +6,7 @@ use bsp_core::Ctx;
 use bytemuck::Pod;
 
 use crate::klevel::{all_to_all_k_level, all_to_all_levels_cost, Levels};
-use crate::model::{floor_log2, pick, Model, Variant};
+use crate::model::{floor_log2, pick_for, Model, Variant};
 use crate::puts_and_sends::{receive_by_source, send_all};
 
 /// Sends `sends[j]` to processor j, for every j; returns what every
@@ -140,7 +140,7 @@ fn block_len(len: usize, p: usize) -> usize {
 /// messages, MPI's `MPI_Alltoall`): `data` holds p blocks of equal length
 /// b, block j for processor j; returns p blocks of b, block i from
 /// processor i. Runs the variant of least predicted cost
-/// ([`all_to_all_uniform_variants`], [`pick`]) for b, p and the run's
+/// ([`all_to_all_uniform_variants`], [`pick`](crate::pick)) for b, p and the run's
 /// machine ([`Model::of`]).
 ///
 /// # Examples
@@ -169,10 +169,9 @@ fn block_len(len: usize, p: usize) -> usize {
 /// superstep is never predicted dearer: the other two are there for
 /// machines and benchmarks where a superstep's cost is not l + g·h.
 pub fn all_to_all_uniform<T: Pod + Send>(ctx: &mut Ctx, data: &[T]) -> Vec<T> {
-    let p = ctx.nprocs();
-    let bytes = std::mem::size_of_val(data) / p.max(1);
+    let bytes = std::mem::size_of_val(data) / ctx.nprocs().max(1);
     let variants = all_to_all_uniform_variants::<T>();
-    let chosen = pick(&Model::of(ctx), p, bytes, &variants);
+    let chosen = pick_for(ctx, bytes, &variants);
     (chosen.run)(ctx, data)
 }
 

@@ -5,7 +5,7 @@ use bytemuck::Pod;
 
 use crate::dist::Block;
 use crate::klevel::{broadcast_k_level, broadcast_levels_cost, Levels};
-use crate::model::{all_but_own, ceil_log2, floor_log2, pick, Model, Variant};
+use crate::model::{all_but_own, ceil_log2, floor_log2, pick_for, Model, Variant};
 use crate::puts_and_sends::put_to_others;
 
 /// The signature of a broadcast variant.
@@ -132,7 +132,7 @@ fn check_root(ctx: &Ctx, root: usize) {
 }
 
 /// Copies the root's `buf` into `buf` on every processor, by the variant
-/// of least predicted cost ([`broadcast_variants`], [`pick`]) for the
+/// of least predicted cost ([`broadcast_variants`], [`pick`](crate::pick)) for the
 /// buffer's size, p and the run's machine ([`Model::of`]).
 ///
 /// As in MPI, every processor passes a buffer of the same length (the
@@ -178,12 +178,7 @@ fn check_root(ctx: &Ctx, root: usize) {
 pub fn broadcast<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
     check_root(ctx, root);
     let variants = broadcast_variants::<T>();
-    let chosen = pick(
-        &Model::of(ctx),
-        ctx.nprocs(),
-        std::mem::size_of_val(buf),
-        &variants,
-    );
+    let chosen = pick_for(ctx, std::mem::size_of_val(buf), &variants);
     (chosen.run)(ctx, root, buf);
 }
 

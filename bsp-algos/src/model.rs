@@ -272,6 +272,16 @@ pub fn pick<'a, F>(
         .0
 }
 
+/// What a collective's default runs: [`pick`] with this run's model
+/// ([`Model::of`]) and processor count, for `bytes` bytes.
+pub(crate) fn pick_for<'a, F>(
+    ctx: &Ctx,
+    bytes: usize,
+    variants: &'a [Variant<F>],
+) -> &'a Variant<F> {
+    pick(&Model::of(ctx), ctx.nprocs(), bytes, variants)
+}
+
 /// `⌈log₂ p⌉` (0 for p ≤ 1).
 pub(crate) fn ceil_log2(p: usize) -> usize {
     p.max(1).next_power_of_two().trailing_zeros() as usize

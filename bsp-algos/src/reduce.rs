@@ -6,7 +6,7 @@ use bytemuck::Pod;
 
 use crate::hypercube::{join_pairs, rounds, Cube};
 use crate::klevel::{broadcast_levels_cost, reduce_k_level, Levels};
-use crate::model::{all_but_own, pick, Model, Variant};
+use crate::model::{all_but_own, pick_for, Model, Variant};
 use crate::ops::Op;
 use crate::rows::{fold_rows, gather_blocks, rows_to, transpose_blocks};
 
@@ -112,7 +112,7 @@ fn hypercube_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
 
 /// Element-wise `data₀ ⊕ data₁ ⊕ … ⊕ data_{p−1}` (in pid order), returned
 /// on `root` (`Some`) and `None` elsewhere, by the variant of least
-/// predicted cost ([`reduce_variants`], [`pick`]) for the vector's size,
+/// predicted cost ([`reduce_variants`], [`pick`](crate::pick)) for the vector's size,
 /// p and the run's machine ([`Model::of`]).
 ///
 /// # Examples
@@ -150,12 +150,7 @@ pub fn reduce<T: Pod + Send, O: Op<T>>(
 ) -> Option<Vec<T>> {
     check_root(ctx, root);
     let variants = reduce_variants::<T, O>();
-    let chosen = pick(
-        &Model::of(ctx),
-        ctx.nprocs(),
-        std::mem::size_of_val(data),
-        &variants,
-    );
+    let chosen = pick_for(ctx, std::mem::size_of_val(data), &variants);
     (chosen.run)(ctx, root, data, op)
 }
 
@@ -271,7 +266,7 @@ pub fn reduce_two_phase<T: Pod + Send, O: Op<T>>(
 
 /// Element-wise `data₀ ⊕ … ⊕ data_{p−1}` (in pid order) written into
 /// `data` on every processor, by the variant of least predicted cost
-/// ([`all_reduce_variants`], [`pick`]).
+/// ([`all_reduce_variants`], [`pick`](crate::pick)).
 ///
 /// The variants fold in pid order but group differently (the hypercube
 /// folds subcubes first): for an operator that is associative only up to
@@ -308,12 +303,7 @@ pub fn reduce_two_phase<T: Pod + Send, O: Op<T>>(
 /// 2 · T(B) when p is not a power of two (q = 2^⌊log₂ p⌋).
 pub fn all_reduce<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T], op: &O) {
     let variants = all_reduce_variants::<T, O>();
-    let chosen = pick(
-        &Model::of(ctx),
-        ctx.nprocs(),
-        std::mem::size_of_val(data),
-        &variants,
-    );
+    let chosen = pick_for(ctx, std::mem::size_of_val(data), &variants);
     (chosen.run)(ctx, data, op);
 }
 

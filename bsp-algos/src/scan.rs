@@ -5,7 +5,7 @@ use bsp_core::Ctx;
 use bytemuck::Pod;
 
 use crate::hypercube::{fold_before, join_pairs, rounds, Cube};
-use crate::model::{all_but_own, pick, Model, Variant};
+use crate::model::{all_but_own, pick_for, Model, Variant};
 use crate::ops::{fold_into, Monoid, Op};
 use crate::rows::{fold_rows, rows_to, transpose_blocks};
 
@@ -168,7 +168,7 @@ fn parts_hypercube<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &[T], op: &O) -
 /// Exclusive scan: element-wise `data₀ ⊕ … ⊕ data_{pid−1}` (the identity
 /// on processor 0), and the total `data₀ ⊕ … ⊕ data_{p−1}`, on every
 /// processor, by the variant of least predicted cost
-/// ([`exclusive_scan_variants`], [`pick`]). As for
+/// ([`exclusive_scan_variants`], [`pick`](crate::pick)). As for
 /// [`all_reduce`](crate::all_reduce), the variants group the folds
 /// differently, which only an operator associative up to rounding can
 /// tell apart.
@@ -206,18 +206,13 @@ pub fn exclusive_scan<T: Pod + Send, O: Monoid<T>>(
     op: &O,
 ) -> (Vec<T>, Vec<T>) {
     let variants = exclusive_scan_variants::<T, O>();
-    let chosen = pick(
-        &Model::of(ctx),
-        ctx.nprocs(),
-        std::mem::size_of_val(data),
-        &variants,
-    );
+    let chosen = pick_for(ctx, std::mem::size_of_val(data), &variants);
     (chosen.run)(ctx, data, op)
 }
 
 /// Inclusive scan: element-wise `data₀ ⊕ … ⊕ data_pid`, and the total, on
 /// every processor, by the variant of least predicted cost
-/// ([`inclusive_scan_variants`], [`pick`]). Needs no identity.
+/// ([`inclusive_scan_variants`], [`pick`](crate::pick)). Needs no identity.
 ///
 /// # Examples
 ///
@@ -244,12 +239,7 @@ pub fn inclusive_scan<T: Pod + Send, O: Op<T>>(
     op: &O,
 ) -> (Vec<T>, Vec<T>) {
     let variants = inclusive_scan_variants::<T, O>();
-    let chosen = pick(
-        &Model::of(ctx),
-        ctx.nprocs(),
-        std::mem::size_of_val(data),
-        &variants,
-    );
+    let chosen = pick_for(ctx, std::mem::size_of_val(data), &variants);
     (chosen.run)(ctx, data, op)
 }
 

@@ -417,7 +417,7 @@ impl Proc {
     }
 
     /// Checks a put's or get's arguments (as BSPonMPI does, in its order
-    /// and words) and returns the area and the remote size. The checks
+    /// and words) and returns the area they reach. The checks
     /// that pass cost a few compares (this is on every `bsp_put`); the
     /// messages are made out of line.
     #[inline]
@@ -429,7 +429,7 @@ impl Proc {
         offset: i32,
         nbytes: i32,
         dir: Direction,
-    ) -> (Area, usize) {
+    ) -> Area {
         if pid < 0 || pid as usize >= self.nprocs || offset < 0 || nbytes < 0 || reg == 0 {
             self.bad_arguments(func, pid, reg, offset, nbytes, dir);
         }
@@ -440,7 +440,7 @@ impl Proc {
         if offset as usize + nbytes as usize > rsize {
             self.beyond_range(func, pid, s, offset, nbytes, dir);
         }
-        (area, rsize)
+        area
     }
 
     /// Ends the run for arguments that [`checked`](Proc::checked) refuses
@@ -525,7 +525,7 @@ impl Proc {
         if nbytes == 0 {
             return;
         }
-        let (area, _) = self.checked(func, pid, dst, offset, nbytes, Direction::Put);
+        let area = self.checked(func, pid, dst, offset, nbytes, Direction::Put);
         if src.is_null() {
             self.abort(format!("{func}: the source pointer is NULL"));
         }
@@ -555,7 +555,7 @@ impl Proc {
         if nbytes == 0 {
             return;
         }
-        let (area, _) = self.checked(func, pid, src, offset, nbytes, Direction::Get);
+        let area = self.checked(func, pid, src, offset, nbytes, Direction::Get);
         if dst.is_null() {
             self.abort(format!("{func}: the destination pointer is NULL"));
         }
