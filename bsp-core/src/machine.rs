@@ -457,8 +457,18 @@ fn agree(rt: &Runtime, cached: Option<Machine>) -> Result<Option<Machine>> {
 }
 
 /// Supersteps the probe times per router and figure, after one untimed
-/// (the fastest counts: the machine's capability, not its noise).
+/// (the fastest counts: the machine's capability, not its noise), up to
+/// `PROBE_REPS_UP_TO` processors; beyond, fewer (at least
+/// `PROBE_REPS_LEAST`), as the probe's supersteps grow with p and their
+/// noise shrinks in proportion.
 const PROBE_REPS: usize = 7;
+const PROBE_REPS_UP_TO: usize = 256;
+const PROBE_REPS_LEAST: usize = 3;
+
+/// Supersteps the probe times per figure on p processors.
+fn probe_reps(p: usize) -> usize {
+    (PROBE_REPS * PROBE_REPS_UP_TO / p.max(1)).clamp(PROBE_REPS_LEAST, PROBE_REPS)
+}
 /// Bytes each processor sends in the probe's full h-relation, at most.
 const PROBE_BYTES: usize = 1 << 20;
 /// Bytes all processors together send in it, at most.
@@ -473,7 +483,8 @@ const PROBE_FAN: usize = 64;
 /// when smaller), per byte that leaves the processor, and the lone g from
 /// supersteps in which those processors put their block for processor 0
 /// only (the same h, at one processor). Each figure is the slowest
-/// processor's fastest superstep of 7, after one to warm up.
+/// processor's fastest superstep of 7 (fewer beyond 256 processors, at
+/// least 3), after one to warm up.
 ///
 /// Returns the parameters, and whether this process holds processor 0.
 fn probe(rt: &Runtime) -> Result<(Machine, bool)> {
@@ -488,6 +499,7 @@ fn probe(rt: &Runtime) -> Result<(Machine, bool)> {
     let per = (PROBE_BYTES.min(PROBE_TOTAL / p) / 8 / fan).max(1); // words per destination
                                                                    // h counts what leaves the processor (its part to itself stays local).
     let h = 8 * per * (fan - 1);
+    let reps = probe_reps(p);
     let out = rt.clone().with_router(Router::TwoPhase).run(|ctx| {
         let me = ctx.pid();
         let word = ctx.coarray::<u64>(1);
@@ -498,10 +510,12 @@ fn probe(rt: &Runtime) -> Result<(Machine, bool)> {
         let mut mine = [0.0; WORDS];
         for (r, router) in [Router::TwoPhase, Router::Direct].into_iter().enumerate() {
             ctx.set_router(router);
+            // Each timed superstep starts as the one before it ends: its
+            // sync is the barrier that lines the processors up.
             let time = |ctx: &mut Ctx, step: &dyn Fn(&mut Ctx)| {
                 let mut fastest = f64::INFINITY;
-                for rep in 0..=PROBE_REPS {
-                    ctx.sync();
+                ctx.sync();
+                for rep in 0..=reps {
                     let start = Instant::now();
                     step(ctx);
                     ctx.sync();
