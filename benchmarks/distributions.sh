@@ -2,10 +2,12 @@
 # The radix sort's time against the input distribution and against n, as in
 # Bader, Helman and JaJa (1995), Sect. 5 (Figs. 4 and 5): the paper's
 # distributions [R], [S], [C] and [N] and this project's [G] at n = 2^24,
-# and [R] for n = 2^20 to 2^28, each with the constant-digit skip (the
-# default) and without it (--keep-constant-digits: every digit of the
-# 32-bit key is sorted, as in the paper). p = 2, 32-bit keys, the best of
-# REPS runs (default 3) of examples/radix_sort.
+# and [R] for n = 2^20 to 2^28, each in three modes: with the
+# constant-digit skip (the default), without it (--keep-constant-digits:
+# every digit of the 32-bit key is sorted, in the order the sorter picks),
+# and as the paper sorts (every digit, least significant first: --order
+# lsd). p = 2, 32-bit keys, the best of REPS runs (default 3) of
+# examples/radix_sort.
 #
 #   bash benchmarks/distributions.sh [REPS]
 #
@@ -20,9 +22,10 @@ cargo build --release --example radix_sort >&2
 EX=${CARGO_TARGET_DIR:-target}/release/examples
 
 run() { # run N DIST: every mode, REPS times, as JSON lines
-    for keep in "" --keep-constant-digits; do
+    for mode in "" --keep-constant-digits "--keep-constant-digits --order lsd"; do
         for _ in $(seq "$REPS"); do
-            "$EX/radix_sort" --procs 2 --n "$1" --dist "$2" --no-verify --json $keep >>"$OUT"
+            # shellcheck disable=SC2086 # a mode is several words
+            "$EX/radix_sort" --procs 2 --n "$1" --dist "$2" --no-verify --json $mode >>"$OUT"
         done
     done
 }

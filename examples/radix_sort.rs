@@ -13,7 +13,7 @@ use std::time::Instant;
 use bsp::algos::{all_reduce, Max};
 use bsp::prelude::*;
 use bsp::sort::inputs::{block_range, Dist};
-use bsp::sort::{RadixKey, RadixOptions, RadixSorter, SortInfo};
+use bsp::sort::{DigitOrder, RadixKey, RadixOptions, RadixSorter, SortInfo};
 use bytemuck::Pod;
 use common::{ran, verdict, Args};
 use serde_json::json;
@@ -31,6 +31,9 @@ usage: radix_sort [options]
   --digit-bits B      bits per counting-sort pass (default: chosen from n/p)
   --keep-constant-digits  sort on every digit of the key, also those in which no
                       key differs (by default they are skipped)
+  --order auto|lsd|top  digit order (default auto): lsd is the paper's radix sort,
+                      one distributed pass per digit; top sorts the top digit
+                      across processors, then each bucket locally
   --router two-phase|direct   h-relation router (default: BSP_ROUTER or two-phase)
   --no-verify         skip the check against a sequential sort
   --json              print one JSON object instead of text
@@ -43,6 +46,7 @@ struct Opts {
     bits: u32,
     digit_bits: Option<u32>,
     keep_constant_digits: bool,
+    order: DigitOrder,
     verify: bool,
     json: bool,
 }
@@ -55,6 +59,7 @@ fn parse_opts(args: &Args) -> Opts {
         "bits",
         "digit-bits",
         "keep-constant-digits",
+        "order",
         "router",
         "no-verify",
         "json",
@@ -70,6 +75,12 @@ fn parse_opts(args: &Args) -> Opts {
             bsp::sort::MAX_DIGIT_BITS
         ));
     }
+    let order = match args.get("order", "auto".to_owned()).as_str() {
+        "auto" => DigitOrder::Auto,
+        "lsd" => DigitOrder::LeastFirst,
+        "top" => DigitOrder::TopFirst,
+        other => args.fail(&format!("--order must be auto, lsd or top, not {other:?}")),
+    };
     let n: usize = args.get("n", 1 << 22);
     let verify = !args.flag("no-verify");
     // The keys, the sorter's receive buffer and scratch; with --verify also
@@ -85,6 +96,7 @@ fn parse_opts(args: &Args) -> Opts {
         bits,
         digit_bits,
         keep_constant_digits: args.flag("keep-constant-digits"),
+        order,
         verify,
         json: args.flag("json"),
     }
@@ -104,6 +116,7 @@ where
     let options = RadixOptions {
         digit_bits: args.digit_bits,
         keep_constant_digits: args.keep_constant_digits,
+        order: args.order,
         ..RadixOptions::default()
     };
     let mut sorter = RadixSorter::with_options(ctx, keys.len(), options);
@@ -135,6 +148,15 @@ where
     Some(verified != Some(false))
 }
 
+/// The `--order` name of `order`.
+fn order_name(order: DigitOrder) -> &'static str {
+    match order {
+        DigitOrder::LeastFirst => "lsd",
+        DigitOrder::TopFirst => "top",
+        _ => "auto",
+    }
+}
+
 fn report(
     args: &Opts,
     p: usize,
@@ -161,6 +183,7 @@ fn report(
             "digit_bits": info.passes.iter().map(|d| d.bits).collect::<Vec<_>>(),
             "top_first": info.top_first,
             "keep_constant_digits": args.keep_constant_digits,
+            "order": order_name(args.order),
             "seconds": seconds,
             "keys_per_second": rate,
             "verified": verified,

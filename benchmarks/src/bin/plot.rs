@@ -277,37 +277,71 @@ fn nas_is_vs_npb(bsp: &[Value], npb: &[Value], out: &Path) -> Result<()> {
     Ok(())
 }
 
+/// How a row of `distributions.jsonl` sorted: with the constant-digit
+/// skip, on every digit, or on every digit least significant first (the
+/// paper's algorithm, `--order lsd`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum SortMode {
+    Skip,
+    AllDigits,
+    Lsd,
+}
+
+impl SortMode {
+    fn of(v: &Value) -> SortMode {
+        if v["order"].as_str() == Some("lsd") {
+            SortMode::Lsd
+        } else if v["keep_constant_digits"].as_bool() == Some(true) {
+            SortMode::AllDigits
+        } else {
+            SortMode::Skip
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            SortMode::Skip => "skip",
+            SortMode::AllDigits => "all digits",
+            SortMode::Lsd => "LSD, all digits",
+        }
+    }
+
+    fn color(self) -> RGBColor {
+        match self {
+            SortMode::Skip => BLUE,
+            SortMode::AllDigits => ORANGE,
+            SortMode::Lsd => GREY,
+        }
+    }
+}
+
 /// The radix sort against the distribution and n (Bader, Helman and
 /// JáJá, Sect. 5): nanoseconds per key, the best run of each case, with
-/// and without the constant-digit skip.
+/// and without the constant-digit skip, and the paper's LSD sort.
 fn distributions(data: &[Value], out: &Path) -> Result<()> {
-    // (dist, n, keep) → best ns per key
-    let mut best: BTreeMap<(String, u64, bool), f64> = BTreeMap::new();
+    // (dist, n, mode) → best ns per key
+    let mut best: BTreeMap<(String, u64, SortMode), f64> = BTreeMap::new();
     for v in data {
-        let key = (
-            text(v, "dist"),
-            num(v, "n") as u64,
-            v["keep_constant_digits"].as_bool() == Some(true),
-        );
+        let key = (text(v, "dist"), num(v, "n") as u64, SortMode::of(v));
         let ns = num(v, "seconds") * 1e9 / num(v, "n");
         let slot = best.entry(key).or_insert(f64::INFINITY);
         *slot = slot.min(ns);
     }
-    let mode = |keep: bool| if keep { "all digits" } else { "skip" };
+    let modes = [SortMode::Skip, SortMode::AllDigits, SortMode::Lsd];
     let fixed = 1u64 << 24;
     let mut rows = Vec::new();
     for dist in ["R", "S", "C", "N", "G"] {
-        for keep in [false, true] {
-            if let Some(&ns) = best.get(&(dist.to_owned(), fixed, keep)) {
+        for mode in modes {
+            if let Some(&ns) = best.get(&(dist.to_owned(), fixed, mode)) {
                 rows.push(Bar {
-                    label: format!("[{dist}], {}", mode(keep)),
+                    label: format!("[{dist}], {}", mode.label()),
                     value: ns,
-                    color: if keep { ORANGE } else { BLUE },
+                    color: mode.color(),
                 });
             }
         }
     }
-    let root = SVGBackend::new(out, (1000, 420)).into_drawing_area();
+    let root = SVGBackend::new(out, (1000, 520)).into_drawing_area();
     root.fill(&WHITE)?;
     let (left, right) = root.split_horizontally(500);
     bars(
@@ -334,14 +368,13 @@ fn distributions(data: &[Value], out: &Path) -> Result<()> {
         .x_desc("log2 n")
         .y_desc("ns per key")
         .draw()?;
-    for keep in [false, true] {
-        let color = if keep { ORANGE } else { BLUE };
+    for mode in modes {
         let points: Vec<(f64, f64)> = best
             .iter()
-            .filter(|((d, _, k), _)| d == "R" && *k == keep)
+            .filter(|((d, _, m), _)| d == "R" && *m == mode)
             .map(|((_, n, _), &ns)| ((*n as f64).log2(), ns))
             .collect();
-        line_series(&mut chart, points, color, mode(keep).to_owned())?;
+        line_series(&mut chart, points, mode.color(), mode.label().to_owned())?;
     }
     legend(&mut chart)?;
     root.present()?;
