@@ -4,7 +4,7 @@
 //! measured l and g; the collective's default runs the variant of least
 //! predicted cost ([`pick`]).
 
-use bsp_core::{Cost, Ctx, Machine, Router};
+use bsp_core::{Cost, Ctx, Machine, Router, Transport};
 
 /// The machine assumed when a run does not know its own (its router was
 /// fixed and no [`Machine`] was given, see [`Ctx::machine`]): l = 20 µs
@@ -47,12 +47,51 @@ const NOMINAL_COST: Cost = Cost {
 pub struct Model {
     machine: Machine,
     router: Router,
+    transport: Transport,
 }
 
+/// What a split costs under MPI, in l: `MPI_Comm_split` and the
+/// sub-communicator's first collectives; `bench_split` measured 6.0–6.4 l
+/// at 4 ranks on two cores.
+const MPI_SPLIT_L: f64 = 6.0;
+
+/// What a sub-machine's superstep costs under MPI, in l, whatever its
+/// size: `bench_split` measured 1.50–1.85 l at 4 ranks on two cores (a
+/// sub-communicator's collective is no cheaper than the world's).
+const MPI_SUB_SUPERSTEP_L: f64 = 1.5;
+
 impl Model {
-    /// The model of `machine` when its supersteps are delivered by `router`.
+    /// The model of `machine` when its supersteps are delivered by `router`
+    /// on the threads transport (see [`on`](Model::on) for another).
     pub fn new(machine: Machine, router: Router) -> Self {
-        Model { machine, router }
+        Model {
+            machine,
+            router,
+            transport: Transport::Threads,
+        }
+    }
+
+    /// The same model on `transport`: the transport decides what a split
+    /// and a sub-machine's superstep cost ([`split`](Model::split),
+    /// [`sub_superstep`](Model::sub_superstep)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_algos::Model;
+    /// use bsp_core::{Cost, Machine, Router, Transport};
+    ///
+    /// let cost = Cost { l_seconds: 1e-4, g_seconds_per_byte: 0.0 };
+    /// let model = Model::new(Machine::new(cost, cost), Router::TwoPhase);
+    /// assert_eq!(model.on(Transport::Threads), model);
+    /// ```
+    pub fn on(self, transport: Transport) -> Self {
+        Model { transport, ..self }
+    }
+
+    /// The transport whose sub-machines the model charges.
+    pub fn transport(&self) -> Transport {
+        self.transport
     }
 
     /// The model of this run: its machine ([`Ctx::machine`], or
@@ -64,7 +103,7 @@ impl Model {
     /// not, except in the rounding of operators that are associative only
     /// up to rounding.
     pub fn of(ctx: &Ctx) -> Self {
-        Model::new(ctx.machine().unwrap_or(NOMINAL_MACHINE), ctx.router())
+        Model::new(ctx.machine().unwrap_or(NOMINAL_MACHINE), ctx.router()).on(ctx.transport())
     }
 
     /// The machine's parameters.
@@ -133,8 +172,9 @@ impl Model {
     /// members, 0.35–0.5 l with 4 or 8 of 8 or 16, 0.9–1.4 l with all;
     /// beside other jobs, 0.6–0.75 l with 2 or 4 members and about l with
     /// all. Under MPI (4 ranks on 2 cores) it measured 1.5–1.9 l: a
-    /// sub-communicator's sync is no cheaper there, and the model
-    /// undercharges it.
+    /// sub-communicator's sync is no cheaper there, and a model on MPI
+    /// ([`on`](Model::on)) charges every sub-machine superstep 1.5 l
+    /// (a sub-machine of all p, which is the whole machine, l).
     ///
     /// # Examples
     ///
@@ -150,8 +190,13 @@ impl Model {
     pub fn sub_superstep(&self, p: usize, q: usize, h_bytes: f64, total_bytes: f64) -> f64 {
         let h = h_bytes.max(0.0).ceil() as u64;
         let (l, g, lone) = self.router_for(h);
+        let whole = q >= p;
         let p = p.max(1) as f64;
-        let share = (1.0 + (q as f64 / p).min(1.0)) / 2.0;
+        let share = match self.transport {
+            _ if whole => 1.0,
+            Transport::Threads => (1.0 + q as f64 / p) / 2.0,
+            _ => MPI_SUB_SUPERSTEP_L,
+        };
         // The lone g was measured with at most `PROBE_BYTES` at the root,
         // in cache: beyond that the receiver streams through memory, and
         // the bytes past it are charged the full exchange's g.
@@ -167,8 +212,8 @@ impl Model {
     /// `l·(2 + 2/q)`. Measured on threads on two cores (`bench_split`):
     /// 2.4–3.7 l with sub-machines of 2, 1.3–2.7 l with larger ones (the
     /// more sub-machines, the dearer). Under MPI a split also runs
-    /// `MPI_Comm_split`: about 6 l measured at 4 ranks, which the model
-    /// undercharges.
+    /// `MPI_Comm_split`: 6.0–6.4 l measured at 4 ranks, and a model on MPI
+    /// ([`on`](Model::on)) charges `6·l`.
     ///
     /// # Examples
     ///
@@ -182,7 +227,10 @@ impl Model {
     /// ```
     pub fn split(&self, q: usize) -> f64 {
         let (l, _, _) = self.router_for(0);
-        l * (2.0 + 2.0 / q.max(1) as f64)
+        match self.transport {
+            Transport::Threads => l * (2.0 + 2.0 / q.max(1) as f64),
+            _ => l * MPI_SPLIT_L,
+        }
     }
 }
 

@@ -329,6 +329,36 @@ fn the_lone_g_and_the_k_level_variants_move_the_choice() {
     assert_eq!(algos::pick(&shared, 16, 8, &bv).name, "1-level");
 }
 
+/// A model on MPI charges a split 6 l and a sub-machine's superstep
+/// 1.5 l (what `bench_split` measured there), where one on threads charges
+/// `l·(2 + 2/q)` and `l·(1 + q/p)/2`; a sub-machine of all p is the whole
+/// machine on both.
+#[cfg(feature = "mpi")]
+#[test]
+fn sub_machines_cost_what_their_transport_measured() {
+    let c = Cost {
+        l_seconds: 1e-4,
+        g_seconds_per_byte: 0.0,
+    };
+    let threads = Model::new(Machine::new(c, c), Router::TwoPhase);
+    let mpi = threads.on(bsp::Transport::Mpi);
+    let near = |a: f64, b: f64| (a - b).abs() < 1e-12;
+    assert!(near(threads.split(2), 3e-4));
+    assert!(near(mpi.split(2), 6e-4));
+    assert!(near(threads.sub_superstep(8, 2, 0.0, 0.0), 0.625e-4));
+    assert!(near(mpi.sub_superstep(8, 2, 0.0, 0.0), 1.5e-4));
+    assert!(near(mpi.sub_superstep(8, 8, 0.0, 0.0), 1e-4));
+    // The dearer sub-machines move the MPI broadcast of 8 bytes on 16
+    // further from the k-level variants.
+    let bv = algos::broadcast_variants::<u64>();
+    let cost = |m: &Model, name: &str| {
+        let v = bv.iter().find(|v| v.name == name).expect("listed");
+        (v.cost)(m, 16, 8).expect("applies")
+    };
+    assert!(cost(&mpi, "2-level") > cost(&threads, "2-level"));
+    assert_eq!(algos::pick(&mpi, 16, 8, &bv).name, "1-level");
+}
+
 /// The variants again, in a child process whose syncs meet at the
 /// binomial-tree barrier of the threads transport (`BSP_BARRIER=binomial`).
 #[test]
