@@ -4,7 +4,7 @@ use bsp_core::Ctx;
 use bytemuck::Pod;
 
 use crate::dist::Block;
-use crate::klevel::{broadcast_k_level, broadcast_levels_cost, Levels};
+use crate::klevel::{broadcast_k_level, tree_levels_cost, Levels};
 use crate::model::{all_but_own, ceil_log2, floor_log2, pick_for, Model, Variant};
 use crate::puts_and_sends::put_to_others;
 
@@ -37,23 +37,23 @@ pub fn broadcast_variants<T: Pod + Send>() -> Vec<Variant<BroadcastFn<T>>> {
         // First, as it wins ties (at p = 2 every variant but the two-phase
         // one is the same superstep of h = B): it puts straight from the
         // caller's buffer, where the tree copies it into a coarray first.
-        Variant::new("1-level", levels_cost::<0>, broadcast_levels::<T, 0>),
+        Variant::new("1-level", tree_levels_cost::<0>, broadcast_levels::<T, 0>),
         Variant::new("tree", tree_cost, broadcast_tree::<T>),
         Variant::new("two-phase", two_phase_cost, broadcast_two_phase::<T>),
         Variant::new("pipelined", pipelined_cost, broadcast_pipelined::<T>),
-        Variant::new("2-level", levels_cost::<1>, broadcast_levels::<T, 1>),
-        Variant::new("3-level", levels_cost::<2>, broadcast_levels::<T, 2>),
-        Variant::new("log-p-level", levels_cost::<3>, broadcast_levels::<T, 3>),
+        Variant::new("2-level", tree_levels_cost::<1>, broadcast_levels::<T, 1>),
+        Variant::new("3-level", tree_levels_cost::<2>, broadcast_levels::<T, 2>),
+        Variant::new(
+            "log-p-level",
+            tree_levels_cost::<3>,
+            broadcast_levels::<T, 3>,
+        ),
     ]
 }
 
 /// [`broadcast_k_level`] with the levels `Levels::ALL[K]`.
 fn broadcast_levels<T: Pod + Send, const K: usize>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
     broadcast_k_level(ctx, root, buf, Levels::ALL[K]);
-}
-
-fn levels_cost<const K: usize>(model: &Model, p: usize, bytes: usize) -> Option<f64> {
-    Some(broadcast_levels_cost(model, p, bytes, Levels::ALL[K]))
 }
 
 /// Round r of the tree sends from min(2^r, p − 2^r) processors.

@@ -114,10 +114,8 @@ impl Model {
     /// Predicted seconds of one superstep routing `h_bytes`.
     pub fn superstep(&self, h_bytes: f64) -> f64 {
         let h = h_bytes.max(0.0).ceil() as u64;
-        match self.machine.cost(self.router) {
-            Some(cost) => cost.predict(h),
-            None => self.machine.choose(h).1,
-        }
+        let (l, g, _) = self.router_for(h);
+        l + g * h as f64
     }
 
     /// Predicted seconds of `count` supersteps routing `h_bytes` each.

@@ -5,7 +5,7 @@ use bsp_core::Ctx;
 use bytemuck::Pod;
 
 use crate::hypercube::{join_pairs, rounds, Cube};
-use crate::klevel::{broadcast_levels_cost, reduce_k_level, Levels};
+use crate::klevel::{reduce_k_level, tree_levels_cost, Levels};
 use crate::model::{all_but_own, pick_for, Model, Variant};
 use crate::ops::Op;
 use crate::rows::{fold_rows, gather_blocks, rows_to, transpose_blocks};
@@ -33,9 +33,13 @@ pub fn reduce_variants<T: Pod + Send, O: Op<T>>() -> Vec<Variant<ReduceFn<T, O>>
     vec![
         Variant::new("direct", reduce_direct_cost, reduce_direct::<T, O>),
         Variant::new("two-phase", reduce_two_phase_cost, reduce_two_phase::<T, O>),
-        Variant::new("2-level", levels_cost::<1>, reduce_levels::<T, O, 1>),
-        Variant::new("3-level", levels_cost::<2>, reduce_levels::<T, O, 2>),
-        Variant::new("log-p-level", levels_cost::<3>, reduce_levels::<T, O, 3>),
+        Variant::new("2-level", tree_levels_cost::<1>, reduce_levels::<T, O, 1>),
+        Variant::new("3-level", tree_levels_cost::<2>, reduce_levels::<T, O, 2>),
+        Variant::new(
+            "log-p-level",
+            tree_levels_cost::<3>,
+            reduce_levels::<T, O, 3>,
+        ),
     ]
 }
 
@@ -47,11 +51,6 @@ fn reduce_levels<T: Pod + Send, O: Op<T>, const K: usize>(
     op: &O,
 ) -> Option<Vec<T>> {
     reduce_k_level(ctx, root, data, op, Levels::ALL[K])
-}
-
-/// The mirror of the k-level broadcast.
-fn levels_cost<const K: usize>(model: &Model, p: usize, bytes: usize) -> Option<f64> {
-    Some(broadcast_levels_cost(model, p, bytes, Levels::ALL[K]))
 }
 
 /// One superstep in which the root alone receives (p − 1)B.

@@ -300,7 +300,8 @@ pub extern "C" fn bsp_begin(maxprocs: BspPid) {
         }
         requested = mpi_mode::root_value(maxprocs);
         // Fewer processors than ranks: the first `requested` ranks run the
-        // section, the rest take no part (see below). More is an error.
+        // section, the rest take no part (see below). More means every
+        // rank, as the standard's `maxprocs` does.
         requested = requested.min(mpi_mode::world_size() as BspPid);
     }
     if requested <= 0 {

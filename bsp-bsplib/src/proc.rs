@@ -56,6 +56,37 @@ enum Direction {
     Get,
 }
 
+impl Direction {
+    /// The remote end, in BSPonMPI's words: "destination" or "source".
+    fn remote(self) -> &'static str {
+        match self {
+            Direction::Put => "destination",
+            Direction::Get => "source",
+        }
+    }
+
+    /// What the call does to the remote area: "Writes" or "Reads".
+    fn verb(self) -> &'static str {
+        match self {
+            Direction::Put => "Writes",
+            Direction::Get => "Reads",
+        }
+    }
+}
+
+/// The arguments of one `bsp_put` or `bsp_get` (`func` names which) that
+/// [`Proc::checked`] checks.
+#[derive(Clone, Copy)]
+struct Access<'a> {
+    func: &'a str,
+    pid: i32,
+    /// The registered address of the remote area.
+    reg: usize,
+    offset: i32,
+    nbytes: i32,
+    dir: Direction,
+}
+
 /// A `bsp_pop_reg` of this superstep: a slot, or NULL (whichever slot the
 /// others pop, or one registered as NULL everywhere).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -421,24 +452,24 @@ impl Proc {
     /// that pass cost a few compares (this is on every `bsp_put`); the
     /// messages are made out of line.
     #[inline]
-    fn checked(
-        &mut self,
-        func: &str,
-        pid: i32,
-        reg: usize,
-        offset: i32,
-        nbytes: i32,
-        dir: Direction,
-    ) -> Area {
+    fn checked(&mut self, access: Access<'_>) -> Area {
+        let Access {
+            func,
+            pid,
+            reg,
+            offset,
+            nbytes,
+            ..
+        } = access;
         if pid < 0 || pid as usize >= self.nprocs || offset < 0 || nbytes < 0 || reg == 0 {
-            self.bad_arguments(func, pid, reg, offset, nbytes, dir);
+            self.bad_arguments(access);
         }
         let s = self.usable_slot(func, reg);
         let slot = &self.slots[s];
         let (_, rsize) = slot.remote[pid as usize];
         let area = slot.area.expect("an effective slot has its area");
         if offset as usize + nbytes as usize > rsize {
-            self.beyond_range(func, pid, s, offset, nbytes, dir);
+            self.beyond_range(access, s);
         }
         area
     }
@@ -447,33 +478,23 @@ impl Proc {
     /// before looking at the registration.
     #[cold]
     #[inline(never)]
-    fn bad_arguments(
-        &mut self,
-        func: &str,
-        pid: i32,
-        reg: usize,
-        offset: i32,
-        nbytes: i32,
-        dir: Direction,
-    ) -> ! {
-        let what = match dir {
-            Direction::Put => "destination",
-            Direction::Get => "source",
-        };
+    fn bad_arguments(&mut self, access: Access<'_>) -> ! {
+        let Access { func, pid, .. } = access;
         if pid < 0 || pid as usize >= self.nprocs {
             self.abort(format!(
-                "{func}: The {what} process ID does not exist (pid {pid}, with {} processes)",
+                "{func}: The {} process ID does not exist (pid {pid}, with {} processes)",
+                access.dir.remote(),
                 self.nprocs
             ));
         }
-        if offset < 0 {
+        if access.offset < 0 {
             self.abort(format!("{func}: The offset was negative, which is illegal"));
         }
-        if nbytes < 0 {
+        if access.nbytes < 0 {
             self.abort(format!("{func}: The size was negative, which is illegal"));
         }
-        debug_assert_eq!(reg, 0);
-        let which = match dir {
+        debug_assert_eq!(access.reg, 0);
+        let which = match access.dir {
             Direction::Put => "Destination",
             Direction::Get => "Source",
         };
@@ -482,26 +503,17 @@ impl Proc {
         ))
     }
 
-    /// Ends the run for a put or get beyond the size registered on `pid`.
+    /// Ends the run for a put or get beyond the size registered on its
+    /// pid, through registration `slot`.
     #[cold]
     #[inline(never)]
-    fn beyond_range(
-        &mut self,
-        func: &str,
-        pid: i32,
-        slot: usize,
-        offset: i32,
-        nbytes: i32,
-        dir: Direction,
-    ) -> ! {
-        let verb = match dir {
-            Direction::Put => "Writes",
-            Direction::Get => "Reads",
-        };
+    fn beyond_range(&mut self, access: Access<'_>, slot: usize) -> ! {
+        let Access { func, pid, .. } = access;
         let (raddr, rsize) = self.slots[slot].remote[pid as usize];
-        let end = offset as usize + nbytes as usize;
+        let end = access.offset as usize + access.nbytes as usize;
         self.abort(format!(
-            "{func}: {verb} {} bytes beyond registered range [{},{}+{rsize}) at process {pid}",
+            "{func}: {} {} bytes beyond registered range [{},{}+{rsize}) at process {pid}",
+            access.dir.verb(),
             end - rsize,
             ptr(raddr),
             ptr(raddr)
@@ -525,7 +537,14 @@ impl Proc {
         if nbytes == 0 {
             return;
         }
-        let area = self.checked(func, pid, dst, offset, nbytes, Direction::Put);
+        let area = self.checked(Access {
+            func,
+            pid,
+            reg: dst,
+            offset,
+            nbytes,
+            dir: Direction::Put,
+        });
         if src.is_null() {
             self.abort(format!("{func}: the source pointer is NULL"));
         }
@@ -555,7 +574,14 @@ impl Proc {
         if nbytes == 0 {
             return;
         }
-        let area = self.checked(func, pid, src, offset, nbytes, Direction::Get);
+        let area = self.checked(Access {
+            func,
+            pid,
+            reg: src,
+            offset,
+            nbytes,
+            dir: Direction::Get,
+        });
         if dst.is_null() {
             self.abort(format!("{func}: the destination pointer is NULL"));
         }

@@ -317,11 +317,9 @@ impl Inbound<'_> {
             let size = storage.elem_size().max(1);
             let bytes = storage.bytes_mut();
             loop {
-                let range = usize::try_from(offset)
+                let range = usize::try_from(len)
                     .ok()
-                    .and_then(|o| o.checked_mul(size))
-                    .and_then(|s| Some((s, s.checked_add(usize::try_from(len).ok()?)?)))
-                    .filter(|&(_, end)| end <= bytes.len());
+                    .and_then(|len| byte_range(offset, len, size, bytes.len()));
                 let Some((start, end)) = range else {
                     break; // reported below, with the coarray's name
                 };
@@ -376,12 +374,7 @@ impl Inbound<'_> {
         };
         let size = storage.elem_size().max(1);
         let bytes = storage.bytes_mut();
-        let range = usize::try_from(offset)
-            .ok()
-            .and_then(|o| o.checked_mul(size))
-            .and_then(|s| Some((s, s.checked_add(len)?)))
-            .filter(|&(_, end)| end <= bytes.len());
-        if let Some((start, end)) = range {
+        if let Some((start, end)) = byte_range(offset, len, size, bytes.len()) {
             assert!(
                 payload.read_into(&mut bytes[start..end]),
                 "bsp: truncated put record"
@@ -397,4 +390,14 @@ impl Inbound<'_> {
         );
         Err(self.error(ErrorKind::OutOfBounds, src, msg))
     }
+}
+
+/// The bytes `start..end` of a coarray of `have` bytes, elements of `size`
+/// bytes, that a put of `len` bytes at element `offset` writes; `None`
+/// when they do not lie inside it (or overflow).
+#[inline]
+fn byte_range(offset: u64, len: usize, size: usize, have: usize) -> Option<(usize, usize)> {
+    let start = usize::try_from(offset).ok()?.checked_mul(size)?;
+    let end = start.checked_add(len)?;
+    (end <= have).then_some((start, end))
 }

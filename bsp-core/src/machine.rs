@@ -469,6 +469,7 @@ const PROBE_REPS_LEAST: usize = 3;
 fn probe_reps(p: usize) -> usize {
     (PROBE_REPS * PROBE_REPS_UP_TO / p.max(1)).clamp(PROBE_REPS_LEAST, PROBE_REPS)
 }
+
 /// Bytes each processor sends in the probe's full h-relation, at most.
 const PROBE_BYTES: usize = 1 << 20;
 /// Bytes all processors together send in it, at most.

@@ -42,7 +42,7 @@ mod one_to_all;
 pub(crate) use all_to_all::levels_cost as all_to_all_levels_cost;
 pub use all_to_all::{all_to_all_k_level, all_to_all_k_level_cost};
 pub use all_to_one::{gather_k_level, gather_k_level_cost, reduce_k_level, reduce_k_level_cost};
-pub(crate) use one_to_all::levels_cost as broadcast_levels_cost;
+use one_to_all::levels_cost as broadcast_levels_cost;
 pub use one_to_all::{
     broadcast_k_level, broadcast_k_level_cost, scatter_k_level, scatter_k_level_cost,
 };
@@ -163,6 +163,18 @@ impl Blocks {
             self.start(b)
         }
     }
+}
+
+/// The cost of the one-to-all (or all-to-one) variant with the levels
+/// `Levels::ALL[K]` in a collective's table (a
+/// [`CostFn`](crate::model::CostFn)): the broadcast's, which the reduce
+/// mirrors.
+pub(crate) fn tree_levels_cost<const K: usize>(
+    model: &Model,
+    p: usize,
+    bytes: usize,
+) -> Option<f64> {
+    Some(broadcast_levels_cost(model, p, bytes, Levels::ALL[K]))
 }
 
 /// The model the `_cost` functions charge on `machine`: its supersteps by
