@@ -75,6 +75,18 @@ for np in 2 3; do
     done
 done
 
+echo "== the routing and semantics tests, every put payload placed straight into its coarray"
+for np in 2 3; do
+    for t in "${TESTS[@]}"; do
+        case "$(basename "$t")" in
+            mpi_transport-* | core_routing-* | core_semantics-* | core_failures-*) ;;
+            *) continue ;;
+        esac
+        echo "-- BSP_MPI_RECEIVE=placed mpirun -np $np $(basename "$t")"
+        BSP_MPI_RECEIVE=placed run_np "$np" -x BSP_MPI_RECEIVE "$t" --test-threads=1 -q
+    done
+done
+
 echo "== examples under mpirun (quick arguments; each checks its own answer)"
 # The examples' defaults are sized for benchmarking (GiBs, 2^26 keys): give
 # each one quick arguments here. An example without a case below is only

@@ -7,7 +7,7 @@
 //! ```
 //!
 //! * **Empty sync**: the latency of `ctx.sync()` with nothing to deliver
-//!   (one `MPI_Allgather` of the 27-word sync row) against an `MPI_Barrier`
+//!   (one `MPI_Allgather` of the 28-word sync row) against an `MPI_Barrier`
 //!   followed by an `MPI_Alltoall` of p integers — what a hand-written MPI
 //!   superstep needs at least. Target: ratio ≤ 2.
 //! * **Routing**: every processor puts `n/p` bytes into every processor
@@ -35,7 +35,7 @@ use serde_json::json;
 const TRIALS: usize = 5;
 /// The words of the row each processor contributes to the all-gather
 /// that opens a sync (bsp-core's `protocol.rs`, `SyncRow::WORDS`).
-const SYNC_ROW_WORDS: usize = 27;
+const SYNC_ROW_WORDS: usize = 28;
 
 /// Best (smallest) seconds per iteration over `TRIALS` trials of `iters`.
 fn best_of(world: &SimpleCommunicator, iters: usize, mut body: impl FnMut()) -> f64 {

@@ -51,6 +51,7 @@ mod machine;
 mod outbox;
 mod outcome;
 mod panic_hook;
+mod placement;
 mod profile;
 mod protocol;
 mod queue;

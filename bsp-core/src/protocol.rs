@@ -123,6 +123,10 @@ pub(crate) struct SyncRow {
     pub(crate) bytes: u64,
     pub(crate) has_gets: bool,
     pub(crate) lends: bool,
+    /// How many records (puts, get requests, runs of messages) it
+    /// requested: with `bytes`, the size of a record on average, which
+    /// decides whether a transport receives payloads in place.
+    pub(crate) records: u64,
     /// Nanoseconds of local work in the superstep, and its figures for
     /// the previous sync.
     pub(crate) work_ns: u64,
@@ -131,7 +135,7 @@ pub(crate) struct SyncRow {
 
 impl SyncRow {
     /// Words of a row on the wire.
-    pub(crate) const WORDS: usize = 8 + 4 + 2 * ROUTE_WORDS + 1;
+    pub(crate) const WORDS: usize = 9 + 4 + 2 * ROUTE_WORDS + 1;
 
     pub(crate) fn to_words(self) -> [u64; Self::WORDS] {
         let f = &self.previous;
@@ -145,6 +149,7 @@ impl SyncRow {
             self.bytes,
             self.work_ns,
             u64::from(self.lends),
+            self.records,
             f.bytes.sent,
             f.bytes.received,
             f.records.sent,
@@ -194,22 +199,23 @@ impl SyncRow {
             bytes: w[5],
             work_ns: w[6],
             lends: w[7] != 0,
+            records: w[8],
             previous: SyncFigures {
                 bytes: Traffic {
-                    sent: w[8],
-                    received: w[9],
+                    sent: w[9],
+                    received: w[10],
                 },
                 records: Traffic {
-                    sent: w[10],
-                    received: w[11],
+                    sent: w[11],
+                    received: w[12],
                 },
                 routes: [
-                    route(&w[12..12 + ROUTE_WORDS]),
-                    route(&w[12 + ROUTE_WORDS..12 + 2 * ROUTE_WORDS]),
+                    route(&w[13..13 + ROUTE_WORDS]),
+                    route(&w[13 + ROUTE_WORDS..13 + 2 * ROUTE_WORDS]),
                 ],
                 // Only the routes' figures travel; an unfilled one is zeros.
                 routed: 0,
-                sync_ns: w[12 + 2 * ROUTE_WORDS],
+                sync_ns: w[13 + 2 * ROUTE_WORDS],
             },
         }
     }
@@ -287,6 +293,8 @@ pub(crate) struct SyncDecision {
     /// what every processor knows of the superstep's h before routing.
     pub(crate) max_bytes: u64,
     pub(crate) total_bytes: u64,
+    /// The records all processors requested.
+    pub(crate) total_records: u64,
     /// When the rows carry counts: the h of the superstep's requests, the
     /// most bytes one processor sends to or receives from the others.
     pub(crate) exact_h: Option<u64>,
@@ -350,6 +358,7 @@ pub(crate) fn decide(
         any_lends: false,
         max_bytes: 0,
         total_bytes: 0,
+        total_records: 0,
         exact_h: None,
     };
     // With counts: what each processor receives from the others (p ≤ 64).
@@ -379,6 +388,7 @@ pub(crate) fn decide(
         decision.anything |= r.bytes != 0;
         decision.max_bytes = decision.max_bytes.max(r.bytes);
         decision.total_bytes += r.bytes;
+        decision.total_records += r.records;
         decision.any_gets |= r.has_gets;
         decision.any_lends |= r.lends;
     }
@@ -513,6 +523,7 @@ mod tests {
             bytes: 0,
             work_ns: 5,
             lends: false,
+            records: 0,
             previous: SyncFigures {
                 bytes: Traffic {
                     sent: 1,
@@ -532,6 +543,7 @@ mod tests {
     fn rows_round_trip_through_words() {
         let mut r = row(Status::Returned, 7);
         r.has_gets = true;
+        r.records = 17;
         r.previous.routes[1].header_bytes = 123;
         let words = r.to_words();
         assert_eq!(SyncRow::from_words(&words), r);
@@ -550,15 +562,19 @@ mod tests {
                 any_lends: false,
                 max_bytes: 0,
                 total_bytes: 0,
+                total_records: 0,
                 exact_h: None,
             }
         );
         rows[1].bytes = 10;
+        rows[1].records = 3;
         rows[2].bytes = 2;
+        rows[2].records = 1;
         rows[2].lends = true;
         let d = decide(&words(&rows), SyncRow::WORDS, |_| Vec::new()).unwrap();
         assert!(d.anything && d.any_lends && !d.any_gets);
         assert_eq!((d.max_bytes, d.total_bytes, d.h_estimate(3)), (10, 12, 10));
+        assert_eq!(d.total_records, 4);
         rows[0].bytes = 9;
         rows[1].bytes = 9;
         let d = decide(&words(&rows), SyncRow::WORDS, |_| Vec::new()).unwrap();

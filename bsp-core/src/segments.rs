@@ -197,6 +197,22 @@ impl<'a> SegmentReader<'a> {
         true
     }
 
+    /// Appends the next `n` bytes to `out` as zero-copy slices; false if
+    /// the stream is shorter.
+    pub(crate) fn read_slices(&mut self, mut n: usize, out: &mut Segments) -> bool {
+        while n > 0 {
+            let Some(seg) = self.segments.get(self.segment) else {
+                return false;
+            };
+            let take = (seg.len() - self.pos).min(n);
+            out.push(seg.slice(self.pos..self.pos + take));
+            n -= take;
+            self.pos += take;
+            self.skip_exhausted();
+        }
+        true
+    }
+
     /// Skips `n` bytes; false if the stream is shorter.
     pub(crate) fn skip(&mut self, n: usize) -> bool {
         self.read_pieces(n, |_| {})

@@ -170,6 +170,7 @@ mod tests {
             bytes: 0,
             work_ns,
             lends: false,
+            records: 0,
             previous: SyncFigures {
                 bytes: Traffic { sent, received: 0 },
                 ..SyncFigures::default()

@@ -103,6 +103,24 @@ impl Record {
         }
     }
 
+    /// Bytes [`encode`](Record::encode) writes: the header, and a get
+    /// request's ticket.
+    pub(crate) fn head_len(&self) -> usize {
+        match self {
+            Record::Get { .. } => HEADER_BYTES + TICKET_BYTES,
+            _ => self.header_len(),
+        }
+    }
+
+    /// Bytes that follow what [`encode`](Record::encode) writes: the
+    /// payload, none for a get request (its ticket is in the head).
+    pub(crate) fn body_len(&self) -> usize {
+        match self {
+            Record::Get { .. } => 0,
+            _ => self.payload_len(),
+        }
+    }
+
     /// Appends the header (and, for a get request, its ticket) to `out`.
     /// The payload of the other records is the caller's to append.
     #[inline]
@@ -254,12 +272,7 @@ impl<'a> RecordReader<'a> {
 
     /// Skips the current record's payload.
     pub(crate) fn skip_payload(&mut self, record: &Record) {
-        if !matches!(record, Record::Get { .. }) {
-            assert!(
-                self.stream.skip(record.payload_len()),
-                "bsp: truncated record"
-            );
-        }
+        assert!(self.stream.skip(record.body_len()), "bsp: truncated record");
     }
 }
 

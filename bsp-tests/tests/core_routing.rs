@@ -8,7 +8,7 @@ mod support;
 
 use bsp::{Cost, Ctx, Machine, Router, Runtime, Stats};
 use proptest::prelude::*;
-use support::{agree, describe, proptest_config, run_local, runtimes, watchdog, Rng};
+use support::{agree, describe, on_runtimes, proptest_config, run_local, runtimes, watchdog, Rng};
 
 /// How destinations and sizes are drawn.
 #[derive(Clone, Copy, Debug)]
@@ -448,5 +448,116 @@ fn auto_takes_each_router_where_the_model_says() {
                 assert_eq!(routed, vec![expected], "{len}-byte messages");
             }
         }
+    });
+}
+
+/// Bytes of each large put in `large_puts_land_as_in_order_delivery`: on
+/// MPI, the direct router's receivers place records this large straight
+/// into the coarray (`BSP_MPI_RECEIVE=auto`).
+const CHUNK: usize = 64 << 10;
+
+fn chunk_byte(src: usize, dst: usize, step: usize, k: usize) -> u8 {
+    (src * 31 + dst * 7 + step * 13 + k) as u8
+}
+
+/// What `large_puts` ends with on one processor.
+#[derive(Debug, PartialEq, Eq)]
+struct LargePuts {
+    /// Coarray `a` after each of the first three supersteps.
+    after: Vec<Vec<u8>>,
+    /// The messages of the third.
+    messages: Vec<(usize, u64)>,
+    /// Both coarrays after the fourth.
+    a: Vec<u8>,
+    b: Vec<u8>,
+}
+
+/// Four supersteps of 64 KiB puts from every processor to every processor:
+/// disjoint; with one overlapping put; beside a message; from a lent
+/// coarray while another processor puts into it.
+fn large_puts(ctx: &mut Ctx) -> LargePuts {
+    let (p, me) = (ctx.nprocs(), ctx.pid());
+    let a = ctx.coarray::<u8>(p * CHUNK);
+    let b = ctx.coarray_from(
+        (0..CHUNK)
+            .map(|k| chunk_byte(me, me, 9, k))
+            .collect::<Vec<u8>>(),
+    );
+    let q = ctx.queue::<u64>();
+    let chunk = |dst: usize, step: usize| -> Vec<u8> {
+        (0..CHUNK).map(|k| chunk_byte(me, dst, step, k)).collect()
+    };
+    let mut after = Vec::new();
+    for step in 0..3 {
+        for dst in 0..p {
+            ctx.put(dst, &a, me * CHUNK, &chunk(dst, step));
+        }
+        // Overlapping puts: the last processor's lands last.
+        if step == 1 && me == p - 1 {
+            ctx.put(0, &a, 10, &[0xab; 100]);
+        }
+        if step == 2 && me == 0 {
+            ctx.send(p - 1, &q, &77);
+        }
+        ctx.sync();
+        after.push(ctx.local(&a).to_vec());
+    }
+    let messages = ctx.receive_with_source(&q);
+    for dst in 0..p {
+        ctx.put_from(dst, &a, me * CHUNK, &b, 0, CHUNK);
+    }
+    if me == 0 {
+        for dst in 0..p {
+            ctx.put(dst, &b, 100, &chunk(dst, 3)[..8192]);
+        }
+    }
+    ctx.sync();
+    LargePuts {
+        after,
+        messages,
+        a: ctx.local(&a).to_vec(),
+        b: ctx.local(&b).to_vec(),
+    }
+}
+
+/// [`large_puts`] done in order, one put at a time.
+fn large_puts_oracle(p: usize, me: usize) -> LargePuts {
+    let from_all = |step: usize| -> Vec<u8> {
+        (0..p)
+            .flat_map(|src| (0..CHUNK).map(move |k| chunk_byte(src, me, step, k)))
+            .collect()
+    };
+    let mut after: Vec<Vec<u8>> = (0..3).map(from_all).collect();
+    if me == 0 {
+        after[1][10..110].fill(0xab);
+    }
+    let messages = if me == p - 1 {
+        vec![(0, 77)]
+    } else {
+        Vec::new()
+    };
+    let a = (0..p)
+        .flat_map(|src| (0..CHUNK).map(move |k| chunk_byte(src, src, 9, k)))
+        .collect();
+    let mut b: Vec<u8> = (0..CHUNK).map(|k| chunk_byte(me, me, 9, k)).collect();
+    for k in 0..8192 {
+        b[100 + k] = chunk_byte(0, me, 3, k);
+    }
+    LargePuts {
+        after,
+        messages,
+        a,
+        b,
+    }
+}
+
+/// Large puts (where the MPI transport's direct receivers place payloads
+/// straight into the coarray, with no copy) land exactly as puts applied
+/// in order: disjoint ones, overlapping ones (the later sender wins), ones
+/// beside a message, ones from and into a lent coarray.
+#[test]
+fn large_puts_land_as_in_order_delivery() {
+    on_runtimes(120, &[2, 4], |rt| {
+        support::check(rt, large_puts, large_puts_oracle);
     });
 }

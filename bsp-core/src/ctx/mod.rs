@@ -26,9 +26,10 @@ use crate::delivery::{DeferredPut, Inbound, PendingGets};
 use crate::error::{Error, ErrorKind};
 use crate::machine::Machine;
 use crate::outbox::Outbox;
+use crate::placement;
 use crate::protocol::{self, Status, SyncDecision, SyncFigures, SyncRow, Texts};
 use crate::registry::{Registry, Unusable};
-use crate::router::{route, Matrix, Router};
+use crate::router::{self, route, Matrix, Router};
 use crate::segments::segments_len;
 use crate::stats::Stats;
 use crate::stats_log::{Choice, StatsLog};
@@ -49,12 +50,17 @@ pub(crate) fn unusable(pid: usize, superstep: usize, why: Unusable, what: &str, 
     misuse(pid, superstep, kind, message)
 }
 
-/// [`exchange_texts`], unwinding if the run is aborted meanwhile.
-fn gather_texts(comm: &mut dyn Comm, text: &str) -> Vec<String> {
-    match exchange_texts(comm, text) {
-        Ok(all) => all,
+/// The value of a collective; unwinds the processor if the run was aborted.
+fn unwind_if_aborted<R>(result: Result<R, Aborted>) -> R {
+    match result {
+        Ok(r) => r,
         Err(Aborted) => std::panic::resume_unwind(Box::new(Aborted)),
     }
+}
+
+/// [`exchange_texts`], unwinding if the run is aborted meanwhile.
+fn gather_texts(comm: &mut dyn Comm, text: &str) -> Vec<String> {
+    unwind_if_aborted(exchange_texts(comm, text))
 }
 
 /// Every processor's `text`, by pid: a collective of two all-gathers
@@ -317,10 +323,7 @@ impl Ctx {
 
     /// Runs a collective of the transport; unwinds if the run was aborted.
     fn collective<R>(&mut self, op: impl FnOnce(&mut dyn Comm) -> Result<R, Aborted>) -> R {
-        match op(self.comm.as_mut()) {
-            Ok(r) => r,
-            Err(Aborted) => std::panic::resume_unwind(Box::new(Aborted)),
-        }
+        unwind_if_aborted(op(self.comm.as_mut()))
     }
 
     /// Statistics of the supersteps completed so far (every superstep whose
@@ -370,6 +373,7 @@ impl Ctx {
             bytes: self.outbox.bytes() as u64,
             work_ns: self.work_start.elapsed().as_nanos() as u64,
             lends: !self.lending.is_empty(),
+            records: self.outbox.records(),
             previous: self.last_sync,
         };
         let width = protocol::row_width(self.nprocs);
@@ -442,7 +446,7 @@ impl Ctx {
     ///
     /// # Cost
     ///
-    /// l (one all-gather of a 27-word row) plus, if anything was requested,
+    /// l (one all-gather of a 28-word row) plus, if anything was requested,
     /// h·g for the h-relation: two transposes for [`Router::TwoPhase`], one
     /// irregular all-to-all for [`Router::Direct`], the cheaper by the cost
     /// model for [`Router::Auto`]; gets add a second h-relation for the
@@ -458,14 +462,26 @@ impl Ctx {
             let lent = self.registry.lend(&std::mem::take(&mut self.lending));
             let streams = self.outbox.take(|id| lent[&id].clone());
             drop(lent);
-            let replies = self.deliver(
-                router,
-                streams,
-                expected,
-                decision.any_gets,
-                &mut figures,
-                &mut deferred,
-            );
+            // Without gets, a transport may write the puts' payloads in
+            // place while they arrive (gets must read the data first).
+            let placed = router == Router::Direct
+                && !decision.any_gets
+                && self
+                    .comm
+                    .places(decision.total_bytes, decision.total_records);
+            let replies = if placed {
+                self.deliver_placed(streams, &mut figures, &mut deferred);
+                None
+            } else {
+                self.deliver(
+                    router,
+                    streams,
+                    expected,
+                    decision.any_gets,
+                    &mut figures,
+                    &mut deferred,
+                )
+            };
             if let Some((mut replies, requests)) = replies {
                 figures.records.sent += replies.records();
                 let streams = replies.take(|_| unreachable!("replies are copied"));
@@ -519,6 +535,47 @@ impl Ctx {
             registry: &mut self.registry,
             gets: &mut self.gets,
         }
+    }
+
+    /// Routes `streams` directly, the receivers writing the payloads of
+    /// puts straight into their coarrays where they can
+    /// ([`Comm::alltoallv_placed`], see `placement.rs`), and applies the
+    /// rest.
+    fn deliver_placed(
+        &mut self,
+        streams: Blocks,
+        figures: &mut SyncFigures,
+        deferred: &mut Vec<DeferredPut>,
+    ) {
+        figures.bytes.sent += streams
+            .iter()
+            .map(|(_, s)| segments_len(s) as u64)
+            .sum::<u64>();
+        let mut inbound = Inbound {
+            me: self.pid,
+            nprocs: self.nprocs,
+            superstep: self.superstep,
+            registry: &mut self.registry,
+            gets: &mut self.gets,
+        };
+        let mut placed_records = 0;
+        let routed = router::route_placed(self.comm.as_mut(), streams, &mut |heads| {
+            let (plans, placed) = inbound.plan(heads);
+            placed_records = placed;
+            plans
+        });
+        let (received, route) = unwind_if_aborted(routed);
+        figures.add_route(route);
+        figures.bytes.received += received
+            .iter()
+            .map(|r| (segments_len(&r.heads) + r.body_len) as u64)
+            .sum::<u64>();
+        let rest: Blocks = received
+            .into_iter()
+            .filter_map(|r| Some((r.src, placement::rejoin(&r.heads, &r.bodies?))))
+            .collect();
+        let applied = self.inbound().apply(&rest, deferred);
+        figures.records.received += placed_records + self.settle(applied);
     }
 
     /// Routes `streams` and delivers what arrives; with `serve_gets`, only

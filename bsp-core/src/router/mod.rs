@@ -8,6 +8,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::transport::{Aborted, Blocks, Comm, Rows};
+pub(crate) use direct::route_placed;
 
 /// How the communication of a superstep (an h-relation) is delivered.
 ///

@@ -106,6 +106,39 @@ pub(crate) type Rows = std::sync::Arc<[u64]>;
 /// what its blocks cost, not p.
 pub(crate) type Blocks = Vec<(usize, Segments)>;
 
+/// A piece of this processor's memory into which a transport writes
+/// received bytes (see [`Comm::alltoallv_placed`]).
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // only MPI writes through one
+pub(crate) struct Region {
+    pub(crate) at: *mut u8,
+    pub(crate) len: usize,
+}
+
+/// What a placed exchange ([`Comm::alltoallv_placed`]) received from one
+/// processor.
+pub(crate) struct Placed {
+    /// The sender.
+    pub(crate) src: usize,
+    /// The heads it sent.
+    pub(crate) heads: Segments,
+    /// Its bodies as bytes, or `None` when they were written into the
+    /// regions the plan gave for them.
+    pub(crate) bodies: Option<Segments>,
+    /// Bytes of its bodies.
+    pub(crate) body_len: usize,
+}
+
+/// The receiver's side of a placed exchange: given the heads received, by
+/// sender (this processor's own among them), for each sender the regions
+/// its bodies fill, in order, or `None` to receive them as bytes.
+///
+/// The regions of one call must be valid for writes, must not overlap one
+/// another, must add up to the length of the bodies the sender sends, and
+/// must not be read or written by anything else until the exchange
+/// returns.
+pub(crate) type Plan<'a> = &'a mut dyn FnMut(&[(usize, Segments)]) -> Vec<Option<Vec<Region>>>;
+
 /// The blocks listed in `blocks`, one per processor of `p` (empty where
 /// none is listed).
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // MPI's collectives take p-arrays
@@ -150,6 +183,30 @@ pub(crate) trait Comm: Send {
     /// used), which spares a transport that needs the lengths before the
     /// data (MPI) an exchange of counts. Every processor passes it, or none.
     fn alltoallv(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted>;
+    /// Whether this transport offers [`alltoallv_placed`](Comm::alltoallv_placed)
+    /// for a routing of `bytes` bytes in `records` records (over all
+    /// processors), where it is expected to beat
+    /// [`alltoallv`](Comm::alltoallv). Every processor gets the same answer
+    /// from the same figures.
+    fn places(&self, bytes: u64, records: u64) -> bool {
+        let _ = (bytes, records);
+        false
+    }
+    /// Irregular all-to-all in which the receiver says where the payload
+    /// goes: each processor's block for `q` is `heads[q]` (its record
+    /// headers) and `bodies[q]` (its payloads); the heads travel first, and
+    /// `plan` turns the heads received into the places the bodies are
+    /// written to, so that they need not be copied out of a receive buffer.
+    /// Only where [`places`](Comm::places) said so.
+    fn alltoallv_placed(
+        &mut self,
+        heads: Blocks,
+        bodies: Blocks,
+        plan: Plan<'_>,
+    ) -> Result<Vec<Placed>, Aborted> {
+        let _ = (heads, bodies, plan);
+        unreachable!("bsp: a placed exchange on a transport that does not offer one")
+    }
     /// The superstep the coming collectives belong to, for error reports
     /// (a timeout names it).
     fn set_superstep(&mut self, superstep: usize);

@@ -139,47 +139,11 @@ impl MpiComm {
         let recv_displs = self.displacements(recv_counts, "a receive buffer");
         let total: usize = recv_counts.iter().map(|&c| c as usize).sum();
         let mut recv = self.world.pool.take(total);
-        // SAFETY: reading an immutable handle that mpi-sys's C shim
-        // initialises statically (`MPI_UINT8_T`); MPI is initialised.
-        let byte = unsafe { mpi::ffi::RSMPI_UINT8_T };
+        let byte = byte_type();
         let mut types = vec![byte; p];
-        let mut lens: Vec<c_int> = Vec::new();
-        let mut addrs: Vec<mpi::ffi::MPI_Aint> = Vec::new();
         for (k, block) in blocks.iter().enumerate() {
-            if send_counts[k] == 0 {
-                continue;
-            }
-            lens.clear();
-            addrs.clear();
-            let mut end: *const u8 = std::ptr::null();
-            for seg in block.iter().filter(|s| !s.is_empty()) {
-                // A segment is no longer than its block, whose length fits a Count.
-                let len = seg.len() as c_int;
-                match lens.last_mut() {
-                    Some(last) if seg.as_ptr() == end => *last += len,
-                    _ => {
-                        let mut addr: mpi::ffi::MPI_Aint = 0;
-                        // SAFETY: `MPI_Get_address` only computes the
-                        // address of the location it is given.
-                        unsafe { mpi::ffi::MPI_Get_address(seg.as_ptr().cast(), &mut addr) };
-                        lens.push(len);
-                        addrs.push(addr);
-                    }
-                }
-                end = seg.as_ptr_range().end;
-            }
-            // SAFETY: `lens` and `addrs` have `lens.len()` entries each;
-            // `types[k]` is a valid place for the new handle, committed
-            // before use and freed below.
-            unsafe {
-                mpi::ffi::MPI_Type_create_hindexed(
-                    lens.len() as c_int,
-                    lens.as_ptr(),
-                    addrs.as_ptr(),
-                    byte,
-                    &mut types[k],
-                );
-                mpi::ffi::MPI_Type_commit(&mut types[k]);
+            if send_counts[k] > 0 {
+                types[k] = hindexed_bytes(block.iter().map(|s| (s.as_ptr(), s.len())));
             }
         }
         let ones: Vec<c_int> = send_counts.iter().map(|&c| c_int::from(c > 0)).collect();
@@ -206,13 +170,69 @@ impl MpiComm {
                 self.comm().as_raw(),
             );
         }
-        for (k, t) in types.iter_mut().enumerate() {
-            if send_counts[k] > 0 {
-                // SAFETY: `types[k]` was created and committed above and is
-                // no longer used by any pending operation.
-                unsafe { mpi::ffi::MPI_Type_free(t) };
+        free_types(&mut types, send_counts);
+        (self.world.pool.share(recv), recv_displs)
+    }
+}
+
+/// MPI's datatype of one byte.
+pub(super) fn byte_type() -> mpi::ffi::MPI_Datatype {
+    // SAFETY: reading an immutable handle that mpi-sys's C shim
+    // initialises statically (`MPI_UINT8_T`); MPI is initialised.
+    unsafe { mpi::ffi::RSMPI_UINT8_T }
+}
+
+/// A committed hindexed datatype of bytes over `pieces` (address and
+/// length of each; empty ones skipped, adjacent ones merged), addresses
+/// absolute, for use from `MPI_BOTTOM`. Each piece's length must fit a
+/// `c_int`, and the pieces must stay valid while the type is in use;
+/// [`free_type`] it after.
+pub(super) fn hindexed_bytes(
+    pieces: impl Iterator<Item = (*const u8, usize)>,
+) -> mpi::ffi::MPI_Datatype {
+    let mut lens: Vec<c_int> = Vec::new();
+    let mut addrs: Vec<mpi::ffi::MPI_Aint> = Vec::new();
+    let mut end: *const u8 = std::ptr::null();
+    for (at, len) in pieces.filter(|&(_, len)| len > 0) {
+        let len = c_int::try_from(len).expect("bsp: a piece beyond MPI's count limit");
+        match lens.last_mut() {
+            Some(last) if at == end => *last += len,
+            _ => {
+                let mut addr: mpi::ffi::MPI_Aint = 0;
+                // SAFETY: `MPI_Get_address` only computes the address of
+                // the location it is given.
+                unsafe { mpi::ffi::MPI_Get_address(at.cast(), &mut addr) };
+                lens.push(len);
+                addrs.push(addr);
             }
         }
-        (self.world.pool.share(recv), recv_displs)
+        // One past the piece: compared, never dereferenced.
+        end = at.wrapping_add(len as usize);
+    }
+    let mut datatype = byte_type();
+    // SAFETY: `lens` and `addrs` have `lens.len()` entries each;
+    // `datatype` is a valid place for the new handle, committed here and
+    // freed by the caller.
+    unsafe {
+        mpi::ffi::MPI_Type_create_hindexed(
+            lens.len() as c_int,
+            lens.as_ptr(),
+            addrs.as_ptr(),
+            byte_type(),
+            &mut datatype,
+        );
+        mpi::ffi::MPI_Type_commit(&mut datatype);
+    }
+    datatype
+}
+
+/// Frees the datatypes made by [`hindexed_bytes`] for a collective that
+/// has completed: `types[k]` where `counts[k] > 0` (the others are the
+/// predefined byte type).
+pub(super) fn free_types(types: &mut [mpi::ffi::MPI_Datatype], counts: &[Count]) {
+    for (datatype, _) in types.iter_mut().zip(counts).filter(|(_, &c)| c > 0) {
+        // SAFETY: the type was created and committed by `hindexed_bytes`,
+        // and the collective that used it has completed.
+        unsafe { mpi::ffi::MPI_Type_free(datatype) };
     }
 }

@@ -62,6 +62,7 @@
 
 mod alltoallw;
 mod eager;
+mod placed;
 mod pool;
 pub(crate) mod session;
 mod split;
@@ -80,7 +81,8 @@ use mpi::Threading;
 
 use super::split::Frame;
 use super::{
-    dense, listed, timeout_message, Aborted, Blocks, Body, Comm, Group, OnFailure, Rows, RunLimits,
+    dense, listed, timeout_message, Aborted, Blocks, Body, Comm, Group, OnFailure, Placed, Plan,
+    Rows, RunLimits,
 };
 use crate::error::{Error, ErrorKind, Result};
 use pool::Pool;
@@ -94,6 +96,13 @@ pub(crate) const TRANSPOSE_ENV: &str = "BSP_MPI_TRANSPOSE";
 /// reach MPI: `hindexed` (the default) or `flatten`; see [`SendMode`].
 /// Every rank of a job must use the same.
 pub(crate) const SEND_ENV: &str = "BSP_MPI_SEND";
+
+/// Environment variable choosing whether the direct router's receivers
+/// write put payloads straight into their coarrays: `auto` (the default:
+/// where records are large), `placed` (whenever a superstep has no gets)
+/// or `staged` (never); see [`ReceiveMode`]. Every rank of a job must use
+/// the same.
+pub(crate) const RECEIVE_ENV: &str = "BSP_MPI_RECEIVE";
 
 /// Upper bound on the bytes of one rank's eager slots in a transpose (all p
 /// of them together); larger blocks send their remainder in a second step.
@@ -255,6 +264,20 @@ enum SendMode {
     Flatten,
 }
 
+/// Where the direct router's receivers put what arrives (see
+/// `placement.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReceiveMode {
+    /// Placed where the records average 4 KiB or more and the superstep
+    /// moves 64 KiB or more per processor; received into a buffer and
+    /// copied elsewhere.
+    Auto,
+    /// Placed in every superstep without gets.
+    Placed,
+    /// Into a receive buffer, then copied where the records say.
+    Staged,
+}
+
 /// One rank's endpoint of the MPI transport.
 pub(crate) struct MpiComm {
     world: &'static World,
@@ -262,6 +285,7 @@ pub(crate) struct MpiComm {
     nprocs: usize,
     mode: TransposeMode,
     send: SendMode,
+    receive: ReceiveMode,
     /// The agreed slot size of the next eager transpose, header included.
     slot: usize,
     limits: RunLimits,
@@ -321,6 +345,19 @@ impl Comm for MpiComm {
     fn alltoallv(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted> {
         let blocks = dense(blocks, self.nprocs);
         Ok(listed(self.counted_alltoallv(blocks, expected)))
+    }
+
+    fn places(&self, bytes: u64, records: u64) -> bool {
+        self.placing(bytes, records)
+    }
+
+    fn alltoallv_placed(
+        &mut self,
+        heads: Blocks,
+        bodies: Blocks,
+        plan: Plan<'_>,
+    ) -> Result<Vec<Placed>, Aborted> {
+        Ok(self.placed_alltoallv(heads, bodies, plan))
     }
 
     fn set_superstep(&mut self, superstep: usize) {
@@ -468,6 +505,14 @@ fn open(limits: RunLimits) -> Result<(MpiComm, MutexGuard<'static, ()>)> {
             ("flatten", SendMode::Flatten),
         ],
     )?;
+    let receive = env_choice(
+        RECEIVE_ENV,
+        &[
+            ("auto", ReceiveMode::Auto),
+            ("placed", ReceiveMode::Placed),
+            ("staged", ReceiveMode::Staged),
+        ],
+    )?;
     let world = world();
     let serialised = lock(&world.run_lock);
     agree_on_limits(world, limits)?;
@@ -477,6 +522,7 @@ fn open(limits: RunLimits) -> Result<(MpiComm, MutexGuard<'static, ()>)> {
         nprocs: world.comm.size() as usize,
         mode,
         send,
+        receive,
         slot: MIN_SLOT,
         limits,
         superstep: 0,

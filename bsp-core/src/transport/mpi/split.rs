@@ -71,6 +71,7 @@ impl MpiComm {
             nprocs: group.members.len(),
             mode: self.mode,
             send: self.send,
+            receive: self.receive,
             slot: MIN_SLOT,
             limits: self.limits,
             superstep: 0,
