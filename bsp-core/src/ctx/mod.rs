@@ -492,9 +492,11 @@ impl Ctx {
                 figures.records.received += self.settle(applied);
             }
             if decision.any_lends {
-                // Every reader of a lent coarray has finished once everyone
-                // has passed this barrier.
-                self.collective(|c| c.allgather(&[]));
+                if self.comm.shares_memory() {
+                    // Every reader of a lent coarray has finished once
+                    // everyone has passed this barrier.
+                    self.collective(|c| c.allgather(&[]));
+                }
                 self.registry.reclaim();
                 let applied = self.inbound().apply_deferred(deferred);
                 self.settle(applied);

@@ -130,8 +130,10 @@ impl Ctx {
     ///
     /// # Cost
     ///
-    /// As [`put`](Ctx::put), with no copy at the call. A sync in which any
-    /// processor used `put_from` ends with one extra barrier (l).
+    /// As [`put`](Ctx::put), with no copy at the call. On threads, a sync
+    /// in which any processor used `put_from` ends with one extra barrier
+    /// (l), after which the receivers have read the data; under MPI it
+    /// needs none (the data has left once the exchange returns).
     pub fn put_from<T: Pod + Send>(
         &mut self,
         dst: usize,

@@ -183,6 +183,15 @@ pub(crate) trait Comm: Send {
     /// used), which spares a transport that needs the lengths before the
     /// data (MPI) an exchange of counts. Every processor passes it, or none.
     fn alltoallv(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted>;
+    /// Whether other processors read this processor's memory in place
+    /// (threads: a lent coarray's bytes are read by the receivers, maybe
+    /// after this processor's collectives have returned). When not (MPI:
+    /// a collective returns once its send buffers are free), lent memory
+    /// is this processor's again as soon as its routing has returned, and
+    /// no barrier is needed before taking it back.
+    fn shares_memory(&self) -> bool {
+        true
+    }
     /// Whether this transport offers [`alltoallv_placed`](Comm::alltoallv_placed)
     /// for a routing of `bytes` bytes in `records` records (over all
     /// processors), where it is expected to beat

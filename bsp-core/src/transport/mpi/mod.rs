@@ -269,7 +269,7 @@ enum SendMode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ReceiveMode {
     /// Placed where the records average 4 KiB or more and the superstep
-    /// moves 64 KiB or more per processor; received into a buffer and
+    /// moves 128 KiB or more per processor; received into a buffer and
     /// copied elsewhere.
     Auto,
     /// Placed in every superstep without gets.
@@ -345,6 +345,10 @@ impl Comm for MpiComm {
     fn alltoallv(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted> {
         let blocks = dense(blocks, self.nprocs);
         Ok(listed(self.counted_alltoallv(blocks, expected)))
+    }
+
+    fn shares_memory(&self) -> bool {
+        false
     }
 
     fn places(&self, bytes: u64, records: u64) -> bool {

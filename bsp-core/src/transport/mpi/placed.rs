@@ -24,7 +24,7 @@ const PLACE_MIN_RECORD: u64 = 4 << 10;
 
 /// Below this many bytes per processor, the exchange of heads (two more
 /// collectives) costs more than the copy it saves.
-const PLACE_MIN_BYTES: u64 = 64 << 10;
+const PLACE_MIN_BYTES: u64 = 128 << 10;
 
 impl MpiComm {
     /// Whether a routing of `bytes` bytes in `records` records (over all
