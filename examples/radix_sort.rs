@@ -75,12 +75,12 @@ fn parse_opts(args: &Args) -> Opts {
             bsp::sort::MAX_DIGIT_BITS
         ));
     }
-    let order = match args.get("order", "auto".to_owned()).as_str() {
-        "auto" => DigitOrder::Auto,
-        "lsd" => DigitOrder::LeastFirst,
-        "top" => DigitOrder::TopFirst,
-        other => args.fail(&format!("--order must be auto, lsd or top, not {other:?}")),
-    };
+    let order = args.get("order", "auto".to_owned());
+    let order = ORDERS
+        .iter()
+        .find(|(name, _)| *name == order)
+        .map(|&(_, o)| o)
+        .unwrap_or_else(|| args.fail(&format!("--order must be auto, lsd or top, not {order:?}")));
     let n: usize = args.get("n", 1 << 22);
     let verify = !args.flag("no-verify");
     // The keys, the sorter's receive buffer and scratch; with --verify also
@@ -148,13 +148,19 @@ where
     Some(verified != Some(false))
 }
 
+/// The `--order` names of the digit orders.
+const ORDERS: [(&str, DigitOrder); 3] = [
+    ("auto", DigitOrder::Auto),
+    ("lsd", DigitOrder::LeastFirst),
+    ("top", DigitOrder::TopFirst),
+];
+
 /// The `--order` name of `order`.
 fn order_name(order: DigitOrder) -> &'static str {
-    match order {
-        DigitOrder::LeastFirst => "lsd",
-        DigitOrder::TopFirst => "top",
-        _ => "auto",
-    }
+    ORDERS
+        .iter()
+        .find(|&&(_, o)| o == order)
+        .map_or("auto", |&(name, _)| name)
 }
 
 fn report(

@@ -396,7 +396,12 @@ impl Inbound<'_> {
 /// bytes, that a put of `len` bytes at element `offset` writes; `None`
 /// when they do not lie inside it (or overflow).
 #[inline]
-fn byte_range(offset: u64, len: usize, size: usize, have: usize) -> Option<(usize, usize)> {
+pub(crate) fn byte_range(
+    offset: u64,
+    len: usize,
+    size: usize,
+    have: usize,
+) -> Option<(usize, usize)> {
     let start = usize::try_from(offset).ok()?.checked_mul(size)?;
     let end = start.checked_add(len)?;
     (end <= have).then_some((start, end))

@@ -29,7 +29,7 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 
-use crate::delivery::Inbound;
+use crate::delivery::{byte_range, Inbound};
 use crate::segments::{SegmentCursor, SegmentReader, Segments};
 use crate::transport::{Blocks, Region};
 use crate::wire::{Record, RecordReader};
@@ -84,7 +84,8 @@ impl Inbound<'_> {
         // Every coarray written to, looked up once: its bytes' address and
         // length, or `None` if it cannot take a put now.
         let mut arrays: HashMap<u32, Option<(*mut u8, usize, usize)>> = HashMap::new();
-        let mut targets: Vec<(usize, Vec<Target>, bool)> = Vec::with_capacity(heads.len());
+        // Per sender: its puts, and whether all of them can be placed.
+        let mut targets: Vec<(Vec<Target>, bool)> = Vec::with_capacity(heads.len());
         for &(src, ref head) in heads {
             let mut puts = Vec::new();
             let mut placeable = src != self.me;
@@ -106,19 +107,19 @@ impl Inbound<'_> {
                     Some((all.as_mut_ptr(), all.len(), size))
                 });
                 let target = found.and_then(|(_, have, size)| {
-                    let start = usize::try_from(offset).ok()?.checked_mul(size)?;
-                    let end = start.checked_add(usize::try_from(bytes).ok()?)?;
-                    (end <= have).then_some((array, start, end))
+                    let (start, end) =
+                        byte_range(offset, usize::try_from(bytes).ok()?, size, have)?;
+                    Some((array, start, end))
                 });
                 placeable &= target.is_some();
                 puts.push(target);
             }
-            targets.push((src, puts, placeable));
+            targets.push((puts, placeable));
         }
         // Any two puts writing the same byte: apply everything in order.
         let mut spans: Vec<(u32, usize, usize)> = targets
             .iter()
-            .flat_map(|(_, puts, _)| puts.iter().flatten().copied())
+            .flat_map(|(puts, _)| puts.iter().flatten().copied())
             .filter(|&(_, start, end)| end > start)
             .collect();
         spans.sort_unstable();
@@ -128,7 +129,7 @@ impl Inbound<'_> {
         let mut placed = 0;
         let plans = targets
             .into_iter()
-            .map(|(_, puts, placeable)| {
+            .map(|(puts, placeable)| {
                 if overlap || !placeable {
                     return None;
                 }

@@ -30,10 +30,9 @@ use crate::placement;
 use crate::protocol::{self, Status, SyncDecision, SyncFigures, SyncRow, Texts};
 use crate::registry::{Registry, Unusable};
 use crate::router::{self, route, Matrix, Router};
-use crate::segments::segments_len;
 use crate::stats::Stats;
 use crate::stats_log::{Choice, StatsLog};
-use crate::transport::{Aborted, Blocks, Comm, Transport};
+use crate::transport::{blocks_len, Aborted, Blocks, Comm, Transport};
 
 /// Ends the run with an error of `kind` blaming processor `pid` in
 /// `superstep`: unwinds with the error as the payload, which the
@@ -48,6 +47,19 @@ pub(crate) fn misuse(pid: usize, superstep: usize, kind: ErrorKind, message: Str
 pub(crate) fn unusable(pid: usize, superstep: usize, why: Unusable, what: &str, id: u32) -> ! {
     let (kind, message) = why.misuse(what, id);
     misuse(pid, superstep, kind, message)
+}
+
+/// What a sync does with the streams a routing brings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Arrival {
+    /// Applies them (puts, messages, get replies).
+    Apply,
+    /// Answers the get requests among them; the rest is applied once the
+    /// replies have landed.
+    ServeGets,
+    /// Routes directly, the transport writing put payloads straight into
+    /// their coarrays where it can; applies the rest.
+    Place,
 }
 
 /// The value of a collective; unwinds the processor if the run was aborted.
@@ -473,23 +485,30 @@ impl Ctx {
                 && self
                     .comm
                     .places(decision.total_bytes, decision.total_records);
-            let replies = if placed {
-                self.deliver_placed(streams, &mut figures, &mut deferred);
-                None
-            } else {
-                self.deliver(
-                    router,
-                    streams,
-                    expected,
-                    decision.any_gets,
-                    &mut figures,
-                    &mut deferred,
-                )
+            let arrival = match (placed, decision.any_gets) {
+                (true, _) => Arrival::Place,
+                (false, true) => Arrival::ServeGets,
+                (false, false) => Arrival::Apply,
             };
+            let replies = self.deliver(
+                router,
+                streams,
+                expected,
+                arrival,
+                &mut figures,
+                &mut deferred,
+            );
             if let Some((mut replies, requests)) = replies {
                 figures.records.sent += replies.records();
                 let streams = replies.take(|_| unreachable!("replies are copied"));
-                self.deliver(router, streams, None, false, &mut figures, &mut deferred);
+                self.deliver(
+                    router,
+                    streams,
+                    None,
+                    Arrival::Apply,
+                    &mut figures,
+                    &mut deferred,
+                );
                 // Gets land before the superstep's puts are applied (only
                 // a get into memory the program owns, `get_area`, can tell).
                 let applied = self.inbound().apply(&requests, &mut deferred);
@@ -545,18 +564,10 @@ impl Ctx {
 
     /// Routes `streams` directly, the receivers writing the payloads of
     /// puts straight into their coarrays where they can
-    /// ([`Comm::alltoallv_placed`], see `placement.rs`), and applies the
-    /// rest.
-    fn deliver_placed(
-        &mut self,
-        streams: Blocks,
-        figures: &mut SyncFigures,
-        deferred: &mut Vec<DeferredPut>,
-    ) {
-        figures.bytes.sent += streams
-            .iter()
-            .map(|(_, s)| segments_len(s) as u64)
-            .sum::<u64>();
+    /// ([`Comm::alltoallv_placed`], see `placement.rs`). Returns the
+    /// streams of the senders whose payloads still need applying, and the
+    /// number of records placed.
+    fn route_placed(&mut self, streams: Blocks, figures: &mut SyncFigures) -> (Blocks, u64) {
         let mut inbound = Inbound {
             me: self.pid,
             nprocs: self.nprocs,
@@ -572,42 +583,38 @@ impl Ctx {
         });
         let (received, route) = unwind_if_aborted(routed);
         figures.add_route(route);
-        figures.bytes.received += received
-            .iter()
-            .map(|r| (segments_len(&r.heads) + r.body_len) as u64)
-            .sum::<u64>();
-        let rest: Blocks = received
+        figures.bytes.received += received.iter().map(|r| r.len() as u64).sum::<u64>();
+        let rest = received
             .into_iter()
             .filter_map(|r| Some((r.src, placement::rejoin(&r.heads, &r.bodies?))))
             .collect();
-        let applied = self.inbound().apply(&rest, deferred);
-        figures.records.received += placed_records + self.settle(applied);
+        (rest, placed_records)
     }
 
-    /// Routes `streams` and delivers what arrives; with `serve_gets`, only
-    /// answers the get requests among it, and returns the replies to send
-    /// and what arrived, to be applied once the replies have landed.
-    /// `matrix`, when known, is the routing's communication matrix.
+    /// Routes `streams` and delivers what arrives as `arrival` says; with
+    /// [`Arrival::ServeGets`], only answers the get requests among it, and
+    /// returns the replies to send and what arrived, to be applied once
+    /// the replies have landed. `matrix`, when known, is the routing's
+    /// communication matrix.
     fn deliver(
         &mut self,
         router: Router,
         streams: Blocks,
         matrix: Option<Matrix>,
-        serve_gets: bool,
+        arrival: Arrival,
         figures: &mut SyncFigures,
         deferred: &mut Vec<DeferredPut>,
     ) -> Option<(Outbox, Blocks)> {
-        figures.bytes.sent += streams
-            .iter()
-            .map(|(_, s)| segments_len(s) as u64)
-            .sum::<u64>();
-        let (incoming, route) = self.collective(|c| route(router, c, streams, matrix.as_ref()));
-        figures.add_route(route);
-        figures.bytes.received += incoming
-            .iter()
-            .map(|(_, s)| segments_len(s) as u64)
-            .sum::<u64>();
-        if serve_gets {
+        figures.bytes.sent += blocks_len(&streams);
+        let (incoming, placed_records) = if arrival == Arrival::Place {
+            self.route_placed(streams, figures)
+        } else {
+            let (incoming, route) = self.collective(|c| route(router, c, streams, matrix.as_ref()));
+            figures.add_route(route);
+            figures.bytes.received += blocks_len(&incoming);
+            (incoming, 0)
+        };
+        if arrival == Arrival::ServeGets {
             let served = self.inbound().serve_gets(&incoming);
             // Under `OnFailure::Return` a failed processor still sends (no)
             // replies, so that the reply exchange completes everywhere.
@@ -617,7 +624,7 @@ impl Ctx {
             return Some((replies, incoming));
         }
         let applied = self.inbound().apply(&incoming, deferred);
-        figures.records.received += self.settle(applied);
+        figures.records.received += placed_records + self.settle(applied);
         None
     }
 

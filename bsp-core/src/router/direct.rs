@@ -5,15 +5,16 @@ use crate::placement;
 use crate::segments::segments_len;
 use crate::transport::{Aborted, Blocks, Comm, Placed, Plan};
 
-/// Bytes of each block `blocks` lists for or from another processor than
-/// `me` (the block to itself stays local).
-fn others(me: usize, blocks: impl Iterator<Item = (usize, usize)>) -> Vec<usize> {
-    blocks.filter(|&(q, _)| q != me).map(|(_, b)| b).collect()
+/// Each block's processor and bytes.
+fn block_lens(blocks: &Blocks) -> impl Iterator<Item = (usize, usize)> + '_ {
+    blocks.iter().map(|(q, b)| (*q, segments_len(b)))
 }
 
-/// The figures of a single-phase routing that sends `sent` (bytes per
-/// block, to others).
-fn figures(sent: &[usize]) -> RouteFigures {
+/// The figures of a single-phase routing that sends the blocks `sent`
+/// lists (processor, bytes); the block to `me` stays local and counts for
+/// nothing.
+fn sent_figures(me: usize, sent: impl Iterator<Item = (usize, usize)>) -> RouteFigures {
+    let sent: Vec<usize> = sent.filter(|&(q, _)| q != me).map(|(_, b)| b).collect();
     let largest = sent.iter().copied().max().unwrap_or(0);
     RouteFigures {
         first_block: largest as u64,
@@ -23,18 +24,26 @@ fn figures(sent: &[usize]) -> RouteFigures {
     }
 }
 
+/// Words received in the blocks `received` lists (processor, bytes) from
+/// other processors than `me`.
+fn received_words(me: usize, received: impl Iterator<Item = (usize, usize)>) -> u64 {
+    received
+        .filter(|&(q, _)| q != me)
+        .map(|(_, b)| words(b))
+        .sum()
+}
+
 pub(super) fn route(
     comm: &mut dyn Comm,
     streams: Blocks,
     matrix: Option<&Matrix>,
 ) -> Result<(Blocks, RouteFigures), Aborted> {
     let me = comm.pid();
-    let lens = |blocks: &Blocks| others(me, blocks.iter().map(|(q, b)| (*q, segments_len(b))));
-    let mut figures = figures(&lens(&streams));
+    let mut figures = sent_figures(me, block_lens(&streams));
     let expected: Option<Vec<u64>> =
         matrix.map(|m| (0..m.procs()).map(|i| m.bytes(i, me) as u64).collect());
     let received = comm.alltoallv(streams, expected.as_deref())?;
-    figures.received_words = lens(&received).iter().map(|&b| words(b)).sum();
+    figures.received_words = received_words(me, block_lens(&received));
     Ok((received, figures))
 }
 
@@ -48,18 +57,9 @@ pub(crate) fn route_placed(
     plan: Plan<'_>,
 ) -> Result<(Vec<Placed>, RouteFigures), Aborted> {
     let me = comm.pid();
-    let mut figures = figures(&others(
-        me,
-        streams.iter().map(|(q, b)| (*q, segments_len(b))),
-    ));
+    let mut figures = sent_figures(me, block_lens(&streams));
     let (heads, bodies) = placement::split(streams);
     let received = comm.alltoallv_placed(heads, bodies, plan)?;
-    let got = others(
-        me,
-        received
-            .iter()
-            .map(|r| (r.src, segments_len(&r.heads) + r.body_len)),
-    );
-    figures.received_words = got.iter().map(|&b| words(b)).sum();
+    figures.received_words = received_words(me, received.iter().map(|r| (r.src, r.len())));
     Ok((received, figures))
 }

@@ -23,7 +23,7 @@ pub(crate) mod threads;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::segments::Segments;
+use crate::segments::{segments_len, Segments};
 pub(crate) use split::Group;
 
 /// What a run asks of its transport beyond moving bytes.
@@ -127,6 +127,18 @@ pub(crate) struct Placed {
     pub(crate) bodies: Option<Segments>,
     /// Bytes of its bodies.
     pub(crate) body_len: usize,
+}
+
+impl Placed {
+    /// Bytes received from the sender: heads and bodies.
+    pub(crate) fn len(&self) -> usize {
+        segments_len(&self.heads) + self.body_len
+    }
+}
+
+/// Total bytes of the blocks listed.
+pub(crate) fn blocks_len(blocks: &Blocks) -> u64 {
+    blocks.iter().map(|(_, b)| segments_len(b) as u64).sum()
 }
 
 /// The receiver's side of a placed exchange: given the heads received, by

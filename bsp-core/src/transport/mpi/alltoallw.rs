@@ -125,54 +125,89 @@ impl MpiComm {
 
     /// One `MPI_Alltoallw` that sends every block straight from its
     /// segments (no flattening copy) into one contiguous receive buffer.
-    /// The send datatype for destination k is an hindexed type of bytes
-    /// over the absolute addresses of block k's segments (adjacent segments
-    /// merged), relative to `MPI_BOTTOM`. Returns the received bytes and
-    /// their displacements, as [`alltoallv_known`](Self::alltoallv_known).
+    /// Returns the received bytes and their displacements, as
+    /// [`alltoallv_known`](Self::alltoallv_known).
     pub(super) fn alltoallw_segments(
         &mut self,
         blocks: &[Segments],
         send_counts: &[Count],
         recv_counts: &[Count],
     ) -> (Bytes, Vec<Count>) {
-        let p = self.nprocs;
         let recv_displs = self.displacements(recv_counts, "a receive buffer");
         let total: usize = recv_counts.iter().map(|&c| c as usize).sum();
         let mut recv = self.world.pool.take(total);
-        let byte = byte_type();
-        let mut types = vec![byte; p];
+        let recv_types = vec![byte_type(); self.nprocs];
+        let into = Receive {
+            base: recv.as_mut_ptr().cast(),
+            counts: recv_counts,
+            displs: &recv_displs,
+            types: &recv_types,
+        };
+        // SAFETY: `recv` holds `total` bytes, which the parts of
+        // `recv_counts[k]` bytes at `recv_displs[k]` tile; it is owned here
+        // and untouched until the call returns. The counts were exchanged
+        // just before, so they match the senders'.
+        unsafe { self.alltoallw_from_segments(blocks, send_counts, into) };
+        (self.world.pool.share(recv), recv_displs)
+    }
+
+    /// One `MPI_Alltoallw` that sends `blocks[k]` (`send_counts[k]` bytes)
+    /// to rank k straight from its segments, through an hindexed datatype
+    /// over their absolute addresses (from `MPI_BOTTOM`), and receives as
+    /// `into` says.
+    ///
+    /// # Safety
+    ///
+    /// `into` must describe memory valid for writes and untouched by
+    /// anything else until this returns: from each rank k, `counts[k]`
+    /// elements of `types[k]` at `base + displs[k]`, of exactly the bytes
+    /// that rank sends here (all arrays of p entries). Every rank of the
+    /// communicator must call this collective with matching counts.
+    pub(super) unsafe fn alltoallw_from_segments(
+        &self,
+        blocks: &[Segments],
+        send_counts: &[Count],
+        into: Receive<'_>,
+    ) {
+        let p = self.nprocs;
+        let mut send_types = vec![byte_type(); p];
         for (k, block) in blocks.iter().enumerate() {
             if send_counts[k] > 0 {
-                types[k] = hindexed_bytes(block.iter().map(|s| (s.as_ptr(), s.len())));
+                send_types[k] = hindexed_bytes(block.iter().map(|s| (s.as_ptr(), s.len())));
             }
         }
         let ones: Vec<c_int> = send_counts.iter().map(|&c| c_int::from(c > 0)).collect();
         let zeros: Vec<c_int> = vec![0; p];
-        let recv_types = vec![byte; p];
         // SAFETY: the send side is `MPI_BOTTOM` (the null address in OpenMPI
         // and MPICH; mpi-sys exports no constant) with, for each
-        // destination k, one element of `types[k]`, whose pieces are the
-        // live segments of `blocks[k]` (borrowed for the whole call), or no
-        // element. The receive side is `recv`, `total` bytes, in parts of
-        // `recv_counts[k]` bytes at `recv_displs[k]`, which tile it. All
-        // arrays have p entries; every rank calls this collective on the
-        // same communicator with matching counts (exchanged just before).
+        // destination k, one element of `send_types[k]`, whose pieces are
+        // the live segments of `blocks[k]` (borrowed for the whole call),
+        // or no element. The receive side is the caller's, under this
+        // function's contract. All arrays have p entries.
         unsafe {
             mpi::ffi::MPI_Alltoallw(
                 std::ptr::null(),
                 ones.as_ptr(),
                 zeros.as_ptr(),
-                types.as_ptr(),
-                recv.as_mut_ptr().cast(),
-                recv_counts.as_ptr(),
-                recv_displs.as_ptr(),
-                recv_types.as_ptr(),
+                send_types.as_ptr(),
+                into.base,
+                into.counts.as_ptr(),
+                into.displs.as_ptr(),
+                into.types.as_ptr(),
                 self.comm().as_raw(),
             );
         }
-        free_types(&mut types, send_counts);
-        (self.world.pool.share(recv), recv_displs)
+        free_types(&mut send_types, send_counts);
     }
+}
+
+/// The receive side of [`MpiComm::alltoallw_from_segments`]: from each
+/// rank k, `counts[k]` elements of `types[k]` at `base + displs[k]`.
+pub(super) struct Receive<'a> {
+    pub(super) base: *mut std::ffi::c_void,
+    pub(super) counts: &'a [c_int],
+    pub(super) displs: &'a [c_int],
+    pub(super) types: &'a [mpi::ffi::MPI_Datatype],
 }
 
 /// MPI's datatype of one byte.

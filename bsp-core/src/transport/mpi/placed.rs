@@ -8,9 +8,8 @@
 use std::os::raw::c_int;
 
 use bytes::Bytes;
-use mpi::raw::AsRaw;
 
-use super::alltoallw::{byte_type, free_types, hindexed_bytes};
+use super::alltoallw::{byte_type, free_types, hindexed_bytes, Receive};
 use super::{MpiComm, ReceiveMode};
 use crate::segments::{copy_prefix, segments_len, slice_segments, Segments};
 use crate::transport::{dense, Blocks, Placed, Plan};
@@ -54,7 +53,7 @@ impl MpiComm {
         let (p, me) = (self.nprocs, self.pid);
         let mut heads = dense(heads, p);
         let mut bodies = dense(bodies, p);
-        let own_heads = std::mem::take(&mut heads[me]);
+        let mut own_heads = std::mem::take(&mut heads[me]);
         let own_bodies = std::mem::take(&mut bodies[me]);
         let mut send_counts = vec![0; p];
         for (k, head) in heads.iter_mut().enumerate() {
@@ -69,7 +68,7 @@ impl MpiComm {
         let mut body_lens: Vec<usize> = Vec::new();
         for (k, head) in self.counted_alltoallv(heads, None).into_iter().enumerate() {
             if k == me && !own_heads.is_empty() {
-                received.push((me, own_heads.clone()));
+                received.push((me, std::mem::take(&mut own_heads)));
                 body_lens.push(segments_len(&own_bodies));
             } else if k != me && !head.is_empty() {
                 let mut len = [0u8; LEN_BYTES];
@@ -123,39 +122,21 @@ impl MpiComm {
                 }
             };
         }
-        let mut send_types = vec![byte_type(); p];
-        for (k, body) in bodies.iter().enumerate() {
-            if send_counts[k] > 0 {
-                send_types[k] = hindexed_bytes(body.iter().map(|s| (s.as_ptr(), s.len())));
-            }
-        }
-        let send_ones: Vec<c_int> = send_counts.iter().map(|&c| c_int::from(c > 0)).collect();
         let zeros: Vec<c_int> = vec![0; p];
-        // SAFETY: both sides are `MPI_BOTTOM` (the null address in OpenMPI
-        // and MPICH) with absolute-address datatypes. Send: for each
-        // destination k with bodies, one element of `send_types[k]` over
-        // the live segments of `bodies[k]` (owned here for the whole
-        // call). Receive: for each sender with bodies, one element of
+        let into = Receive {
+            base: std::ptr::null_mut(),
+            counts: &recv_counts,
+            displs: &zeros,
+            types: &recv_types,
+        };
+        // SAFETY: the receive side is `MPI_BOTTOM` with absolute-address
+        // datatypes: for each sender with bodies, one element of
         // `recv_types[src]`, of exactly the length it sends (announced in
-        // its heads): over the plan's regions, which `Plan`'s contract
+        // its heads), over the plan's regions, which `Plan`'s contract
         // keeps valid, disjoint and untouched until this returns, or over
-        // its part of `staging`, which is owned here. All arrays have p
-        // entries; every rank calls this collective on the same
-        // communicator, each pair's counts agreed by the heads' exchange.
-        unsafe {
-            mpi::ffi::MPI_Alltoallw(
-                std::ptr::null(),
-                send_ones.as_ptr(),
-                zeros.as_ptr(),
-                send_types.as_ptr(),
-                std::ptr::null_mut(),
-                recv_counts.as_ptr(),
-                zeros.as_ptr(),
-                recv_types.as_ptr(),
-                self.comm().as_raw(),
-            );
-        }
-        free_types(&mut send_types, &send_counts);
+        // its part of `staging`, which is owned here. Each pair's counts
+        // were agreed by the heads' exchange.
+        unsafe { self.alltoallw_from_segments(&bodies, &send_counts, into) };
         free_types(&mut recv_types, &recv_counts);
         drop(bodies);
         let staging = self.world.pool.share(staging);
