@@ -9,8 +9,9 @@
 //! `bytes` is each processor's message: the buffer broadcast, the vector
 //! reduced or scanned, or all p blocks of the all-to-all together. Every
 //! time is the slowest processor's, from a sync to the end of the call;
-//! the variants of a collective run interleaved (round-robin, one call of
-//! each per round) and each one's median over the rounds is reported.
+//! the variants of a collective run interleaved (round-robin, one timed
+//! call of each per round, right after an untimed call of the same
+//! variant) and each one's median over the rounds is reported.
 //! Every variant's result is checked.
 //!
 //! ```text
@@ -69,6 +70,13 @@ type Call<'a> = Box<dyn FnMut(&mut Ctx, bool) + 'a>;
 /// during the measurement falls on all variants alike), each call from a
 /// sync, as the slowest processor saw it, after one untimed call of each
 /// that checks its result; returns each variant's median.
+///
+/// Each timed call follows an untimed call of the same variant, so that
+/// it finds the memory it allocates already faulted in, as a program
+/// calling the collective in a loop does. Without it a variant pays for
+/// the pages its predecessor in the round left unmapped (a routed
+/// all-to-all of 16 MiB after a k-level one measured 2–3× slower than the
+/// same superstep run after itself).
 fn time_interleaved(ctx: &mut Ctx, reps: usize, calls: &mut [Call<'_>]) -> Vec<f64> {
     // One untimed call first: the first call of a run pays for memory the
     // allocator has yet to fault in, which would tilt the comparison
@@ -80,6 +88,7 @@ fn time_interleaved(ctx: &mut Ctx, reps: usize, calls: &mut [Call<'_>]) -> Vec<f
     let mut secs = vec![0.0; n * reps];
     for round in 0..reps {
         for (v, call) in calls.iter_mut().enumerate() {
+            call(ctx, false);
             ctx.sync();
             let start = Instant::now();
             call(ctx, false);
