@@ -78,9 +78,7 @@ type Call<'a> = Box<dyn FnMut(&mut Ctx, bool) + 'a>;
 /// all-to-all of 16 MiB after a k-level one measured 2–3× slower than the
 /// same superstep run after itself).
 fn time_interleaved(ctx: &mut Ctx, reps: usize, calls: &mut [Call<'_>]) -> Vec<f64> {
-    // One untimed call first: the first call of a run pays for memory the
-    // allocator has yet to fault in, which would tilt the comparison
-    // against whichever variant runs first.
+    // One untimed call of each first, which checks its result.
     for call in calls.iter_mut() {
         call(ctx, true);
     }
