@@ -6,6 +6,8 @@
 //! without copying the payload. This is the bottom layer of the crate: it
 //! imports nothing from the rest of it.
 
+use std::ops::Range;
+
 use bytes::Bytes;
 
 /// The bytes one processor sends to another in one exchange, as a list of
@@ -183,29 +185,25 @@ impl<'a> SegmentReader<'a> {
 
     /// Passes the next `n` bytes to `sink` in contiguous pieces; false if
     /// the stream is shorter.
-    pub(crate) fn read_pieces(&mut self, mut n: usize, mut sink: impl FnMut(&[u8])) -> bool {
-        while n > 0 {
-            let Some(seg) = self.segments.get(self.segment) else {
-                return false;
-            };
-            let take = (seg.len() - self.pos).min(n);
-            sink(&seg[self.pos..self.pos + take]);
-            n -= take;
-            self.pos += take;
-            self.skip_exhausted();
-        }
-        true
+    pub(crate) fn read_pieces(&mut self, n: usize, mut sink: impl FnMut(&[u8])) -> bool {
+        self.walk(n, |seg, range| sink(&seg[range]))
     }
 
     /// Appends the next `n` bytes to `out` as zero-copy slices; false if
     /// the stream is shorter.
-    pub(crate) fn read_slices(&mut self, mut n: usize, out: &mut Segments) -> bool {
+    pub(crate) fn read_slices(&mut self, n: usize, out: &mut Segments) -> bool {
+        self.walk(n, |seg, range| out.push(seg.slice(range)))
+    }
+
+    /// Passes the next `n` bytes to `sink` as ranges of the segments that
+    /// hold them, in order; false if the stream is shorter.
+    fn walk(&mut self, mut n: usize, mut sink: impl FnMut(&'a Bytes, Range<usize>)) -> bool {
         while n > 0 {
             let Some(seg) = self.segments.get(self.segment) else {
                 return false;
             };
             let take = (seg.len() - self.pos).min(n);
-            out.push(seg.slice(self.pos..self.pos + take));
+            sink(seg, self.pos..self.pos + take);
             n -= take;
             self.pos += take;
             self.skip_exhausted();

@@ -553,13 +553,20 @@ impl Ctx {
     }
 
     fn inbound(&mut self) -> Inbound<'_> {
-        Inbound {
+        self.comm_and_inbound().1
+    }
+
+    /// The transport and the delivery's view of this processor, borrowed
+    /// together (a placed routing plans while the transport receives).
+    fn comm_and_inbound(&mut self) -> (&mut dyn Comm, Inbound<'_>) {
+        let inbound = Inbound {
             me: self.pid,
             nprocs: self.nprocs,
             superstep: self.superstep,
             registry: &mut self.registry,
             gets: &mut self.gets,
-        }
+        };
+        (self.comm.as_mut(), inbound)
     }
 
     /// Routes `streams` directly, the receivers writing the payloads of
@@ -568,15 +575,9 @@ impl Ctx {
     /// streams of the senders whose payloads still need applying, and the
     /// number of records placed.
     fn route_placed(&mut self, streams: Blocks, figures: &mut SyncFigures) -> (Blocks, u64) {
-        let mut inbound = Inbound {
-            me: self.pid,
-            nprocs: self.nprocs,
-            superstep: self.superstep,
-            registry: &mut self.registry,
-            gets: &mut self.gets,
-        };
+        let (comm, mut inbound) = self.comm_and_inbound();
         let mut placed_records = 0;
-        let routed = router::route_placed(self.comm.as_mut(), streams, &mut |heads| {
+        let routed = router::route_placed(comm, streams, &mut |heads| {
             let (plans, placed) = inbound.plan(heads);
             placed_records = placed;
             plans

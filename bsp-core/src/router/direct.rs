@@ -14,12 +14,15 @@ fn block_lens(blocks: &Blocks) -> impl Iterator<Item = (usize, usize)> + '_ {
 /// lists (processor, bytes); the block to `me` stays local and counts for
 /// nothing.
 fn sent_figures(me: usize, sent: impl Iterator<Item = (usize, usize)>) -> RouteFigures {
-    let sent: Vec<usize> = sent.filter(|&(q, _)| q != me).map(|(_, b)| b).collect();
-    let largest = sent.iter().copied().max().unwrap_or(0);
+    let (largest, dealt_words) = sent
+        .filter(|&(q, _)| q != me)
+        .fold((0, 0), |(largest, dealt), (_, b)| {
+            (b.max(largest), dealt + words(b))
+        });
     RouteFigures {
         first_block: largest as u64,
         first_block_words: words(largest),
-        dealt_words: sent.iter().map(|&b| words(b)).sum(),
+        dealt_words,
         ..RouteFigures::default()
     }
 }

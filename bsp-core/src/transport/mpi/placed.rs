@@ -58,9 +58,9 @@ impl MpiComm {
         let mut send_counts = vec![0; p];
         for (k, head) in heads.iter_mut().enumerate() {
             if !head.is_empty() {
-                send_counts[k] = self.count(segments_len(&bodies[k]), "a block");
-                let len = (segments_len(&bodies[k]) as u64).to_ne_bytes();
-                head.insert(0, Bytes::copy_from_slice(&len));
+                let len = segments_len(&bodies[k]);
+                send_counts[k] = self.count(len, "a block");
+                head.insert(0, Bytes::copy_from_slice(&(len as u64).to_ne_bytes()));
             }
         }
         // The heads received, by sender, with the length of their bodies.
