@@ -103,7 +103,6 @@ impl<'a> SegmentCursor<'a> {
 
 /// Copies the first `out.len()` bytes of `segments` into `out` (fewer if
 /// the list is shorter).
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the eager MPI transpose
 pub(crate) fn copy_prefix(segments: &[Bytes], out: &mut [u8]) {
     let mut at = 0;
     for seg in segments {

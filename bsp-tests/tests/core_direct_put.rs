@@ -86,22 +86,104 @@ fn pieces_land_in_place_and_the_rest_keeps_its_value() {
                     (ctx.superstep(), ctx.local(&a).to_vec())
                 },
                 |p, j| {
-                    let mut want = vec![u64::MAX; len(p, j)];
-                    for s in 0..p {
-                        for piece in pieces(p, s, seed)
-                            .iter()
-                            .filter(|q| q.dst == j && q.len > 0)
-                        {
-                            let range = piece.offset..piece.offset + piece.len;
-                            for (w, i) in want[range.clone()].iter_mut().zip(range) {
-                                *w = value(s, j, i);
-                            }
-                        }
-                    }
+                    let want = oracle(p, j, seed, u64::MAX, |x| x);
                     (2, want)
                 },
             );
         }
+    });
+}
+
+/// What processor `j`'s part holds after the direct puts of every
+/// writer's `pieces(p, s, seed)`, each element `value` converted by `to`,
+/// over a part of `fill`.
+fn oracle<T: Copy>(p: usize, j: usize, seed: u64, fill: T, to: impl Fn(u64) -> T) -> Vec<T> {
+    let mut want = vec![fill; len(p, j)];
+    for s in 0..p {
+        for piece in pieces(p, s, seed)
+            .iter()
+            .filter(|q| q.dst == j && q.len > 0)
+        {
+            let range = piece.offset..piece.offset + piece.len;
+            for (w, i) in want[range.clone()].iter_mut().zip(range) {
+                *w = to(value(s, j, i));
+            }
+        }
+    }
+    want
+}
+
+/// One run of direct puts, each with its own pieces, of elements of 8, 1,
+/// 16, 8 and 1 bytes: under MPI each reuses the stage the last one left,
+/// larger or smaller than it needs, or takes a fresh one for 16-byte
+/// alignment.
+#[test]
+fn a_run_of_direct_puts_of_changing_sizes_and_types() {
+    on_runtimes(120, &[1, 2, 3, 5], |rt| {
+        check(
+            rt,
+            |ctx| {
+                let (s, p) = (ctx.pid(), ctx.nprocs());
+                let mut parts = Vec::new();
+                for (round, width) in [(1u64, 8), (2, 1), (3, 16), (4, 8), (5, 1)] {
+                    let seed = round * 11;
+                    let pieces = pieces(p, s, seed);
+                    let write = |x: u64| (x, u128::from(x) << 64 | u128::from(round));
+                    match width {
+                        1 => {
+                            let a = ctx.coarray_from(vec![0xEEu8; len(p, s)]);
+                            ctx.put_direct(&a, &pieces, |_, slices| {
+                                for (piece, slice) in pieces.iter().zip(slices.iter_mut()) {
+                                    for (k, x) in slice.iter_mut().enumerate() {
+                                        *x = value(s, piece.dst, piece.offset + k) as u8;
+                                    }
+                                }
+                            });
+                            parts.push(ctx.local(&a).iter().map(|&x| u128::from(x)).collect());
+                        }
+                        8 => {
+                            let a = ctx.coarray_from(vec![u64::MAX; len(p, s)]);
+                            ctx.put_direct(&a, &pieces, |_, slices| {
+                                for (piece, slice) in pieces.iter().zip(slices.iter_mut()) {
+                                    for (k, x) in slice.iter_mut().enumerate() {
+                                        *x = write(value(s, piece.dst, piece.offset + k)).0;
+                                    }
+                                }
+                            });
+                            parts.push(ctx.local(&a).iter().map(|&x| u128::from(x)).collect());
+                        }
+                        _ => {
+                            let a = ctx.coarray_from(vec![u128::MAX; len(p, s)]);
+                            ctx.put_direct(&a, &pieces, |_, slices| {
+                                for (piece, slice) in pieces.iter().zip(slices.iter_mut()) {
+                                    for (k, x) in slice.iter_mut().enumerate() {
+                                        *x = write(value(s, piece.dst, piece.offset + k)).1;
+                                    }
+                                }
+                            });
+                            parts.push(ctx.local(&a).to_vec());
+                        }
+                    }
+                }
+                parts
+            },
+            |p, j| {
+                let widen = |v: Vec<u64>| v.into_iter().map(u128::from).collect::<Vec<u128>>();
+                vec![
+                    widen(oracle(p, j, 11, u64::MAX, |x| x)),
+                    oracle(p, j, 22, 0xEEu8, |x| x as u8)
+                        .into_iter()
+                        .map(u128::from)
+                        .collect(),
+                    oracle(p, j, 33, u128::MAX, |x| u128::from(x) << 64 | 3),
+                    widen(oracle(p, j, 44, u64::MAX, |x| x)),
+                    oracle(p, j, 55, 0xEEu8, |x| x as u8)
+                        .into_iter()
+                        .map(u128::from)
+                        .collect(),
+                ]
+            },
+        );
     });
 }
 

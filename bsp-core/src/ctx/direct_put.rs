@@ -12,12 +12,15 @@
 //! MPI the same call stages the writes in a local buffer and delivers them
 //! with one irregular all-to-all; the results and the errors are the same.
 
+use std::sync::{Arc, Mutex};
+
 use bytemuck::Pod;
 use bytes::Bytes;
 
 use super::{unusable, Ctx};
 use crate::coarray::{Coarray, PodBytes};
 use crate::error::{Error, ErrorKind};
+use crate::segments::{copy_prefix, segments_len, SegmentReader};
 use crate::transport::{Blocks, Transport};
 
 /// One range of a [`Ctx::put_direct`]: `len` elements of processor `dst`'s
@@ -68,13 +71,67 @@ impl<T> Drop for Opened<T> {
     }
 }
 
-/// The (offset, length) pairs of `pieces` addressed to `dst`, as words.
-fn claims_to(pieces: &[DirectPiece], dst: usize) -> Vec<u64> {
-    pieces
-        .iter()
-        .filter(|piece| piece.dst == dst)
-        .flat_map(|piece| [piece.offset as u64, piece.len as u64])
-        .collect()
+/// Where an MPI direct put's stage waits for the next direct put. A fresh
+/// stage of many MiB is mapped from the OS and page-faulted as the writer
+/// first touches it, which costs more than the exchange that sends it
+/// (NAS IS class B: a third of the whole superstep); kept, it is touched
+/// once per run. The stage is lent to the exchange as `Bytes` and comes
+/// back here when the last of them is dropped.
+#[derive(Clone, Default)]
+pub(crate) struct StageHome(Arc<Mutex<Vec<u64>>>);
+
+impl StageHome {
+    /// The kept buffer (or a new one), at least `bytes` long in words; its
+    /// contents are whatever the last direct put left there.
+    fn take(&self, bytes: usize) -> Vec<u64> {
+        let mut words = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        words.resize(words.len().max(bytes.div_ceil(8)), 0);
+        words
+    }
+
+    /// Lends `words` out as `Bytes` that bring them back here when dropped.
+    fn lend(&self, words: Vec<u64>) -> Bytes {
+        Bytes::from_owner(LentStage {
+            words,
+            home: self.clone(),
+        })
+    }
+}
+
+/// A stage lent to an exchange.
+struct LentStage {
+    words: Vec<u64>,
+    home: StageHome,
+}
+
+impl AsRef<[u8]> for LentStage {
+    fn as_ref(&self) -> &[u8] {
+        bytemuck::cast_slice(&self.words)
+    }
+}
+
+impl Drop for LentStage {
+    fn drop(&mut self) {
+        let words = std::mem::take(&mut self.words);
+        *self.home.0.lock().unwrap_or_else(|e| e.into_inner()) = words;
+    }
+}
+
+/// The (offset, length) pairs of `pieces` addressed to each of the `p`
+/// destinations, as words, in the order of `pieces`: one pass, whatever p.
+fn claims_by_destination(pieces: &[DirectPiece], p: usize) -> Vec<Vec<u64>> {
+    let mut claims = vec![Vec::new(); p];
+    for piece in pieces {
+        claims[piece.dst].extend([piece.offset as u64, piece.len as u64]);
+    }
+    claims
+}
+
+/// Claims received as bytes, back as words.
+fn words_of(segments: &[Bytes]) -> Vec<u64> {
+    let mut words = vec![0u64; segments_len(segments) / 8];
+    copy_prefix(segments, bytemuck::cast_slice_mut(&mut words));
+    words
 }
 
 /// Checks the claims on one processor's part, `local_len` elements long:
@@ -118,9 +175,11 @@ impl Ctx {
     ///
     /// On the threads transport the slices are the destinations' memory
     /// itself, so every element is written once, in place: no send buffer,
-    /// no copy at the receiver. Under MPI they are a local buffer, sent
-    /// after `write` returns with one irregular all-to-all and copied into
-    /// place (as a buffered put would be).
+    /// no copy at the receiver. Under MPI they are a buffer laid out by
+    /// destination (kept from one direct put to the next, so that its pages
+    /// are faulted in once per run), whose regions are sent as they are
+    /// after `write` returns, with one irregular all-to-all, and copied
+    /// into place once by their receivers.
     ///
     /// While `write` runs, no processor can read or write its own part of
     /// `to` (it is being written by others): `write` gets the context
@@ -167,8 +226,10 @@ impl Ctx {
     /// A sync (l, plus the h-relation of anything requested before it),
     /// then l for the exchange of the pieces (h = 16 bytes per piece) and
     /// two more barriers (3l). On threads the elements are written once by
-    /// their writer; under MPI they add an h-relation of their size. The
-    /// direct writes are not counted in [`stats`](Ctx::stats).
+    /// their writer; under MPI they add an h-relation of their size (with
+    /// lengths known from the pieces, so no exchange of counts) and one
+    /// copy at the receiver. The direct writes are not counted in
+    /// [`stats`](Ctx::stats).
     pub fn put_direct<T: Pod + Send, R>(
         &mut self,
         to: &Coarray<T>,
@@ -284,6 +345,36 @@ impl Ctx {
         self.comm.abort(error)
     }
 
+    /// Sends every destination the claims of this processor's pieces on
+    /// its part, checks those received (every processor agrees on the
+    /// verdict: see [`agree_on_pieces`](Ctx::agree_on_pieces)) and returns
+    /// them, by writer pid ascending, this processor's own included.
+    fn check_claims(
+        &mut self,
+        id: u32,
+        pieces: &[DirectPiece],
+        local_len: usize,
+    ) -> Vec<(usize, Vec<u64>)> {
+        let me = self.pid;
+        let mut by_destination = claims_by_destination(pieces, self.nprocs);
+        let own = std::mem::take(&mut by_destination[me]);
+        let blocks: Blocks = by_destination
+            .into_iter()
+            .enumerate()
+            .filter(|(_, words)| !words.is_empty())
+            .map(|(dst, words)| (dst, vec![Bytes::from_owner(PodBytes(words))]))
+            .collect();
+        let received = self.collective(|c| c.alltoallv(blocks, None));
+        let mut claims: Vec<(usize, Vec<u64>)> = received
+            .into_iter()
+            .map(|(src, segments)| (src, words_of(&segments)))
+            .collect();
+        claims.push((me, own));
+        claims.sort_by_key(|(src, _)| *src);
+        self.agree_on_pieces(judge(&claims, local_len), id);
+        claims
+    }
+
     /// Threads: the pieces are checked, then written in the destinations'
     /// memory.
     fn write_in_place<T: Pod + Send, R>(
@@ -294,25 +385,8 @@ impl Ctx {
         opened: &mut Opened<T>,
         write: impl FnOnce(&Ctx, &mut [&mut [T]]) -> R,
     ) -> R {
-        let (me, p) = (self.pid, self.nprocs);
-        let blocks: Blocks = (0..p)
-            .filter(|&dst| dst != me)
-            .map(|dst| (dst, claims_to(pieces, dst)))
-            .filter(|(_, words)| !words.is_empty())
-            .map(|(dst, words)| (dst, vec![Bytes::from_owner(PodBytes(words))]))
-            .collect();
-        let received = self.collective(|c| c.alltoallv(blocks, None));
-        let mut claims: Vec<(usize, Vec<u64>)> = received
-            .into_iter()
-            .map(|(src, segments)| {
-                let bytes: Vec<u8> = segments.iter().flat_map(|s| s.iter().copied()).collect();
-                (src, bytemuck::pod_collect_to_vec::<u8, u64>(&bytes))
-            })
-            .collect();
-        claims.push((me, claims_to(pieces, me)));
-        claims.sort_by_key(|(src, _)| *src);
         let local_len = opened.local.as_ref().map_or(0, Vec::len);
-        self.agree_on_pieces(judge(&claims, local_len), id);
+        self.check_claims(id, pieces, local_len);
         let mut slices: Vec<&mut [T]> = pieces
             .iter()
             .map(|piece| {
@@ -346,8 +420,14 @@ impl Ctx {
         result
     }
 
-    /// MPI: the pieces are written in a local buffer, sent with their
-    /// claims, checked by their destinations and copied into place.
+    /// MPI: the pieces are checked, then written in a local buffer laid
+    /// out by destination (each destination's pieces together, in the order
+    /// of `pieces`), whose regions are sent as they are, with the lengths
+    /// known from the claims; each receiver copies the bytes into place
+    /// once. (Receiving them straight into place, through a datatype over
+    /// the claims' ranges, measured slower: a sender's pieces are scattered
+    /// over the destination's part, and the datatype engine moves many
+    /// small blocks more slowly than one contiguous receive and a copy.)
     fn write_staged<T: Pod + Send, R>(
         &mut self,
         id: u32,
@@ -356,90 +436,94 @@ impl Ctx {
         write: impl FnOnce(&Ctx, &mut [&mut [T]]) -> R,
     ) -> R {
         let (me, p) = (self.pid, self.nprocs);
-        let total: usize = pieces.iter().map(|piece| piece.len).sum();
-        let mut stage = vec![T::zeroed(); total];
+        let size = std::mem::size_of::<T>();
+        let local_len = opened.local.as_ref().map_or(0, Vec::len);
+        let claims = self.check_claims(id, pieces, local_len);
+        // Where each destination's region of the stage starts.
+        let mut start = vec![0usize; p + 1];
+        for piece in pieces {
+            start[piece.dst + 1] += piece.len;
+        }
+        for dst in 0..p {
+            start[dst + 1] += start[dst];
+        }
+        // The kept stage when T's alignment allows (any Pod bytes are valid
+        // values of T), else a fresh one.
+        let bytes = start[p] * size;
+        let kept = size > 0 && std::mem::align_of::<T>() <= std::mem::align_of::<u64>();
+        let mut words = if kept {
+            self.direct_stage.take(bytes)
+        } else {
+            Vec::new()
+        };
+        let mut fresh = Vec::new();
+        let stage: &mut [T] = if kept {
+            bytemuck::cast_slice_mut(&mut bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes])
+        } else {
+            fresh.resize(start[p], T::zeroed());
+            &mut fresh
+        };
         let result = {
+            // Cut the stage in destination order, then hand the slices
+            // out in the order of `pieces` (the stable sort keeps each
+            // destination's pieces in their order).
+            let mut order: Vec<usize> = (0..pieces.len()).collect();
+            order.sort_by_key(|&i| pieces[i].dst);
+            let mut cut: Vec<Option<&mut [T]>> =
+                std::iter::repeat_with(|| None).take(pieces.len()).collect();
             let mut rest = &mut stage[..];
-            let mut slices = Vec::with_capacity(pieces.len());
-            for piece in pieces {
-                let (head, tail) = std::mem::take(&mut rest).split_at_mut(piece.len);
-                slices.push(head);
+            for &i in &order {
+                let (head, tail) = std::mem::take(&mut rest).split_at_mut(pieces[i].len);
+                cut[i] = Some(head);
                 rest = tail;
             }
+            let mut slices: Vec<&mut [T]> = cut.into_iter().map(|s| s.expect("cut")).collect();
             write(self, &mut slices)
         };
-        // Per destination: the number of claims, the claims, the data.
-        let size = std::mem::size_of::<T>();
-        let mut outgoing: Vec<Vec<u8>> = vec![Vec::new(); p];
-        let mut at = 0;
-        let mut mine: Vec<(u64, &[T])> = Vec::new();
-        let mut data: Vec<Vec<u8>> = vec![Vec::new(); p];
-        for piece in pieces {
-            let part = &stage[at..at + piece.len];
+        let local = opened.local.as_mut().expect("present");
+        // This processor's own pieces: from its region, in their order.
+        let mut at = start[me];
+        // (A piece of no elements writes nothing, wherever it points.)
+        for piece in pieces
+            .iter()
+            .filter(|piece| piece.dst == me && piece.len > 0)
+        {
+            local[piece.offset..piece.offset + piece.len]
+                .copy_from_slice(&stage[at..at + piece.len]);
             at += piece.len;
-            if piece.len == 0 {
-                continue; // writes nothing, wherever it points
-            }
-            if piece.dst == me {
-                mine.push((piece.offset as u64, part));
-                continue;
-            }
-            let claims = &mut outgoing[piece.dst];
-            claims.extend_from_slice(&(piece.offset as u64).to_le_bytes());
-            claims.extend_from_slice(&(piece.len as u64).to_le_bytes());
-            data[piece.dst].extend_from_slice(bytemuck::cast_slice(part));
         }
-        let blocks: Blocks = outgoing
-            .into_iter()
-            .zip(data)
-            .enumerate()
-            .filter(|(_, (claims, _))| !claims.is_empty())
-            .map(|(dst, (claims, data))| {
-                let count = (claims.len() as u64 / 16).to_le_bytes().to_vec();
+        let stage = if kept {
+            self.direct_stage.lend(words)
+        } else {
+            Bytes::from_owner(PodBytes(fresh))
+        };
+        let blocks: Blocks = (0..p)
+            .filter(|&dst| dst != me && start[dst + 1] > start[dst])
+            .map(|dst| {
                 (
                     dst,
-                    vec![Bytes::from(count), Bytes::from(claims), Bytes::from(data)],
+                    vec![stage.slice(start[dst] * size..start[dst + 1] * size)],
                 )
             })
             .collect();
-        let received = self.collective(|c| c.alltoallv(blocks, None));
-        let mut claims: Vec<(usize, Vec<u64>)> = Vec::new();
-        let mut payloads: Vec<Vec<u8>> = Vec::new();
-        for (src, segments) in received {
-            let bytes: Vec<u8> = segments.iter().flat_map(|s| s.iter().copied()).collect();
-            let count = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")) as usize;
-            let words: Vec<u64> = bytes[8..8 + 16 * count]
-                .chunks_exact(8)
-                .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
-                .collect();
-            claims.push((src, words));
-            payloads.push(bytes[8 + 16 * count..].to_vec());
-        }
-        let own: Vec<u64> = mine
-            .iter()
-            .flat_map(|&(offset, part)| [offset, part.len() as u64])
-            .collect();
-        let at_me = claims.partition_point(|(src, _)| *src < me);
-        claims.insert(at_me, (me, own));
-        let local = opened.local.as_mut().expect("present");
-        self.agree_on_pieces(judge(&claims, local.len()), id);
-        for (offset, part) in mine {
-            let offset = offset as usize;
-            local[offset..offset + part.len()].copy_from_slice(part);
-        }
-        let mut payloads = payloads.into_iter();
+        let mut expected = vec![0u64; p];
         for (src, words) in &claims {
-            if *src == me {
-                continue;
+            if *src != me {
+                let elements: u64 = words.chunks_exact(2).map(|pair| pair[1]).sum();
+                expected[*src] = elements * size as u64;
             }
-            let payload = payloads.next().expect("one payload per source");
-            let mut from = 0;
-            for pair in words.chunks_exact(2) {
+        }
+        let received = self.collective(|c| c.alltoallv(blocks, Some(&expected)));
+        for (src, segments) in received {
+            let words = &claims[claims.partition_point(|(q, _)| *q < src)].1;
+            let mut reader = SegmentReader::new(&segments);
+            for pair in words.chunks_exact(2).filter(|pair| pair[1] > 0) {
                 let (offset, len) = (pair[0] as usize, pair[1] as usize);
-                let bytes = &payload[from..from + len * size];
-                bytemuck::cast_slice_mut::<T, u8>(&mut local[offset..offset + len])
-                    .copy_from_slice(bytes);
-                from += len * size;
+                let into = bytemuck::cast_slice_mut::<T, u8>(&mut local[offset..offset + len]);
+                assert!(
+                    reader.read_into(into),
+                    "bsp: a direct put's data ended early"
+                );
             }
         }
         result

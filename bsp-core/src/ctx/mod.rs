@@ -141,6 +141,8 @@ pub struct Ctx {
     started: Instant,
     /// What [`Ctx::get_into`] copies into local coarrays after the sync.
     landing: Vec<remote::Landing>,
+    /// The buffer an MPI direct put stages its writes in, kept for the next.
+    direct_stage: direct_put::StageHome,
 }
 
 impl Ctx {
@@ -172,6 +174,7 @@ impl Ctx {
             work_start: Instant::now(),
             started: Instant::now(),
             landing: Vec::new(),
+            direct_stage: direct_put::StageHome::default(),
         }
     }
 
