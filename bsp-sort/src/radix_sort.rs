@@ -136,6 +136,20 @@ fn auto_bits(per_proc: usize) -> u32 {
     (per_proc.max(1).ilog2().saturating_sub(5)).clamp(4, MAX_AUTO_BITS)
 }
 
+/// Automatic width of a top-first sort's top digit for `per_proc` keys
+/// per processor and the `planned` key bits: about log2(n/p) − 14 bits,
+/// between 4 and [`MAX_AUTO_BITS`], widened where a wider top digit saves
+/// a local pass. With 2^22 keys per processor and 31 varying bits, 8 bits
+/// would leave 23 below for three local passes; 9 leave 22 for two.
+fn auto_top_bits(per_proc: usize, planned: u64) -> u32 {
+    let preferred = (per_proc.max(1).ilog2().saturating_sub(14)).clamp(4, MAX_AUTO_BITS);
+    (preferred..=MAX_AUTO_BITS)
+        .min_by_key(|&bits| {
+            top_plan(planned, bits, MAX_AUTO_BITS).map_or(0, |plan| plan.local.len())
+        })
+        .unwrap_or(preferred)
+}
+
 /// A reusable, stable, distributed LSD radix sort for elements of type `T`.
 ///
 /// Registered once (collectively) for a fixed local length; each
@@ -337,10 +351,7 @@ impl<T: Pod + Send> RadixSorter<T> {
         let per_proc = self.engine.total_len() / ctx.nprocs();
         let (top_bits, local_bits) = match self.options.digit_bits {
             Some(bits) => (bits, bits),
-            None => (
-                (per_proc.max(1).ilog2().saturating_sub(14)).clamp(4, MAX_AUTO_BITS),
-                MAX_AUTO_BITS,
-            ),
+            None => (auto_top_bits(per_proc, planned), MAX_AUTO_BITS),
         };
         match self.options.order {
             DigitOrder::LeastFirst => None,
@@ -577,5 +588,22 @@ mod tests {
         assert!(p[1].shift <= 40 && 40 < p[1].shift + p[1].bits);
         assert_eq!(auto_bits(1 << 25), 11);
         assert_eq!(auto_bits(10), 4);
+    }
+
+    #[test]
+    fn the_top_digit_widens_only_to_save_a_local_pass() {
+        let bits31 = 0x7fff_ffff;
+        // 2^26 keys: p = 2 prefers 11 bits (two local passes below).
+        assert_eq!(auto_top_bits(1 << 25, bits31), 11);
+        // p = 16 prefers 8, which would leave three local passes; 9 leaves two.
+        assert_eq!(auto_top_bits(1 << 22, bits31), 9);
+        // p = 8 prefers 9 and keeps it.
+        assert_eq!(auto_top_bits(1 << 23, bits31), 9);
+        // 16 varying bits: 4 would leave 12 below for two local passes, 5 leaves 11 for one.
+        assert_eq!(auto_top_bits(1 << 16, 0xffff), 5);
+        assert_eq!(
+            top_plan(0xffff, 5, MAX_AUTO_BITS).map(|p| p.local.len()),
+            Some(1)
+        );
     }
 }
