@@ -439,9 +439,11 @@ impl Ctx {
         let size = std::mem::size_of::<T>();
         let local_len = opened.local.as_ref().map_or(0, Vec::len);
         let claims = self.check_claims(id, pieces, local_len);
-        // Where each destination's region of the stage starts.
+        // Where each destination's region of the stage starts. This
+        // processor's own pieces are written in its part directly (their
+        // claims have passed), so they take no room.
         let mut start = vec![0usize; p + 1];
-        for piece in pieces {
+        for piece in pieces.iter().filter(|piece| piece.dst != me) {
             start[piece.dst + 1] += piece.len;
         }
         for dst in 0..p {
@@ -463,35 +465,38 @@ impl Ctx {
             fresh.resize(start[p], T::zeroed());
             &mut fresh
         };
+        let local = opened.local.as_mut().expect("present");
         let result = {
-            // Cut the stage in destination order, then hand the slices
-            // out in the order of `pieces` (the stable sort keeps each
-            // destination's pieces in their order).
-            let mut order: Vec<usize> = (0..pieces.len()).collect();
+            // Cut the stage in destination order, and this processor's
+            // part at its own pieces (disjoint and in bounds: checked),
+            // then hand the slices out in the order of `pieces` (the
+            // stable sort keeps each destination's pieces in their order).
+            let mut cut: Vec<&mut [T]> = std::iter::repeat_with(Default::default)
+                .take(pieces.len())
+                .collect();
+            let mut order: Vec<usize> =
+                (0..pieces.len()).filter(|&i| pieces[i].dst != me).collect();
             order.sort_by_key(|&i| pieces[i].dst);
-            let mut cut: Vec<Option<&mut [T]>> =
-                std::iter::repeat_with(|| None).take(pieces.len()).collect();
             let mut rest = &mut stage[..];
             for &i in &order {
                 let (head, tail) = std::mem::take(&mut rest).split_at_mut(pieces[i].len);
-                cut[i] = Some(head);
+                cut[i] = head;
                 rest = tail;
             }
-            let mut slices: Vec<&mut [T]> = cut.into_iter().map(|s| s.expect("cut")).collect();
-            write(self, &mut slices)
+            // (A piece of no elements writes nothing, wherever it points.)
+            let mut own: Vec<usize> = (0..pieces.len())
+                .filter(|&i| pieces[i].dst == me && pieces[i].len > 0)
+                .collect();
+            own.sort_by_key(|&i| pieces[i].offset);
+            let (mut rest, mut at) = (&mut local[..], 0);
+            for &i in &own {
+                let (_, from) = std::mem::take(&mut rest).split_at_mut(pieces[i].offset - at);
+                let (head, tail) = from.split_at_mut(pieces[i].len);
+                cut[i] = head;
+                (rest, at) = (tail, pieces[i].offset + pieces[i].len);
+            }
+            write(self, &mut cut)
         };
-        let local = opened.local.as_mut().expect("present");
-        // This processor's own pieces: from its region, in their order.
-        let mut at = start[me];
-        // (A piece of no elements writes nothing, wherever it points.)
-        for piece in pieces
-            .iter()
-            .filter(|piece| piece.dst == me && piece.len > 0)
-        {
-            local[piece.offset..piece.offset + piece.len]
-                .copy_from_slice(&stage[at..at + piece.len]);
-            at += piece.len;
-        }
         let stage = if kept {
             self.direct_stage.lend(words)
         } else {
