@@ -175,7 +175,8 @@ impl Ctx {
     ///
     /// On the threads transport the slices are the destinations' memory
     /// itself, so every element is written once, in place: no send buffer,
-    /// no copy at the receiver. Under MPI they are a buffer laid out by
+    /// no copy at the receiver. Under MPI the slices of a processor's own
+    /// pieces are its part itself; the others are a buffer laid out by
     /// destination (kept from one direct put to the next, so that its pages
     /// are faulted in once per run), whose regions are sent as they are
     /// after `write` returns, with one irregular all-to-all, and copied
@@ -420,11 +421,11 @@ impl Ctx {
         result
     }
 
-    /// MPI: the pieces are checked, then written in a local buffer laid
-    /// out by destination (each destination's pieces together, in the order
-    /// of `pieces`), whose regions are sent as they are, with the lengths
-    /// known from the claims; each receiver copies the bytes into place
-    /// once. (Receiving them straight into place, through a datatype over
+    /// MPI: the pieces are checked, then written: this processor's own in
+    /// its part, the others in a local buffer laid out by destination (each
+    /// destination's pieces together, in the order of `pieces`), whose
+    /// regions are sent as they are, with the lengths known from the
+    /// claims; each receiver copies the bytes into place once. (Receiving them straight into place, through a datatype over
     /// the claims' ranges, measured slower: a sender's pieces are scattered
     /// over the destination's part, and the datatype engine moves many
     /// small blocks more slowly than one contiguous receive and a copy.)
