@@ -89,6 +89,11 @@ impl StageHome {
         words
     }
 
+    /// Keeps `words` for the next direct put.
+    fn put_back(&self, words: Vec<u64>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = words;
+    }
+
     /// Lends `words` out as `Bytes` that bring them back here when dropped.
     fn lend(&self, words: Vec<u64>) -> Bytes {
         Bytes::from_owner(LentStage {
@@ -112,8 +117,7 @@ impl AsRef<[u8]> for LentStage {
 
 impl Drop for LentStage {
     fn drop(&mut self) {
-        let words = std::mem::take(&mut self.words);
-        *self.home.0.lock().unwrap_or_else(|e| e.into_inner()) = words;
+        self.home.put_back(std::mem::take(&mut self.words));
     }
 }
 
@@ -425,10 +429,11 @@ impl Ctx {
     /// its part, the others in a local buffer laid out by destination (each
     /// destination's pieces together, in the order of `pieces`), whose
     /// regions are sent as they are, with the lengths known from the
-    /// claims; each receiver copies the bytes into place once. (Receiving them straight into place, through a datatype over
-    /// the claims' ranges, measured slower: a sender's pieces are scattered
-    /// over the destination's part, and the datatype engine moves many
-    /// small blocks more slowly than one contiguous receive and a copy.)
+    /// claims; each receiver copies the bytes into place once. (Receiving
+    /// them straight into place, through a datatype over the claims'
+    /// ranges, measured slower: a sender's pieces are scattered over the
+    /// destination's part, and the datatype engine moves many small blocks
+    /// more slowly than one contiguous receive and a copy.)
     fn write_staged<T: Pod + Send, R>(
         &mut self,
         id: u32,
@@ -498,13 +503,18 @@ impl Ctx {
             }
             write(self, &mut cut)
         };
-        let stage = if kept {
-            self.direct_stage.lend(words)
-        } else {
-            Bytes::from_owner(PodBytes(fresh))
+        // (Nothing to send, elements of no bytes included: no `Bytes`.)
+        let stage = match (bytes, kept) {
+            (0, true) => {
+                self.direct_stage.put_back(words);
+                Bytes::new()
+            }
+            (0, false) => Bytes::new(),
+            (_, true) => self.direct_stage.lend(words),
+            (_, false) => Bytes::from_owner(PodBytes(fresh)),
         };
         let blocks: Blocks = (0..p)
-            .filter(|&dst| dst != me && start[dst + 1] > start[dst])
+            .filter(|&dst| dst != me && start[dst + 1] > start[dst] && size > 0)
             .map(|dst| {
                 (
                     dst,
