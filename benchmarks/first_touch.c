@@ -18,4 +18,4 @@ static void *work(void *a){ long i=(long)a; char *m=mmap(0,per,PROT_READ|PROT_WR
 int main(int c,char**v){ size_t total=(size_t)atol(v[1])<<20; int T=atoi(v[2]); per=total/T; pthread_t th[64];
  pthread_barrier_init(&bar,0,T); for(long i=0;i<T;i++) pthread_create(&th[i],0,work,(void*)i); for(int i=0;i<T;i++) pthread_join(th[i],0);
  double f=0,w=0; for(int i=0;i<T;i++){ if(fresh[i]>f) f=fresh[i]; if(warm[i]>w) w=warm[i]; }
- printf("fault: %zu MiB over %d threads: first touch %.1f ms (%.2f GB/s, %.0f ns per 4K page per thread), again %.1f ms (%.2f GB/s)\n", total>>20, T, f*1e3, total/f/1e9, f/(per/4096)*1e9, w*1e3, total/w/1e9); return 0;}
+ printf("first_touch: %zu MiB over %d threads: first touch %.1f ms (%.2f GB/s, %.0f ns per 4K page per thread), again %.1f ms (%.2f GB/s)\n", total>>20, T, f*1e3, total/f/1e9, f/(per/4096)*1e9, w*1e3, total/w/1e9); return 0;}
