@@ -24,6 +24,8 @@ EX=${CARGO_TARGET_DIR:-target}/release/examples
 
 # mops LINE...: the Mop/s figure of an NPB report.
 npb_mops() { awk '/Mop\/s total/ { print $NF }'; }
+# bsp_mops: the Mop/s figure of a verified `nas_is --json` run.
+bsp_mops() { python3 -c 'import json,sys; r=json.load(sys.stdin); assert r["verified"]; print(round(r["mops"], 1))'; }
 
 : >"$OUT"
 for class in $CLASSES; do
@@ -31,8 +33,8 @@ for class in $CLASSES; do
         [ -x "$bin" ] || { echo "missing $bin: build NPB IS class $class first" >&2; exit 1; }
     done
     for rep in $(seq "$REPS"); do
-        bsp=$("$EX/nas_is" --class "$class" --procs 2 --json | python3 -c 'import json,sys; r=json.load(sys.stdin); assert r["verified"]; print(round(r["mops"], 1))')
-        bsp_mpi=$(mpirun "${ROOT[@]}" -np 2 "$EX/nas_is" --class "$class" --json | python3 -c 'import json,sys; r=json.load(sys.stdin); assert r["verified"]; print(round(r["mops"], 1))')
+        bsp=$("$EX/nas_is" --class "$class" --procs 2 --json | bsp_mops)
+        bsp_mpi=$(mpirun "${ROOT[@]}" -np 2 "$EX/nas_is" --class "$class" --json | bsp_mops)
         mpi=$(mpirun "${ROOT[@]}" -np 2 "$NPB/NPB3.4-MPI/bin/is.$class.x" | npb_mops)
         omp=$(OMP_NUM_THREADS=2 "$NPB/NPB3.4-OMP/bin/is.$class.x" | npb_mops)
         echo "class $class run $rep: bsp $bsp, bsp under MPI $bsp_mpi, NPB MPI $mpi, NPB OpenMP $omp Mop/s"

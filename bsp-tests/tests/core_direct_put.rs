@@ -113,6 +113,33 @@ fn oracle<T: Copy>(p: usize, j: usize, seed: u64, fill: T, to: impl Fn(u64) -> T
     want
 }
 
+/// One direct put of `pieces(p, s, seed)` onto a part of `fill`, each
+/// element `value` converted by `to`; returns this processor's part,
+/// widened to `u128`.
+fn direct_put_round<T: bytemuck::Pod + Send + Into<u128>>(
+    ctx: &mut bsp::Ctx,
+    seed: u64,
+    fill: T,
+    to: impl Fn(u64) -> T,
+) -> Vec<u128> {
+    let (s, p) = (ctx.pid(), ctx.nprocs());
+    let pieces = pieces(p, s, seed);
+    let a = ctx.coarray_from(vec![fill; len(p, s)]);
+    ctx.put_direct(&a, &pieces, |_, slices| {
+        for (piece, slice) in pieces.iter().zip(slices.iter_mut()) {
+            for (k, x) in slice.iter_mut().enumerate() {
+                *x = to(value(s, piece.dst, piece.offset + k));
+            }
+        }
+    });
+    ctx.local(&a).iter().map(|&x| x.into()).collect()
+}
+
+/// A 16-byte element from `value`.
+fn wide(x: u64) -> u128 {
+    u128::from(x) << 64 | 3
+}
+
 /// One run of direct puts, each with its own pieces, of elements of 8, 1,
 /// 16, 8 and 1 bytes: under MPI each reuses the stage the last one left,
 /// larger or smaller than it needs, or takes a fresh one for 16-byte
@@ -123,49 +150,13 @@ fn a_run_of_direct_puts_of_changing_sizes_and_types() {
         check(
             rt,
             |ctx| {
-                let (s, p) = (ctx.pid(), ctx.nprocs());
-                let mut parts = Vec::new();
-                for (round, width) in [(1u64, 8), (2, 1), (3, 16), (4, 8), (5, 1)] {
-                    let seed = round * 11;
-                    let pieces = pieces(p, s, seed);
-                    let write = |x: u64| (x, u128::from(x) << 64 | u128::from(round));
-                    match width {
-                        1 => {
-                            let a = ctx.coarray_from(vec![0xEEu8; len(p, s)]);
-                            ctx.put_direct(&a, &pieces, |_, slices| {
-                                for (piece, slice) in pieces.iter().zip(slices.iter_mut()) {
-                                    for (k, x) in slice.iter_mut().enumerate() {
-                                        *x = value(s, piece.dst, piece.offset + k) as u8;
-                                    }
-                                }
-                            });
-                            parts.push(ctx.local(&a).iter().map(|&x| u128::from(x)).collect());
-                        }
-                        8 => {
-                            let a = ctx.coarray_from(vec![u64::MAX; len(p, s)]);
-                            ctx.put_direct(&a, &pieces, |_, slices| {
-                                for (piece, slice) in pieces.iter().zip(slices.iter_mut()) {
-                                    for (k, x) in slice.iter_mut().enumerate() {
-                                        *x = write(value(s, piece.dst, piece.offset + k)).0;
-                                    }
-                                }
-                            });
-                            parts.push(ctx.local(&a).iter().map(|&x| u128::from(x)).collect());
-                        }
-                        _ => {
-                            let a = ctx.coarray_from(vec![u128::MAX; len(p, s)]);
-                            ctx.put_direct(&a, &pieces, |_, slices| {
-                                for (piece, slice) in pieces.iter().zip(slices.iter_mut()) {
-                                    for (k, x) in slice.iter_mut().enumerate() {
-                                        *x = write(value(s, piece.dst, piece.offset + k)).1;
-                                    }
-                                }
-                            });
-                            parts.push(ctx.local(&a).to_vec());
-                        }
-                    }
-                }
-                parts
+                vec![
+                    direct_put_round(ctx, 11, u64::MAX, |x| x),
+                    direct_put_round(ctx, 22, 0xEEu8, |x| x as u8),
+                    direct_put_round(ctx, 33, u128::MAX, wide),
+                    direct_put_round(ctx, 44, u64::MAX, |x| x),
+                    direct_put_round(ctx, 55, 0xEEu8, |x| x as u8),
+                ]
             },
             |p, j| {
                 let widen = |v: Vec<u64>| v.into_iter().map(u128::from).collect::<Vec<u128>>();
@@ -175,7 +166,7 @@ fn a_run_of_direct_puts_of_changing_sizes_and_types() {
                         .into_iter()
                         .map(u128::from)
                         .collect(),
-                    oracle(p, j, 33, u128::MAX, |x| u128::from(x) << 64 | 3),
+                    oracle(p, j, 33, u128::MAX, wide),
                     widen(oracle(p, j, 44, u64::MAX, |x| x)),
                     oracle(p, j, 55, 0xEEu8, |x| x as u8)
                         .into_iter()

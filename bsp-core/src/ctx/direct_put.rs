@@ -89,11 +89,6 @@ impl StageHome {
         words
     }
 
-    /// Keeps `words` for the next direct put.
-    fn put_back(&self, words: Vec<u64>) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = words;
-    }
-
     /// Lends `words` out as `Bytes` that bring them back here when dropped.
     fn lend(&self, words: Vec<u64>) -> Bytes {
         Bytes::from_owner(LentStage {
@@ -117,7 +112,8 @@ impl AsRef<[u8]> for LentStage {
 
 impl Drop for LentStage {
     fn drop(&mut self) {
-        self.home.put_back(std::mem::take(&mut self.words));
+        let words = std::mem::take(&mut self.words);
+        *self.home.0.lock().unwrap_or_else(|e| e.into_inner()) = words;
     }
 }
 
@@ -374,8 +370,8 @@ impl Ctx {
             .into_iter()
             .map(|(src, segments)| (src, words_of(&segments)))
             .collect();
-        claims.push((me, own));
-        claims.sort_by_key(|(src, _)| *src);
+        // Received by sender ascending: this processor's own go in between.
+        claims.insert(claims.partition_point(|(src, _)| *src < me), (me, own));
         self.agree_on_pieces(judge(&claims, local_len), id);
         claims
     }
@@ -503,24 +499,18 @@ impl Ctx {
             }
             write(self, &mut cut)
         };
-        // (Nothing to send, elements of no bytes included: no `Bytes`.)
-        let stage = match (bytes, kept) {
-            (0, true) => {
-                self.direct_stage.put_back(words);
-                Bytes::new()
-            }
-            (0, false) => Bytes::new(),
-            (_, true) => self.direct_stage.lend(words),
-            (_, false) => Bytes::from_owner(PodBytes(fresh)),
+        // (A fresh stage of zero-sized elements is no bytes at all.)
+        let stage = if kept {
+            self.direct_stage.lend(words)
+        } else if size == 0 {
+            Bytes::new()
+        } else {
+            Bytes::from_owner(PodBytes(fresh))
         };
         let blocks: Blocks = (0..p)
-            .filter(|&dst| dst != me && start[dst + 1] > start[dst] && size > 0)
-            .map(|dst| {
-                (
-                    dst,
-                    vec![stage.slice(start[dst] * size..start[dst + 1] * size)],
-                )
-            })
+            .map(|dst| (dst, start[dst] * size..start[dst + 1] * size))
+            .filter(|(dst, range)| *dst != me && !range.is_empty())
+            .map(|(dst, range)| (dst, vec![stage.slice(range)]))
             .collect();
         let mut expected = vec![0u64; p];
         for (src, words) in &claims {
