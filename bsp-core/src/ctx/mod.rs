@@ -467,10 +467,11 @@ impl Ctx {
     /// model for [`Router::Auto`]; gets add a second h-relation for the
     /// replies, by the same router. Bookkeeping is proportional to the
     /// processors written to and the parts routed, not to p. Under MPI, a
-    /// direct routing without gets whose records are large (4 KiB on
-    /// average, 128 KiB per rank) sends the record headers ahead of the
-    /// payloads (two more small collectives) and receives each payload
-    /// straight into its coarray, sparing a copy of every byte received.
+    /// direct or two-phase routing without gets whose records are large
+    /// (4 KiB on average, 128 KiB per rank) sends the record headers ahead
+    /// of the payloads (two more small collectives) and receives each
+    /// payload straight into its coarray, sparing a copy of every byte
+    /// received.
     pub fn sync(&mut self) {
         let start = Instant::now();
         let (decision, router, expected) = self.exchange_rows(Status::Syncing);
@@ -483,7 +484,7 @@ impl Ctx {
             drop(lent);
             // Without gets, a transport may write the puts' payloads in
             // place while they arrive (gets must read the data first).
-            let placed = router == Router::Direct
+            let placed = matches!(router, Router::Direct | Router::TwoPhase)
                 && !decision.any_gets
                 && self
                     .comm
@@ -572,15 +573,20 @@ impl Ctx {
         (self.comm.as_mut(), inbound)
     }
 
-    /// Routes `streams` directly, the receivers writing the payloads of
-    /// puts straight into their coarrays where they can
-    /// ([`Comm::alltoallv_placed`], see `placement.rs`). Returns the
+    /// Routes `streams` by `router` (direct or two-phase), the receivers
+    /// writing the payloads of puts straight into their coarrays where
+    /// they can (see `placement.rs`). Returns the
     /// streams of the senders whose payloads still need applying, and the
     /// number of records placed.
-    fn route_placed(&mut self, streams: Blocks, figures: &mut SyncFigures) -> (Blocks, u64) {
+    fn route_placed(
+        &mut self,
+        router: Router,
+        streams: Blocks,
+        figures: &mut SyncFigures,
+    ) -> (Blocks, u64) {
         let (comm, mut inbound) = self.comm_and_inbound();
         let mut placed_records = 0;
-        let routed = router::route_placed(comm, streams, &mut |heads| {
+        let routed = router::route_placed(router, comm, streams, &mut |heads| {
             let (plans, placed) = inbound.plan(heads);
             placed_records = placed;
             plans
@@ -611,7 +617,7 @@ impl Ctx {
     ) -> Option<(Outbox, Blocks)> {
         figures.bytes.sent += blocks_len(&streams);
         let (incoming, placed_records) = if arrival == Arrival::Place {
-            self.route_placed(streams, figures)
+            self.route_placed(router, streams, figures)
         } else {
             let (incoming, route) = self.collective(|c| route(router, c, streams, matrix.as_ref()));
             figures.add_route(route);

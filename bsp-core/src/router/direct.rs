@@ -54,7 +54,7 @@ pub(super) fn route(
 /// ([`Comm::alltoallv_placed`], see `placement.rs`): each stream goes as
 /// its heads, then its bodies. Returns what arrived and the figures, as
 /// [`route`].
-pub(crate) fn route_placed(
+pub(super) fn route_placed(
     comm: &mut dyn Comm,
     streams: Blocks,
     plan: Plan<'_>,

@@ -7,8 +7,9 @@ mod two_phase;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::transport::{Aborted, Blocks, Comm, Rows};
-pub(crate) use direct::route_placed;
+use crate::transport::{Aborted, Blocks, Comm, Placed, Plan, Rows};
+#[cfg(feature = "mpi")] // the MPI transport's placed two-phase exchange
+pub(crate) use two_phase::{decode_header, encode_header, parts, through, Part};
 
 /// How the communication of a superstep (an h-relation) is delivered.
 ///
@@ -153,6 +154,24 @@ impl Matrix {
     /// The number of processors.
     pub(crate) fn procs(&self) -> usize {
         self.rows.len() / self.width
+    }
+}
+
+/// Delivers this processor's streams, listed by destination, with the
+/// receivers writing the payloads of puts straight into their coarrays
+/// where `plan` says ([`Comm::alltoallv_placed`] for the direct router,
+/// [`Comm::two_phase_placed`] for the two-phase one; see `placement.rs`).
+/// Returns what arrived from each sender and the figures.
+pub(crate) fn route_placed(
+    router: Router,
+    comm: &mut dyn Comm,
+    streams: Blocks,
+    plan: Plan<'_>,
+) -> Result<(Vec<Placed>, RouteFigures), Aborted> {
+    match router {
+        Router::Direct => direct::route_placed(comm, streams, plan),
+        Router::TwoPhase => two_phase::route_placed(comm, streams, plan),
+        _ => unreachable!("bsp: only the direct and two-phase routers place payloads"),
     }
 }
 

@@ -28,8 +28,9 @@ use std::ops::Range;
 use bytes::Bytes;
 
 use super::{words, Matrix, RouteFigures, WORD_BYTES};
+use crate::placement;
 use crate::segments::{segments_len, SegmentCursor, Segments};
-use crate::transport::{Aborted, Blocks, Comm};
+use crate::transport::{Aborted, Blocks, Comm, Placed, Plan};
 
 /// Length in words of part `c` when `len` words are split into `p` parts.
 fn part_len(len: usize, p: usize, c: usize) -> usize {
@@ -41,19 +42,36 @@ fn part_start(len: usize, p: usize, c: usize) -> usize {
     c * (len / p) + c.min(len % p)
 }
 
-/// The parts of a stream of `len` bytes from processor `from` to `to`:
-/// for each, the intermediate it goes through and its length in bytes.
-fn deal(from: usize, to: usize, len: usize, p: usize) -> impl Iterator<Item = (usize, usize)> {
+/// The parts of a stream of `len` bytes from processor `from` to `to ≠
+/// from`, in order: for each, the intermediate it goes through and its
+/// byte range in the stream.
+pub(crate) fn parts(
+    from: usize,
+    to: usize,
+    len: usize,
+    p: usize,
+) -> impl Iterator<Item = (usize, Range<usize>)> {
     let w = words(len) as usize;
-    (0..w.min(p)).map(move |c| ((from + to + c) % p, part_bytes(len, p, c)))
+    (0..w.min(p)).map(move |c| ((from + to + c) % p, part_range(len, p, c)))
 }
 
-/// Bytes of part `c` of a stream of `len` bytes (0 if it has none).
-fn part_bytes(len: usize, p: usize, c: usize) -> usize {
+/// The byte range of part `c` of a stream of `len` bytes (empty, at the
+/// end, if it has none).
+fn part_range(len: usize, p: usize, c: usize) -> Range<usize> {
     let w = words(len) as usize;
     let start = (WORD_BYTES * part_start(w, p, c)).min(len);
     let end = (start + WORD_BYTES * part_len(w, p, c)).min(len);
-    end - start
+    start..end
+}
+
+/// The byte range of the stream of `len` bytes from `from` to `to` that
+/// goes through intermediate `k` (empty if none does: a stream to itself
+/// is not dealt).
+pub(crate) fn through(len: usize, from: usize, to: usize, k: usize, p: usize) -> Range<usize> {
+    if from == to || len == 0 {
+        return 0..0;
+    }
+    part_range(len, p, (k + 2 * p - from - to) % p)
 }
 
 /// The length of every block processor `me` receives in each stage, from
@@ -64,14 +82,7 @@ fn part_bytes(len: usize, p: usize, c: usize) -> usize {
 fn expected(m: &Matrix, me: usize) -> (Vec<u64>, Vec<u64>) {
     let p = m.procs();
     // The bytes of the stream from i to j that go through intermediate k.
-    let through = |i: usize, j: usize, k: usize| -> usize {
-        let len = m.bytes(i, j);
-        if i == j || len == 0 {
-            0
-        } else {
-            part_bytes(len, p, (k + 2 * p - i - j) % p)
-        }
-    };
+    let through = |i: usize, j: usize, k: usize| through(m.bytes(i, j), i, j, k, p).len();
     let block = |parts: Vec<Part>| -> u64 {
         if parts.is_empty() {
             return 0;
@@ -99,16 +110,16 @@ fn expected(m: &Matrix, me: usize) -> (Vec<u64>, Vec<u64>) {
 /// Whether a block of `block` words keeps the paper's bound for a
 /// processor that deals (stage 1) or receives (stage 2) `total` words:
 /// `block ≤ total/p + (p−1)/2`, in integers.
-fn within_bound(block: u64, total: u64, p: u64) -> bool {
+pub(crate) fn within_bound(block: u64, total: u64, p: u64) -> bool {
     2 * p * block <= 2 * total + p * (p - 1)
 }
 
 /// One part of a block: the processor it is for (stage 1) or from
 /// (stage 2), and its length in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Part {
-    pub(super) peer: usize,
-    pub(super) len: usize,
+pub(crate) struct Part {
+    pub(crate) peer: usize,
+    pub(crate) len: usize,
 }
 
 /// A part on its way into a block: the processor the block goes to, the
@@ -240,7 +251,7 @@ fn varint_len(v: u64) -> usize {
 }
 
 /// Bytes of the header that [`encode_header`] writes for `parts`.
-fn header_len(parts: &[Part]) -> usize {
+pub(crate) fn header_len(parts: &[Part]) -> usize {
     let mut next = 0;
     let mut len = varint_len(parts.len() as u64);
     for part in parts {
@@ -252,7 +263,7 @@ fn header_len(parts: &[Part]) -> usize {
 
 /// The header of a block: the number of parts, then for each part the gap
 /// between its peer and the previous part's peer + 1, and its length.
-fn encode_header(parts: impl ExactSizeIterator<Item = Part>) -> Bytes {
+pub(crate) fn encode_header(parts: impl ExactSizeIterator<Item = Part>) -> Bytes {
     let mut raw = Vec::with_capacity(1 + 4 * parts.len());
     put_varint(&mut raw, parts.len() as u64);
     let mut next = 0;
@@ -266,7 +277,7 @@ fn encode_header(parts: impl ExactSizeIterator<Item = Part>) -> Bytes {
 
 /// Reads the header at the front of a block into `parts` (emptied first);
 /// the cursor is left at the first part's payload.
-pub(super) fn decode_header(from: &mut SegmentCursor<'_>, parts: &mut Vec<Part>) {
+pub(crate) fn decode_header(from: &mut SegmentCursor<'_>, parts: &mut Vec<Part>) {
     parts.clear();
     let count = get_varint(from) as usize;
     let mut next = 0;
@@ -298,8 +309,8 @@ pub(super) fn route(
         let len = segments_len(&stream);
         figures.dealt_words += words(len);
         let mut cursor = SegmentCursor::new(&stream);
-        for (k, bytes) in deal(me, j, len, p) {
-            pieces.push(k, j, bytes, &mut cursor);
+        for (k, range) in parts(me, j, len, p) {
+            pieces.push(k, j, range.len(), &mut cursor);
         }
     }
     let first = pieces.group(|_, run, pool| {
@@ -353,6 +364,79 @@ pub(super) fn route(
     Ok((with_own(delivered, me, own), figures))
 }
 
+/// The two-phase routing in which the receivers place the payloads
+/// ([`Comm::two_phase_placed`], see `placement.rs`): each stream's heads
+/// go straight to its destination, and its bodies are dealt over the
+/// intermediates and forwarded as [`route`] deals a stream. Returns what
+/// arrived and the figures: the blocks of both stages are those of the
+/// bodies (and keep the same bounds); the words dealt and received are
+/// those of the whole streams, heads included.
+pub(super) fn route_placed(
+    comm: &mut dyn Comm,
+    streams: Blocks,
+    plan: Plan<'_>,
+) -> Result<(Vec<Placed>, RouteFigures), Aborted> {
+    let (p, me) = (comm.nprocs(), comm.pid());
+    let mut figures = RouteFigures::default();
+    let (heads, bodies) = placement::split(streams);
+    // Stage 1's blocks, by intermediate: their parts and payload.
+    let mut first: Vec<Vec<Part>> = vec![Vec::new(); p];
+    let mut dealt_body_words = 0;
+    for ((j, head), (_, body)) in heads.iter().zip(&bodies) {
+        if *j == me {
+            continue;
+        }
+        let len = segments_len(body);
+        figures.dealt_words += words(segments_len(head) + len);
+        dealt_body_words += words(len);
+        for (k, range) in parts(me, *j, len, p) {
+            first[k].push(Part {
+                peer: *j,
+                len: range.len(),
+            });
+        }
+    }
+    for (k, block) in first.iter().enumerate().filter(|(_, b)| !b.is_empty()) {
+        let (bytes, block_words) = block.iter().fold((0, 0), |(b, w), part| {
+            (b + part.len as u64, w + words(part.len))
+        });
+        figures.first_block = figures.first_block.max(bytes);
+        figures.first_block_words = figures.first_block_words.max(block_words);
+        if k != me {
+            figures.header_bytes += header_len(block) as u64;
+        }
+    }
+    debug_assert!(
+        within_bound(figures.first_block_words, dealt_body_words, p as u64),
+        "two-phase stage-1 block of {} words exceeds s/p + (p-1)/2 with s = {}, p = {p}",
+        figures.first_block_words,
+        dealt_body_words
+    );
+    let received = comm.two_phase_placed(heads, bodies, plan)?;
+    // Stage 2's blocks, by intermediate: the parts of the bodies received.
+    let mut second = vec![(0u64, 0u64); p];
+    let mut received_body_words = 0;
+    for r in received.iter().filter(|r| r.src != me) {
+        figures.received_words += words(r.len());
+        received_body_words += words(r.body_len);
+        for (k, range) in parts(r.src, me, r.body_len, p) {
+            second[k].0 += range.len() as u64;
+            second[k].1 += words(range.len());
+        }
+    }
+    for (bytes, block_words) in second {
+        figures.second_block = figures.second_block.max(bytes);
+        figures.second_block_words = figures.second_block_words.max(block_words);
+    }
+    debug_assert!(
+        within_bound(figures.second_block_words, received_body_words, p as u64),
+        "two-phase stage-2 block of {} words exceeds h/p + (p-1)/2 with h = {}, p = {p}",
+        figures.second_block_words,
+        received_body_words
+    );
+    Ok((received, figures))
+}
+
 /// `delivered` (listed by source) with this processor's stream to itself,
 /// which stayed local, in its place.
 pub(super) fn with_own(mut delivered: Blocks, me: usize, own: Option<Segments>) -> Blocks {
@@ -378,12 +462,35 @@ mod tests {
                     next += part_len(len, p, c);
                 }
                 assert_eq!(next, len);
-                let dealt: Vec<usize> = deal(1, 2, len, p).map(|(_, b)| b).collect();
+                let dealt: Vec<usize> = parts(1, 2, len, p).map(|(_, r)| r.len()).collect();
                 assert_eq!(
                     dealt.iter().sum::<usize>(),
                     len,
                     "bytes of {len} words over {p}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn through_gives_each_intermediate_its_part() {
+        for len in [0, 1, 7, 8, 9, 64, 1000] {
+            for p in 1..7 {
+                for (from, to) in [(0, p - 1), (p / 2, 0), (p - 1, p - 1)] {
+                    let mut covered = vec![0u8; len];
+                    for k in 0..p {
+                        for b in through(len, from, to, k, p) {
+                            covered[b] += 1;
+                        }
+                    }
+                    let dealt = usize::from(from != to);
+                    assert!(covered.iter().all(|&c| usize::from(c) == dealt));
+                    if from != to {
+                        for (k, range) in parts(from, to, len, p) {
+                            assert_eq!(through(len, from, to, k, p), range);
+                        }
+                    }
+                }
             }
         }
     }

@@ -228,6 +228,21 @@ pub(crate) trait Comm: Send {
         let _ = (heads, bodies, plan);
         unreachable!("bsp: a placed exchange on a transport that does not offer one")
     }
+    /// The two-phase router's exchange in which the receivers say where
+    /// the payload goes, as [`alltoallv_placed`](Comm::alltoallv_placed):
+    /// the heads travel straight to their destinations first, then the
+    /// bodies are dealt over the intermediates and forwarded, as
+    /// `router/two_phase.rs` deals a stream. Only where
+    /// [`places`](Comm::places) said so.
+    fn two_phase_placed(
+        &mut self,
+        heads: Blocks,
+        bodies: Blocks,
+        plan: Plan<'_>,
+    ) -> Result<Vec<Placed>, Aborted> {
+        let _ = (heads, bodies, plan);
+        unreachable!("bsp: a placed exchange on a transport that does not offer one")
+    }
     /// The superstep the coming collectives belong to, for error reports
     /// (a timeout names it).
     fn set_superstep(&mut self, superstep: usize);

@@ -53,6 +53,13 @@
 //!   OpenMPI 4.1 over shared memory it measured no faster than
 //!   `MPI_Alltoallv` (`benchmarks/mpi.md`), so it is not the default.
 //!
+//! * `alltoallv_placed` and `two_phase_placed` (the direct and two-phase
+//!   routers where records are large, `placed.rs` and
+//!   `placed_two_phase.rs`) send the record headers first, in a counted
+//!   exchange, and then the payloads, which `MPI_Alltoallw` receives
+//!   straight into the coarrays through hindexed datatypes over their
+//!   addresses.
+//!
 //! A rank's block to itself never goes through MPI: it is handed over as
 //! it is (reference-counted segments), and MPI sees an empty block.
 //!
@@ -63,6 +70,7 @@
 mod alltoallw;
 mod eager;
 mod placed;
+mod placed_two_phase;
 mod pool;
 pub(crate) mod session;
 mod split;
@@ -97,8 +105,8 @@ pub(crate) const TRANSPOSE_ENV: &str = "BSP_MPI_TRANSPOSE";
 /// Every rank of a job must use the same.
 pub(crate) const SEND_ENV: &str = "BSP_MPI_SEND";
 
-/// Environment variable choosing whether the direct router's receivers
-/// write put payloads straight into their coarrays: `auto` (the default:
+/// Environment variable choosing whether the receivers of the direct and
+/// two-phase routers write put payloads straight into their coarrays: `auto` (the default:
 /// where records are large), `placed` (whenever a superstep has no gets)
 /// or `staged` (never); see [`ReceiveMode`]. Every rank of a job must use
 /// the same.
@@ -264,8 +272,8 @@ enum SendMode {
     Flatten,
 }
 
-/// Where the direct router's receivers put what arrives (see
-/// `placement.rs`).
+/// Where the receivers of the direct and two-phase routers put what
+/// arrives (see `placement.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ReceiveMode {
     /// Placed where the records average 4 KiB or more and the superstep
@@ -362,6 +370,15 @@ impl Comm for MpiComm {
         plan: Plan<'_>,
     ) -> Result<Vec<Placed>, Aborted> {
         Ok(self.placed_alltoallv(heads, bodies, plan))
+    }
+
+    fn two_phase_placed(
+        &mut self,
+        heads: Blocks,
+        bodies: Blocks,
+        plan: Plan<'_>,
+    ) -> Result<Vec<Placed>, Aborted> {
+        Ok(self.placed_two_phase(heads, bodies, plan))
     }
 
     fn set_superstep(&mut self, superstep: usize) {

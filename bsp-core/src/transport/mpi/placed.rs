@@ -1,21 +1,29 @@
-//! The placed exchange (see `placement.rs`): the heads of every block
-//! travel first, in a counted exchange; then one `MPI_Alltoallw` sends the
-//! bodies straight from their segments and receives each sender's bodies
-//! either straight into the regions the receiver's plan gives (an hindexed
+//! The placed exchanges (see `placement.rs`): the heads of every block
+//! travel first, in a counted exchange; then the bodies follow, straight
+//! from their segments, and each sender's bodies are received either
+//! straight into the regions the receiver's plan gives (an hindexed
 //! receive datatype over their absolute addresses) or, where the plan
 //! says no, into one staging buffer.
+//!
+//! The direct router's bodies go in one `MPI_Alltoallw` (here); the
+//! two-phase router's are dealt over the intermediates and forwarded, in
+//! two (`placed_two_phase.rs`).
 
+use std::ops::Range;
 use std::os::raw::c_int;
 
 use bytes::Bytes;
 
+use mpi::Count;
+
 use super::alltoallw::{byte_type, free_types, hindexed_bytes, Receive};
 use super::{MpiComm, ReceiveMode};
 use crate::segments::{copy_prefix, segments_len, slice_segments, Segments};
-use crate::transport::{dense, Blocks, Placed, Plan};
+use crate::transport::{dense, Blocks, Placed, Plan, Region};
 
-/// Bytes in front of each head block: the length of its bodies.
-const LEN_BYTES: usize = 8;
+/// Bytes in front of each head block: the length of its bodies, and the
+/// length of the bytes the exchange adds before the heads.
+const LEAD_BYTES: usize = 16;
 
 /// Below this size of record on average, placing costs more than it
 /// saves: every record is a piece of the receive datatype.
@@ -24,6 +32,143 @@ const PLACE_MIN_RECORD: u64 = 4 << 10;
 /// Below this many bytes per processor, the exchange of heads (two more
 /// collectives) costs more than the copy it saves.
 const PLACE_MIN_BYTES: u64 = 128 << 10;
+
+/// Where the bodies from one sender land.
+pub(super) enum Landing {
+    /// In the regions of the receiver's plan, in order; `ends[r]` is the
+    /// offset in the bodies at which region r ends.
+    Placed {
+        regions: Vec<Region>,
+        ends: Vec<usize>,
+    },
+    /// As bytes, from this offset of the staging buffer.
+    Staged(usize),
+    /// This rank's own bodies, which stay here.
+    Own,
+}
+
+impl Landing {
+    /// Appends to `out` the memory (address, length) that bytes `range` of
+    /// the sender's bodies land in; `staging` is the staging buffer.
+    pub(super) fn pieces(
+        &self,
+        range: Range<usize>,
+        staging: *mut u8,
+        out: &mut Vec<(*const u8, usize)>,
+    ) {
+        if range.is_empty() {
+            return;
+        }
+        match self {
+            // Written by MPI: an address from the mutable buffer.
+            Landing::Staged(at) => out.push((
+                staging.wrapping_add(at + range.start).cast_const(),
+                range.len(),
+            )),
+            Landing::Placed { regions, ends } => {
+                let first = ends.partition_point(|&end| end <= range.start);
+                let mut at = range.start;
+                for (region, &end) in regions[first..].iter().zip(&ends[first..]) {
+                    let upto = end.min(range.end);
+                    // An address inside the region (the plan's contract
+                    // keeps it valid), not dereferenced here.
+                    let from = region.at.wrapping_add(at - (end - region.len));
+                    out.push((from.cast_const(), upto - at));
+                    at = upto;
+                    if at == range.end {
+                        break;
+                    }
+                }
+                debug_assert_eq!(at, range.end, "bsp: a range past the plan's regions");
+            }
+            Landing::Own => unreachable!("bsp: a rank's own bodies are not received"),
+        }
+    }
+}
+
+/// The heads of a placed exchange as received, by sender (this rank among
+/// them when it has heads for itself): each sender's heads, the length of
+/// its bodies, the bytes it put in front of its heads (see
+/// [`MpiComm::exchange_heads`]) and where its bodies land.
+pub(super) struct Arrived {
+    pub(super) heads: Vec<(usize, Segments)>,
+    pub(super) body_lens: Vec<usize>,
+    pub(super) fronts: Vec<Vec<u8>>,
+    pub(super) landings: Vec<Landing>,
+    /// Bytes of the staging buffer the staged bodies need.
+    pub(super) staged_len: usize,
+}
+
+impl Arrived {
+    /// The index of `src` among the senders, if it sent heads.
+    pub(super) fn index(&self, src: usize) -> Option<usize> {
+        self.heads.binary_search_by_key(&src, |(s, _)| *s).ok()
+    }
+
+    /// What arrived from each sender, once the bodies are in: `staging`
+    /// is the staging buffer, `own_body` this rank's bodies to itself.
+    pub(super) fn into_placed(self, staging: &Bytes, own_body: Segments) -> Vec<Placed> {
+        let mut own_body = Some(own_body);
+        self.heads
+            .into_iter()
+            .zip(self.body_lens)
+            .zip(self.landings)
+            .map(|(((src, heads), body_len), landing)| {
+                let bodies = match landing {
+                    Landing::Own => own_body.take(),
+                    Landing::Staged(at) => Some(vec![staging.slice(at..at + body_len)]),
+                    Landing::Placed { .. } => None,
+                };
+                Placed {
+                    src,
+                    heads,
+                    bodies,
+                    body_len,
+                }
+            })
+            .collect()
+    }
+}
+
+/// `bodies` by destination, with this rank's own taken out, and the
+/// length of each (its own included).
+pub(super) fn by_destination(
+    bodies: Blocks,
+    p: usize,
+    me: usize,
+) -> (Vec<Segments>, Segments, Vec<usize>) {
+    let mut bodies = dense(bodies, p);
+    let own = std::mem::take(&mut bodies[me]);
+    let mut lens: Vec<usize> = bodies.iter().map(|b| segments_len(b)).collect();
+    lens[me] = segments_len(&own);
+    (bodies, own, lens)
+}
+
+/// The receive side of an exchange into memory listed piece by piece:
+/// from each sender, one element of an hindexed datatype over the pieces'
+/// absolute addresses (from `MPI_BOTTOM`), or nothing.
+pub(super) struct Scatter {
+    counts: Vec<c_int>,
+    types: Vec<mpi::ffi::MPI_Datatype>,
+}
+
+impl Scatter {
+    /// Nothing from any of `p` ranks.
+    pub(super) fn new(p: usize) -> Self {
+        Scatter {
+            counts: vec![0; p],
+            types: vec![byte_type(); p],
+        }
+    }
+
+    /// What `src` sends lands in `pieces` (address and length), in order.
+    pub(super) fn from(&mut self, src: usize, pieces: &[(*const u8, usize)]) {
+        if pieces.iter().any(|&(_, len)| len > 0) {
+            self.counts[src] = 1;
+            self.types[src] = hindexed_bytes(pieces.iter().copied());
+        }
+    }
+}
 
 impl MpiComm {
     /// Whether a routing of `bytes` bytes in `records` records (over all
@@ -40,6 +185,94 @@ impl MpiComm {
         }
     }
 
+    /// The first half of a placed exchange: sends `heads[k]` to each rank
+    /// k ≠ this one, led by `body_lens[k]` and the bytes `front(k)`, in a
+    /// counted exchange (a rank is sent nothing where both are empty);
+    /// then asks `plan` where the bodies go, and lays out the staging
+    /// buffer of those received as bytes.
+    pub(super) fn exchange_heads(
+        &mut self,
+        mut heads: Vec<Segments>,
+        body_lens: &[usize],
+        mut front: impl FnMut(usize) -> Vec<u8>,
+        plan: Plan<'_>,
+    ) -> Arrived {
+        let me = self.pid;
+        let own_heads = std::mem::take(&mut heads[me]);
+        for (k, head) in heads.iter_mut().enumerate().filter(|&(k, _)| k != me) {
+            let extra = front(k);
+            if !head.is_empty() || !extra.is_empty() {
+                let mut lead = Vec::with_capacity(LEAD_BYTES + extra.len());
+                lead.extend_from_slice(&(body_lens[k] as u64).to_ne_bytes());
+                lead.extend_from_slice(&(extra.len() as u64).to_ne_bytes());
+                lead.extend_from_slice(&extra);
+                head.insert(0, Bytes::from(lead));
+            }
+        }
+        let mut arrived = Arrived {
+            heads: Vec::new(),
+            body_lens: Vec::new(),
+            fronts: Vec::new(),
+            landings: Vec::new(),
+            staged_len: 0,
+        };
+        for (k, message) in self.counted_alltoallv(heads, None).into_iter().enumerate() {
+            if k == me && !own_heads.is_empty() {
+                arrived.heads.push((me, own_heads.clone()));
+                arrived.body_lens.push(body_lens[me]);
+                arrived.fronts.push(Vec::new());
+            } else if k != me && !message.is_empty() {
+                let mut lead = [0u8; LEAD_BYTES];
+                copy_prefix(&message, &mut lead);
+                let (body_len, front_len) = lead.split_at(LEAD_BYTES / 2);
+                let body_len = u64::from_ne_bytes(body_len.try_into().expect("8 bytes"));
+                let front_len = u64::from_ne_bytes(front_len.try_into().expect("8 bytes"));
+                let mut front = vec![0u8; LEAD_BYTES + front_len as usize];
+                copy_prefix(&message, &mut front);
+                front.drain(..LEAD_BYTES);
+                let skip = LEAD_BYTES + front.len();
+                let mut rest = Segments::new();
+                slice_segments(&message, skip, segments_len(&message) - skip, &mut rest);
+                arrived.heads.push((k, rest));
+                arrived.body_lens.push(body_len as usize);
+                arrived.fronts.push(front);
+            }
+        }
+        let plans = plan(&arrived.heads);
+        for ((&(src, _), &len), regions) in arrived.heads.iter().zip(&arrived.body_lens).zip(plans)
+        {
+            // A plan that does not cover its bodies exactly would be a bug
+            // in the runtime; receive those bodies as bytes rather than
+            // write outside the regions.
+            let covered = regions
+                .as_ref()
+                .map(|r| r.iter().map(|r| r.len).sum::<usize>());
+            debug_assert!(
+                covered.is_none_or(|c| c == len),
+                "bsp: a plan of the wrong length"
+            );
+            let landing = match regions {
+                _ if src == me => Landing::Own,
+                Some(regions) if covered == Some(len) => {
+                    let ends = regions
+                        .iter()
+                        .scan(0, |end, r| {
+                            *end += r.len;
+                            Some(*end)
+                        })
+                        .collect();
+                    Landing::Placed { regions, ends }
+                }
+                _ => {
+                    arrived.staged_len += len;
+                    Landing::Staged(arrived.staged_len - len)
+                }
+            };
+            arrived.landings.push(landing);
+        }
+        arrived
+    }
+
     /// [`Comm::alltoallv_placed`](crate::transport::Comm::alltoallv_placed)
     /// on MPI: the heads (each led by its bodies' length) in a counted
     /// exchange, then the bodies in one `MPI_Alltoallw`. A rank's blocks
@@ -51,116 +284,99 @@ impl MpiComm {
         plan: Plan<'_>,
     ) -> Vec<Placed> {
         let (p, me) = (self.nprocs, self.pid);
-        let mut heads = dense(heads, p);
-        let mut bodies = dense(bodies, p);
-        let mut own_heads = std::mem::take(&mut heads[me]);
-        let own_bodies = std::mem::take(&mut bodies[me]);
+        let heads = dense(heads, p);
+        let (bodies, own_body, body_lens) = by_destination(bodies, p, me);
         let mut send_counts = vec![0; p];
-        for (k, head) in heads.iter_mut().enumerate() {
-            if !head.is_empty() {
-                let len = segments_len(&bodies[k]);
-                send_counts[k] = self.count(len, "a block");
-                head.insert(0, Bytes::copy_from_slice(&(len as u64).to_ne_bytes()));
+        for k in (0..p).filter(|&k| k != me && !heads[k].is_empty()) {
+            send_counts[k] = self.count(body_lens[k], "a block");
+        }
+        let arrived = self.exchange_heads(heads, &body_lens, |_| Vec::new(), plan);
+        self.count(arrived.staged_len, "a receive buffer");
+        let mut staging = self.world.pool.take(arrived.staged_len);
+        let mut into = Scatter::new(p);
+        let mut pieces = Vec::new();
+        for (i, &(src, _)) in arrived.heads.iter().enumerate() {
+            if src != me {
+                pieces.clear();
+                let range = 0..arrived.body_lens[i];
+                arrived.landings[i].pieces(range, staging.as_mut_ptr(), &mut pieces);
+                into.from(src, &pieces);
             }
         }
-        // The heads received, by sender, with the length of their bodies.
-        let mut received: Vec<(usize, Segments)> = Vec::new();
-        let mut body_lens: Vec<usize> = Vec::new();
-        for (k, head) in self.counted_alltoallv(heads, None).into_iter().enumerate() {
-            if k == me && !own_heads.is_empty() {
-                received.push((me, std::mem::take(&mut own_heads)));
-                body_lens.push(segments_len(&own_bodies));
-            } else if k != me && !head.is_empty() {
-                let mut len = [0u8; LEN_BYTES];
-                copy_prefix(&head, &mut len);
-                let mut rest = Segments::new();
-                slice_segments(&head, LEN_BYTES, segments_len(&head) - LEN_BYTES, &mut rest);
-                received.push((k, rest));
-                body_lens.push(u64::from_ne_bytes(len) as usize);
-            }
-        }
-        let mut plans = plan(&received);
-        // A plan that does not cover its bodies exactly would be a bug in
-        // the runtime; receive those bodies as bytes rather than write
-        // outside the regions.
-        for (regions, &len) in plans.iter_mut().zip(&body_lens) {
-            let covered = regions
-                .as_ref()
-                .map(|r| r.iter().map(|r| r.len).sum::<usize>());
-            debug_assert!(
-                covered.is_none_or(|c| c == len),
-                "bsp: a plan of the wrong length"
-            );
-            if covered.is_some_and(|c| c != len) {
-                *regions = None;
-            }
-        }
-        // Bodies received as bytes land in one staging buffer.
-        let mut staged_at = vec![0usize; received.len()];
-        let mut staged_len = 0;
-        for (i, &(src, _)) in received.iter().enumerate() {
-            if src != me && plans[i].is_none() {
-                staged_at[i] = staged_len;
-                staged_len += body_lens[i];
-            }
-        }
-        self.count(staged_len, "a receive buffer");
-        let mut staging = self.world.pool.take(staged_len);
-        let mut recv_counts = vec![0; p];
-        let mut recv_types = vec![byte_type(); p];
-        for (i, &(src, _)) in received.iter().enumerate() {
-            if src == me || body_lens[i] == 0 {
-                continue;
-            }
-            recv_counts[src] = 1;
-            recv_types[src] = match &plans[i] {
-                Some(regions) => hindexed_bytes(regions.iter().map(|r| (r.at.cast_const(), r.len))),
-                None => {
-                    // Written by MPI: an address from the mutable buffer.
-                    let at = staging.as_mut_ptr().wrapping_add(staged_at[i]);
-                    hindexed_bytes(std::iter::once((at.cast_const(), body_lens[i])))
-                }
-            };
-        }
-        let zeros: Vec<c_int> = vec![0; p];
-        let into = Receive {
-            base: std::ptr::null_mut(),
-            counts: &recv_counts,
-            displs: &zeros,
-            types: &recv_types,
-        };
-        // SAFETY: the receive side is `MPI_BOTTOM` with absolute-address
-        // datatypes: for each sender with bodies, one element of
-        // `recv_types[src]`, of exactly the length it sends (announced in
-        // its heads), over the plan's regions, which `Plan`'s contract
-        // keeps valid, disjoint and untouched until this returns, or over
-        // its part of `staging`, which is owned here. Each pair's counts
-        // were agreed by the heads' exchange.
-        unsafe { self.alltoallw_from_segments(&bodies, &send_counts, into) };
-        free_types(&mut recv_types, &recv_counts);
+        // SAFETY: from each sender with bodies, exactly the length it
+        // sends (announced in its heads), over the plan's regions, which
+        // `Plan`'s contract keeps valid, disjoint and untouched until this
+        // returns, or over its part of `staging`, which is owned here.
+        unsafe { self.alltoallw_into(&bodies, &send_counts, into) };
         drop(bodies);
         let staging = self.world.pool.share(staging);
-        let mut own_bodies = Some(own_bodies);
-        received
-            .into_iter()
-            .zip(plans)
-            .enumerate()
-            .map(|(i, ((src, heads), regions))| {
-                let body_len = body_lens[i];
-                let bodies = if src == me {
-                    own_bodies.take()
-                } else if regions.is_none() {
-                    Some(vec![staging.slice(staged_at[i]..staged_at[i] + body_len)])
-                } else {
-                    None
-                };
-                Placed {
-                    src,
-                    heads,
-                    bodies,
-                    body_len,
-                }
+        arrived.into_placed(&staging, own_body)
+    }
+
+    /// One `MPI_Alltoallw` that sends `blocks[k]` (`send_counts[k]` bytes)
+    /// to each rank k straight from its segments and receives as `into`
+    /// lists.
+    ///
+    /// # Safety
+    ///
+    /// The pieces of `into` must be valid for writes and untouched by
+    /// anything else until this returns, and the pieces for each sender
+    /// must add up to exactly the bytes it sends here. Every rank must
+    /// call this collective with matching counts.
+    pub(super) unsafe fn alltoallw_into(
+        &self,
+        blocks: &[Segments],
+        send_counts: &[Count],
+        mut into: Scatter,
+    ) {
+        let zeros: Vec<c_int> = vec![0; self.nprocs];
+        let receive = Receive {
+            base: std::ptr::null_mut(),
+            counts: &into.counts,
+            displs: &zeros,
+            types: &into.types,
+        };
+        // SAFETY: the receive side is `MPI_BOTTOM` with absolute-address
+        // datatypes, under this function's contract.
+        unsafe { self.alltoallw_from_segments(blocks, send_counts, receive) };
+        free_types(&mut into.types, &into.counts);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_landing_cuts_ranges_over_its_regions() {
+        let mut memory = [0u8; 64];
+        let base = memory.as_mut_ptr();
+        let regions: Vec<Region> = [(40, 5), (0, 3), (10, 8)]
+            .iter()
+            .map(|&(at, len)| Region {
+                at: base.wrapping_add(at),
+                len,
             })
-            .collect()
+            .collect();
+        let landing = Landing::Placed {
+            regions,
+            ends: vec![5, 8, 16],
+        };
+        let offsets = |range: Range<usize>| -> Vec<(usize, usize)> {
+            let mut out = Vec::new();
+            landing.pieces(range, std::ptr::null_mut(), &mut out);
+            out.iter()
+                .map(|&(at, len)| (at as usize - base as usize, len))
+                .collect()
+        };
+        assert_eq!(offsets(0..16), [(40, 5), (0, 3), (10, 8)]);
+        assert_eq!(offsets(3..7), [(43, 2), (0, 2)]);
+        assert_eq!(offsets(5..8), [(0, 3)]);
+        assert_eq!(offsets(9..12), [(11, 3)]);
+        assert_eq!(offsets(4..4), []);
+        let staged = Landing::Staged(100);
+        let mut out = Vec::new();
+        staged.pieces(2..6, base, &mut out);
+        assert_eq!(out, [(base.wrapping_add(102).cast_const(), 4)]);
     }
 }

@@ -1,0 +1,192 @@
+//! The two-phase router's placed exchange: Bader, Helman and JáJá's two
+//! transposes (`router/two_phase.rs`) with no copy out of a receive
+//! buffer at the destination.
+//!
+//! Each stream is cut into its heads and its bodies (`placement.rs`).
+//! The heads go straight to their destination, in the counted exchange of
+//! the direct placed exchange (`placed.rs`), and carry, in front of them,
+//! the header of the stage-1 block their sender will send to that rank.
+//! After it every rank knows, for each of its senders, where the sender's
+//! bodies go (its plan) and how long each part is, so both transposes
+//! need no exchange of counts:
+//!
+//! * stage 1 deals each body over the intermediates exactly as the
+//!   streaming router deals a stream. An intermediate receives the part it
+//!   is itself the destination of straight into place, and the parts it
+//!   must forward into one buffer, laid out by sender;
+//! * stage 2 sends each destination its parts, by source, straight from
+//!   that buffer (and, for its own bodies, from their segments); the
+//!   destination receives every part into place.
+//!
+//! Against the streaming router under MPI that is one more counted
+//! exchange (the heads), and one copy less of every byte delivered.
+
+use std::ops::Range;
+
+use bytes::Bytes;
+
+use super::placed::{by_destination, Scatter};
+use super::MpiComm;
+use crate::router::{decode_header, encode_header, parts, through, Part};
+use crate::segments::{segments_len, SegmentCursor, Segments};
+use crate::transport::{dense, Blocks, Placed, Plan};
+
+impl MpiComm {
+    /// [`Comm::two_phase_placed`](crate::transport::Comm::two_phase_placed)
+    /// on MPI (see the module docs).
+    pub(super) fn placed_two_phase(
+        &mut self,
+        heads: Blocks,
+        bodies: Blocks,
+        plan: Plan<'_>,
+    ) -> Vec<Placed> {
+        let (p, me) = (self.nprocs, self.pid);
+        let heads = dense(heads, p);
+        let (bodies, own_body, body_lens) = by_destination(bodies, p, me);
+
+        // Stage 1's blocks, by intermediate, with their headers; the parts
+        // dealt to this rank itself stay here, by destination.
+        let mut first = vec![Segments::new(); p];
+        let mut first_parts: Vec<Vec<Part>> = vec![Vec::new(); p];
+        let mut kept = vec![Segments::new(); p];
+        for (j, body) in bodies.iter().enumerate() {
+            if j == me || body_lens[j] == 0 {
+                continue;
+            }
+            let mut cursor = SegmentCursor::new(body);
+            for (k, range) in parts(me, j, body_lens[j], p) {
+                let into = if k == me {
+                    &mut kept[j]
+                } else {
+                    first_parts[k].push(Part {
+                        peer: j,
+                        len: range.len(),
+                    });
+                    &mut first[k]
+                };
+                cursor.take(range.len(), into);
+            }
+        }
+        let mut send_counts = vec![0; p];
+        for k in (0..p).filter(|&k| k != me) {
+            send_counts[k] = self.count(segments_len(&first[k]), "a block");
+        }
+        let front = |k: usize| {
+            let parts = &first_parts[k];
+            if parts.is_empty() {
+                Vec::new()
+            } else {
+                encode_header(parts.iter().copied()).to_vec()
+            }
+        };
+        let arrived = self.exchange_heads(heads, &body_lens, front, plan);
+
+        // Stage 1's receive: from each sender, its parts in the order of
+        // its header; the part for this rank lands where its plan says,
+        // the others in the forward buffer, whose ranges are listed by
+        // destination (sources ascending).
+        let mut stage_one: Vec<(usize, Vec<Part>)> = Vec::new();
+        let mut forward: Vec<Vec<(usize, Range<usize>)>> = vec![Vec::new(); p];
+        let mut forward_len = 0;
+        for (&(src, _), front) in arrived.heads.iter().zip(&arrived.fronts) {
+            if src == me || front.is_empty() {
+                continue;
+            }
+            let mut parts = Vec::new();
+            decode_header(
+                &mut SegmentCursor::new(&[Bytes::copy_from_slice(front)]),
+                &mut parts,
+            );
+            for part in parts.iter().filter(|part| part.peer != me) {
+                forward[part.peer].push((src, forward_len..forward_len + part.len));
+                forward_len += part.len;
+            }
+            stage_one.push((src, parts));
+        }
+        self.count(forward_len, "a receive buffer");
+        self.count(arrived.staged_len, "a receive buffer");
+        let mut forwarded = self.world.pool.take(forward_len);
+        let mut staging = self.world.pool.take(arrived.staged_len);
+        let staging_at = staging.as_mut_ptr();
+        let mut into = Scatter::new(p);
+        let mut pieces = Vec::new();
+        let mut at = 0;
+        for (src, parts) in &stage_one {
+            pieces.clear();
+            for part in parts {
+                if part.peer == me {
+                    let i = arrived.index(*src).expect("a sender of bodies sends heads");
+                    let range = through(arrived.body_lens[i], *src, me, me, p);
+                    assert_eq!(
+                        range.len(),
+                        part.len,
+                        "bsp: a stage-1 part of the wrong length"
+                    );
+                    arrived.landings[i].pieces(range, staging_at, &mut pieces);
+                } else {
+                    // Written by MPI: an address from the mutable buffer.
+                    let slot = forwarded.as_mut_ptr().wrapping_add(at);
+                    pieces.push((slot.cast_const(), part.len));
+                    at += part.len;
+                }
+            }
+            into.from(*src, &pieces);
+        }
+        // SAFETY: from each sender of a stage-1 block, laid out by the
+        // header it sent ahead of its heads (so exactly the length it
+        // sends), over the plan's regions (valid, disjoint and untouched
+        // until this returns, by `Plan`'s contract), `staging` or
+        // `forwarded`, both owned here.
+        unsafe { self.alltoallw_into(&first, &send_counts, into) };
+        drop(first);
+        let forwarded = self.world.pool.share(forwarded);
+
+        // Stage 2: to each destination, the parts through this rank, by
+        // source (this rank's own among them, from its bodies).
+        let mut second = vec![Segments::new(); p];
+        let mut send_counts = vec![0; p];
+        for j in (0..p).filter(|&j| j != me) {
+            let ranges = &forward[j];
+            let mine = ranges.partition_point(|&(src, _)| src < me);
+            for (_, range) in &ranges[..mine] {
+                second[j].push(forwarded.slice(range.clone()));
+            }
+            second[j].append(&mut kept[j]);
+            for (_, range) in &ranges[mine..] {
+                second[j].push(forwarded.slice(range.clone()));
+            }
+            second[j].retain(|s| !s.is_empty());
+            send_counts[j] = self.count(segments_len(&second[j]), "a block");
+        }
+        // Its receive: from each intermediate, the parts of the bodies to
+        // this rank it was dealt, by source, each into place.
+        let mut through_k: Vec<Vec<(usize, Range<usize>)>> = vec![Vec::new(); p];
+        for (i, &(src, _)) in arrived.heads.iter().enumerate() {
+            if src == me || arrived.body_lens[i] == 0 {
+                continue;
+            }
+            for (k, range) in parts(src, me, arrived.body_lens[i], p) {
+                if k != me {
+                    through_k[k].push((i, range));
+                }
+            }
+        }
+        let mut into = Scatter::new(p);
+        for (k, ranges) in through_k.into_iter().enumerate() {
+            pieces.clear();
+            for (i, range) in ranges {
+                arrived.landings[i].pieces(range, staging_at, &mut pieces);
+            }
+            into.from(k, &pieces);
+        }
+        // SAFETY: as for stage 1: from each intermediate, the parts of the
+        // bodies to this rank dealt to it, whose lengths this rank
+        // computes as the intermediate does (both from the body lengths in
+        // the heads), over the plan's regions or `staging`.
+        unsafe { self.alltoallw_into(&second, &send_counts, into) };
+        drop(second);
+        drop(forwarded);
+        let staging = self.world.pool.share(staging);
+        arrived.into_placed(&staging, own_body)
+    }
+}
