@@ -110,7 +110,7 @@ fn expected(m: &Matrix, me: usize) -> (Vec<u64>, Vec<u64>) {
 /// Whether a block of `block` words keeps the paper's bound for a
 /// processor that deals (stage 1) or receives (stage 2) `total` words:
 /// `block ≤ total/p + (p−1)/2`, in integers.
-pub(crate) fn within_bound(block: u64, total: u64, p: u64) -> bool {
+fn within_bound(block: u64, total: u64, p: u64) -> bool {
     2 * p * block <= 2 * total + p * (p - 1)
 }
 
@@ -251,7 +251,7 @@ fn varint_len(v: u64) -> usize {
 }
 
 /// Bytes of the header that [`encode_header`] writes for `parts`.
-pub(crate) fn header_len(parts: &[Part]) -> usize {
+fn header_len(parts: &[Part]) -> usize {
     let mut next = 0;
     let mut len = varint_len(parts.len() as u64);
     for part in parts {
