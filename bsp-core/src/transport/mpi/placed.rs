@@ -18,7 +18,7 @@ use mpi::Count;
 
 use super::alltoallw::{byte_type, free_types, hindexed_bytes, Receive};
 use super::{MpiComm, ReceiveMode};
-use crate::segments::{copy_prefix, segments_len, slice_segments, Segments};
+use crate::segments::{segments_len, SegmentReader, Segments};
 use crate::transport::{dense, Blocks, Placed, Plan, Region};
 
 /// Bytes in front of each head block: the length of its bodies, and the
@@ -93,7 +93,7 @@ impl Landing {
 pub(super) struct Arrived {
     pub(super) heads: Vec<(usize, Segments)>,
     pub(super) body_lens: Vec<usize>,
-    pub(super) fronts: Vec<Vec<u8>>,
+    pub(super) fronts: Vec<Segments>,
     pub(super) landings: Vec<Landing>,
     /// Bytes of the staging buffer the staged bodies need.
     pub(super) staged_len: usize,
@@ -194,19 +194,18 @@ impl MpiComm {
         &mut self,
         mut heads: Vec<Segments>,
         body_lens: &[usize],
-        mut front: impl FnMut(usize) -> Vec<u8>,
+        mut front: impl FnMut(usize) -> Bytes,
         plan: Plan<'_>,
     ) -> Arrived {
         let me = self.pid;
-        let own_heads = std::mem::take(&mut heads[me]);
+        let mut own_heads = Some(std::mem::take(&mut heads[me]));
         for (k, head) in heads.iter_mut().enumerate().filter(|&(k, _)| k != me) {
             let extra = front(k);
             if !head.is_empty() || !extra.is_empty() {
-                let mut lead = Vec::with_capacity(LEAD_BYTES + extra.len());
-                lead.extend_from_slice(&(body_lens[k] as u64).to_ne_bytes());
-                lead.extend_from_slice(&(extra.len() as u64).to_ne_bytes());
-                lead.extend_from_slice(&extra);
-                head.insert(0, Bytes::from(lead));
+                let mut lead = [0u8; LEAD_BYTES];
+                lead[..8].copy_from_slice(&(body_lens[k] as u64).to_ne_bytes());
+                lead[8..].copy_from_slice(&(extra.len() as u64).to_ne_bytes());
+                head.splice(0..0, [Bytes::copy_from_slice(&lead), extra]);
             }
         }
         let mut arrived = Arrived {
@@ -217,24 +216,26 @@ impl MpiComm {
             staged_len: 0,
         };
         for (k, message) in self.counted_alltoallv(heads, None).into_iter().enumerate() {
-            if k == me && !own_heads.is_empty() {
-                arrived.heads.push((me, own_heads.clone()));
-                arrived.body_lens.push(body_lens[me]);
-                arrived.fronts.push(Vec::new());
-            } else if k != me && !message.is_empty() {
-                let mut lead = [0u8; LEAD_BYTES];
-                copy_prefix(&message, &mut lead);
-                let (body_len, front_len) = lead.split_at(LEAD_BYTES / 2);
-                let body_len = u64::from_ne_bytes(body_len.try_into().expect("8 bytes"));
-                let front_len = u64::from_ne_bytes(front_len.try_into().expect("8 bytes"));
-                let mut front = vec![0u8; LEAD_BYTES + front_len as usize];
-                copy_prefix(&message, &mut front);
-                front.drain(..LEAD_BYTES);
-                let skip = LEAD_BYTES + front.len();
-                let mut rest = Segments::new();
-                slice_segments(&message, skip, segments_len(&message) - skip, &mut rest);
+            if k == me {
+                let own = own_heads.take().expect("one block per rank");
+                if !own.is_empty() {
+                    arrived.heads.push((me, own));
+                    arrived.body_lens.push(body_lens[me]);
+                    arrived.fronts.push(Segments::new());
+                }
+            } else if !message.is_empty() {
+                let mut reader = SegmentReader::new(&message);
+                let body_len = reader.read_u64() as usize;
+                let front_len = reader.read_u64() as usize;
+                let (mut front, mut rest) = (Segments::new(), Segments::new());
+                let rest_len = segments_len(&message) - LEAD_BYTES - front_len;
+                assert!(
+                    reader.read_slices(front_len, &mut front)
+                        && reader.read_slices(rest_len, &mut rest),
+                    "bsp: truncated heads"
+                );
                 arrived.heads.push((k, rest));
-                arrived.body_lens.push(body_len as usize);
+                arrived.body_lens.push(body_len);
                 arrived.fronts.push(front);
             }
         }
@@ -290,7 +291,7 @@ impl MpiComm {
         for k in (0..p).filter(|&k| k != me && !heads[k].is_empty()) {
             send_counts[k] = self.count(body_lens[k], "a block");
         }
-        let arrived = self.exchange_heads(heads, &body_lens, |_| Vec::new(), plan);
+        let arrived = self.exchange_heads(heads, &body_lens, |_| Bytes::new(), plan);
         self.count(arrived.staged_len, "a receive buffer");
         let mut staging = self.world.pool.take(arrived.staged_len);
         let mut into = Scatter::new(p);

@@ -74,9 +74,9 @@ impl MpiComm {
         let front = |k: usize| {
             let parts = &first_parts[k];
             if parts.is_empty() {
-                Vec::new()
+                Bytes::new()
             } else {
-                encode_header(parts.iter().copied()).to_vec()
+                encode_header(parts.iter().copied())
             }
         };
         let arrived = self.exchange_heads(heads, &body_lens, front, plan);
@@ -93,10 +93,7 @@ impl MpiComm {
                 continue;
             }
             let mut parts = Vec::new();
-            decode_header(
-                &mut SegmentCursor::new(&[Bytes::copy_from_slice(front)]),
-                &mut parts,
-            );
+            decode_header(&mut SegmentCursor::new(front), &mut parts);
             for part in parts.iter().filter(|part| part.peer != me) {
                 forward[part.peer].push((src, forward_len..forward_len + part.len));
                 forward_len += part.len;
@@ -155,7 +152,6 @@ impl MpiComm {
             for (_, range) in &ranges[mine..] {
                 second[j].push(forwarded.slice(range.clone()));
             }
-            second[j].retain(|s| !s.is_empty());
             send_counts[j] = self.count(segments_len(&second[j]), "a block");
         }
         // Its receive: from each intermediate, the parts of the bodies to
