@@ -11,7 +11,12 @@
 //! out of the senders' buffers (one copy per byte, nothing else). Under MPI
 //! (built with `--features mpi`, started by `mpirun`; `--procs` is then
 //! ignored) it is one `MPI_Alltoallv` of the same words between contiguous
-//! buffers (router `alltoallv` in the `--json` rows).
+//! buffers (router `alltoallv` in the `--json` rows). Two more MPI rows
+//! show the floor under any BSP superstep: the same exchange after an
+//! `MPI_Allgather` of a 32-word row, as every sync agrees on what moves
+//! before moving it (`allgather+alltoallv`), and that followed by a copy of
+//! every word received (`allgather+alltoallv+copy`), as a delivery that
+//! receives into a buffer pays.
 //!
 //! ```text
 //! cargo run --release --example bench_router -- --procs 2,8 --mib 1024
@@ -238,13 +243,34 @@ fn run_baseline(c: &[Vec<usize>], reps: usize) -> Vec<f64> {
         .collect()
 }
 
-/// The MPI baseline: one `MPI_Alltoallv` (rsmpi's
-/// `all_to_all_varcount_into`) of the same words, from one contiguous send
-/// buffer grouped by destination into one receive buffer grouped by source.
-/// Seconds of each rep, the maximum over ranks (each rep starts after an
-/// `MPI_Barrier`).
+/// What an MPI baseline does besides its `MPI_Alltoallv`.
 #[cfg(feature = "mpi")]
-fn run_alltoallv(c: &[Vec<usize>], reps: usize) -> Vec<f64> {
+#[derive(Clone, Copy, PartialEq)]
+enum Floor {
+    /// Nothing: the exchange alone (router `alltoallv`).
+    Exchange,
+    /// First an `MPI_Allgather` of a row of [`ROW_WORDS`] words, as every
+    /// sync agrees on what moves before moving it (`allgather+alltoallv`):
+    /// the least a superstep of these puts can cost on MPI.
+    Agreed,
+    /// That, and then a copy of every word received into a second buffer
+    /// (`allgather+alltoallv+copy`): the least a superstep costs that
+    /// receives into a buffer and then copies into place.
+    AgreedCopied,
+}
+
+/// The words of the row that [`Floor::Agreed`] all-gathers: about a sync
+/// row's at small p (its fixed words plus one count per processor).
+#[cfg(feature = "mpi")]
+const ROW_WORDS: usize = 32;
+
+/// An MPI baseline: one `MPI_Alltoallv` (rsmpi's
+/// `all_to_all_varcount_into`) of the same words, from one contiguous send
+/// buffer grouped by destination into one receive buffer grouped by source,
+/// with what `floor` adds. Seconds of each rep, the maximum over ranks (each
+/// rep starts after an `MPI_Barrier`).
+#[cfg(feature = "mpi")]
+fn run_alltoallv(c: &[Vec<usize>], reps: usize, floor: Floor) -> Vec<f64> {
     use bsp::mpi::collective::SystemOperation;
     use bsp::mpi::datatype::{Partition, PartitionMut};
     use bsp::mpi::topology::SimpleCommunicator;
@@ -272,16 +298,35 @@ fn run_alltoallv(c: &[Vec<usize>], reps: usize) -> Vec<f64> {
         .flat_map(|j| (0..c[me][j]).map(move |k| word(me, j, k)))
         .collect();
     let mut recv = vec![u64::MAX; recv_counts.iter().map(|&n| n as usize).sum()];
+    let mut placed = vec![0u64; recv.len()];
+    let row = [me as u64; ROW_WORDS];
+    let mut rows = vec![0u64; ROW_WORDS * p];
     let mut secs = Vec::with_capacity(reps);
     for _ in 0..reps {
         world.barrier();
         let start = Instant::now();
+        if floor != Floor::Exchange {
+            world.all_gather_into(&row[..], &mut rows[..]);
+        }
         {
             let s = Partition::new(&send[..], &send_counts[..], &send_displs[..]);
             let mut r = PartitionMut::new(&mut recv[..], &recv_counts[..], &recv_displs[..]);
             world.all_to_all_varcount_into(&s, &mut r);
         }
+        if floor == Floor::AgreedCopied {
+            placed.copy_from_slice(&recv);
+        }
         secs.push(start.elapsed().as_secs_f64());
+    }
+    if floor != Floor::Exchange {
+        let senders: Vec<u64> = rows.iter().step_by(ROW_WORDS).copied().collect();
+        assert!(
+            senders.iter().copied().eq(0..p as u64),
+            "rank {me}: wrong rows"
+        );
+    }
+    if floor == Floor::AgreedCopied {
+        assert_eq!(placed, recv, "rank {me}: the copy differs");
     }
     let mut at = 0;
     for (i, row) in c.iter().enumerate() {
@@ -321,13 +366,30 @@ impl Launch {
         self.mpi.is_none_or(|(rank, _)| rank == 0)
     }
 
-    /// The baseline's name and its seconds per rep.
-    fn baseline(&self, c: &[Vec<usize>], reps: usize) -> (&'static str, Vec<f64>) {
+    /// The baselines' names: the first is the one the routers are
+    /// compared with; under MPI the others are the floors of [`Floor`].
+    fn baselines(&self) -> &'static [&'static str] {
+        if self.mpi.is_some() {
+            &[
+                "alltoallv",
+                "allgather+alltoallv",
+                "allgather+alltoallv+copy",
+            ]
+        } else {
+            &["baseline"]
+        }
+    }
+
+    /// The seconds per rep of every baseline, in the order of
+    /// [`baselines`](Self::baselines).
+    fn run_baselines(&self, c: &[Vec<usize>], reps: usize) -> Vec<Vec<f64>> {
         #[cfg(feature = "mpi")]
         if self.mpi.is_some() {
-            return ("alltoallv", run_alltoallv(c, reps));
+            return [Floor::Exchange, Floor::Agreed, Floor::AgreedCopied]
+                .map(|floor| run_alltoallv(c, reps, floor))
+                .into();
         }
-        ("baseline", run_baseline(c, reps))
+        vec![run_baseline(c, reps)]
     }
 }
 
@@ -352,12 +414,12 @@ fn main() {
     if lead && !json {
         if launch.mpi.is_some() {
             println!(
-                "bench_router: MPI, np = {}; baseline: MPI_Alltoallv",
+                "bench_router: MPI, np = {}; baseline: MPI_Alltoallv (and two floors of a sync)",
                 procs[0]
             );
         }
         println!(
-            "{:>5} {:>7} {:>7} {:>14} {:>12} {:>11} {:>8} {:>9}  auto took",
+            "{:>5} {:>7} {:>7} {:>24} {:>12} {:>12} {:>8} {:>9}  auto took",
             "procs", "shape", "h/(n/p)", "router", "bytes", "seconds", "GB/s", "vs base"
         );
     }
@@ -393,18 +455,18 @@ fn main() {
                 })
                 .max()
                 .unwrap_or(0);
-            let mut samples: Vec<Vec<f64>> = vec![Vec::new(); 1 + ROUTERS.len()];
-            let mut base_name = "baseline";
+            let baselines = launch.baselines();
+            let mut samples: Vec<Vec<f64>> = vec![Vec::new(); baselines.len() + ROUTERS.len()];
             let mut took = String::new();
             for round in 0..rounds {
                 progress.step(format!("p = {p}, {shape}, round {}", round + 1));
                 // Interleave the contenders so drift on a shared machine hits all alike.
-                let (name, secs) = launch.baseline(&c, reps);
-                base_name = name;
-                samples[0].extend(secs);
+                for (k, secs) in launch.run_baselines(&c, reps).into_iter().enumerate() {
+                    samples[k].extend(secs);
+                }
                 for (k, &router) in ROUTERS.iter().enumerate() {
                     let (secs, used) = run_bsp(&launch.rt, router, &c, reps);
-                    samples[k + 1].extend(secs);
+                    samples[baselines.len() + k].extend(secs);
                     if router == Router::Auto {
                         took = used;
                     }
@@ -415,9 +477,11 @@ fn main() {
                 continue;
             }
             let base = median(&mut samples[0]);
-            let names = [base_name, "two-phase", "direct", "transportation", "auto"];
+            let names = baselines
+                .iter()
+                .chain(&["two-phase", "direct", "transportation", "auto"]);
             progress.suspend(|| {
-                for (name, s) in names.iter().zip(samples.iter_mut()) {
+                for (name, s) in names.zip(samples.iter_mut()) {
                     let secs = median(s);
                     let gbs = bytes as f64 / secs / 1e9;
                     let tenths = (10.0 * h as f64 * p as f64 / words as f64).round() as usize;
@@ -441,7 +505,7 @@ fn main() {
                         println!("{row}");
                     } else {
                         println!(
-                        "{p:>5} {shape:>7} {:>7.2} {name:>14} {bytes:>12} {secs:>11.6} {gbs:>8.2} {:>8.2}x  {took}",
+                        "{p:>5} {shape:>7} {:>7.2} {name:>24} {bytes:>12} {secs:>12.8} {gbs:>8.2} {:>8.2}x  {took}",
                         h as f64 * p as f64 / words as f64,
                         base / secs
                     );
