@@ -3,13 +3,17 @@
 mod direct;
 mod transportation;
 mod two_phase;
+mod two_stage;
 
 use std::fmt;
 use std::str::FromStr;
 
 use crate::transport::{Aborted, Blocks, Comm, Placed, Plan, Rows};
 #[cfg(feature = "mpi")] // the MPI transport's placed two-phase exchange
-pub(crate) use two_phase::{decode_header, encode_header, parts, through, Part};
+pub(crate) use {
+    two_phase::{decode_header, encode_header, parts, through},
+    two_stage::Part,
+};
 
 /// How the communication of a superstep (an h-relation) is delivered.
 ///

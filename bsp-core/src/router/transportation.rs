@@ -24,11 +24,10 @@
 //! of its non-empty parts. Reassembly puts a stream's parts back in
 //! intermediate order. A stream to the processor itself stays where it is.
 
-use super::two_phase::{
-    block, decode_header, note_second, payload, regroup, with_own, Part, Piece, Pieces,
-};
+use super::two_phase::decode_header;
+use super::two_stage::{self, Dealing, Part, Piece, Stage};
 use super::{words, Matrix, RouteFigures, WORD_BYTES};
-use crate::segments::{segments_len, SegmentCursor, Segments};
+use crate::segments::SegmentCursor;
 use crate::transport::{Aborted, Blocks, Comm};
 
 /// How a stream of `len` bytes is dealt over p intermediates when the
@@ -159,127 +158,88 @@ impl Expected {
     }
 }
 
-/// The block made of `run`'s parts without a header: their payload,
-/// moved out of `pool`.
-fn bare(run: &[Piece], pool: &mut Segments) -> Segments {
-    run.iter()
-        .flat_map(|piece| piece.slices.clone())
-        .map(|s| std::mem::take(&mut pool[s]))
-        .collect()
+/// The transportation primitive's [`Dealing`]: the running counter's
+/// deals, and blocks without headers where the matrix is known.
+struct Transportation {
+    p: usize,
+    /// Where the round-robin counter stands.
+    start: usize,
+    expected: Option<Expected>,
+    /// The blocks' lengths in each stage, from `expected`.
+    lengths: Option<[Vec<u64>; 2]>,
 }
 
-/// The parts of the block from `from` in the first (`first`) or second
-/// exchange: from the matrix when known, else from the block's header.
-fn list(
-    expected: &Option<Expected>,
-    from: usize,
-    cursor: &mut SegmentCursor<'_>,
-    parts: &mut Vec<Part>,
-    first: bool,
-) {
-    match expected {
-        Some(e) => parts.clone_from(if first {
-            &e.first[from]
-        } else {
-            &e.second[from]
-        }),
-        None => decode_header(cursor, parts),
+impl Dealing for Transportation {
+    const NAME: &'static str = "transportation";
+    const FIRST_BOUND: &'static str = "⌈s/p⌉";
+    const SECOND_BOUND: &'static str = "h/p + p - 1";
+
+    /// Fig. 7: the parts of `deal`, the counter running on.
+    fn deal(&mut self, _: usize, len: usize, part: &mut dyn FnMut(usize, usize)) {
+        let deal = Deal::new(len, self.p, self.start);
+        self.start = deal.next_start();
+        for k in deal.intermediates() {
+            part(k, deal.part_bytes(k));
+        }
+    }
+
+    fn listed(&self) -> bool {
+        self.expected.is_some()
+    }
+
+    fn expected(&self, stage: Stage) -> Option<&[u64]> {
+        self.lengths.as_ref().map(|lengths| &stage.of(lengths)[..])
+    }
+
+    /// Fig. 8: from the matrix when known, else from the block's header.
+    fn parts(
+        &self,
+        stage: Stage,
+        from: usize,
+        block: &mut SegmentCursor<'_>,
+        parts: &mut Vec<Part>,
+    ) {
+        match (&self.expected, stage) {
+            (Some(e), Stage::First) => parts.clone_from(&e.first[from]),
+            (Some(e), Stage::Second) => parts.clone_from(&e.second[from]),
+            (None, _) => decode_header(block, parts),
+        }
+    }
+
+    /// ⌈s/p⌉.
+    fn first_within(block: u64, s: u64, p: u64) -> bool {
+        p * block < s + p
+    }
+
+    /// h/p + (p − 1).
+    fn second_within(block: u64, h: u64, p: u64) -> bool {
+        p * block <= h + p * (p - 1)
+    }
+
+    /// A stream's parts are dealt in intermediate order.
+    fn stream_start(&self, _: usize, _: &[Piece]) -> usize {
+        0
     }
 }
 
-/// Whether a stage-1 block of `block` words keeps ⌈s/p⌉.
-fn within_first(block: u64, s: u64, p: u64) -> bool {
-    p * block < s + p
-}
-
-/// Whether a stage-2 block of `block` words keeps h/p + (p − 1).
-fn within_second(block: u64, h: u64, p: u64) -> bool {
-    p * block <= h + p * (p - 1)
-}
-
+/// Routes `streams` with the transportation primitive: Figs. 7 and 8.
 pub(super) fn route(
     comm: &mut dyn Comm,
     streams: Blocks,
     matrix: Option<&Matrix>,
 ) -> Result<(Blocks, RouteFigures), Aborted> {
-    let p = comm.nprocs();
-    let me = comm.pid();
-    let mut figures = RouteFigures::default();
-    let mut own = None;
+    let (me, p) = (comm.pid(), comm.nprocs());
     let expected = matrix.map(|m| Expected::new(m, me));
-
-    // Stage 1: deal every stream over the p intermediates (Fig. 7).
-    let mut pieces = Pieces::default();
-    let mut start = me % p;
-    for (j, stream) in streams {
-        if j == me {
-            own = Some(stream);
-            continue;
-        }
-        let len = segments_len(&stream);
-        if len == 0 {
-            continue;
-        }
-        figures.dealt_words += words(len);
-        let deal = Deal::new(len, p, start);
-        start = deal.next_start();
-        let mut cursor = SegmentCursor::new(&stream);
-        for k in deal.intermediates() {
-            pieces.push(k, j, deal.part_bytes(k), &mut cursor);
-        }
-    }
-    let headers = expected.is_none();
-    let first = pieces.group(|_, run, pool| {
-        let (bytes, words) = payload(run);
-        figures.first_block = figures.first_block.max(bytes);
-        figures.first_block_words = figures.first_block_words.max(words);
-        if headers {
-            block(run, pool, &mut figures.header_bytes)
-        } else {
-            bare(run, pool)
-        }
-    });
-    debug_assert!(
-        within_first(figures.first_block_words, figures.dealt_words, p as u64),
-        "transportation stage-1 block of {} words exceeds ⌈s/p⌉ with s = {}, p = {p}",
-        figures.first_block_words,
-        figures.dealt_words
-    );
-    let lengths = expected.as_ref().map(|e| Expected::lengths(&e.first));
-    let received = comm.transpose(first, lengths.as_deref())?;
-
-    // Stage 2: regroup by final destination, in source order (Fig. 8).
-    let pieces = regroup(
-        &received,
-        |i, cursor, parts| list(&expected, i, cursor, parts, true),
-        |_| {},
-    );
-    let second = pieces.group(|_, run, pool| {
-        if headers {
-            block(run, pool, &mut figures.header_bytes)
-        } else {
-            bare(run, pool)
-        }
-    });
-    drop(received);
-    let lengths = expected.as_ref().map(|e| Expected::lengths(&e.second));
-    let arrived = comm.transpose(second, lengths.as_deref())?;
-
-    // Reassemble each source's stream: its parts in intermediate order.
-    let pieces = regroup(
-        &arrived,
-        |k, cursor, parts| list(&expected, k, cursor, parts, false),
-        |parts| note_second(&mut figures, parts),
-    );
-    drop(arrived);
-    debug_assert!(
-        within_second(figures.second_block_words, figures.received_words, p as u64),
-        "transportation stage-2 block of {} words exceeds h/p + p - 1 with h = {}, p = {p}",
-        figures.second_block_words,
-        figures.received_words
-    );
-    let delivered = pieces.group(|_, run, pool| bare(run, pool));
-    Ok((with_own(delivered, me, own), figures))
+    let lengths = expected
+        .as_ref()
+        .map(|e| [Expected::lengths(&e.first), Expected::lengths(&e.second)]);
+    let mut dealing = Transportation {
+        p,
+        start: me % p,
+        expected,
+        lengths,
+    };
+    two_stage::route(comm, streams, &mut dealing)
 }
 
 #[cfg(test)]
@@ -322,7 +282,10 @@ mod tests {
                 }
             }
             for &b in &blocks {
-                assert!(within_first(b, s, p as u64), "p {p}: {blocks:?}, s {s}");
+                assert!(
+                    Transportation::first_within(b, s, p as u64),
+                    "p {p}: {blocks:?}, s {s}"
+                );
                 assert!(b * p as u64 + p as u64 > s, "p {p}: {blocks:?}, s {s}");
             }
         }
@@ -330,10 +293,10 @@ mod tests {
 
     #[test]
     fn the_bounds_are_the_papers() {
-        assert!(within_first(25, 100, 4));
-        assert!(!within_first(26, 100, 4));
-        assert!(within_first(26, 101, 4));
-        assert!(within_second(28, 100, 4));
-        assert!(!within_second(29, 100, 4));
+        assert!(Transportation::first_within(25, 100, 4));
+        assert!(!Transportation::first_within(26, 100, 4));
+        assert!(Transportation::first_within(26, 101, 4));
+        assert!(Transportation::second_within(28, 100, 4));
+        assert!(!Transportation::second_within(29, 100, 4));
     }
 }

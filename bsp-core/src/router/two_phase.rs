@@ -27,9 +27,10 @@ use std::ops::Range;
 
 use bytes::Bytes;
 
+use super::two_stage::{self, Dealing, Part, Piece, Stage};
 use super::{words, Matrix, RouteFigures, WORD_BYTES};
 use crate::placement;
-use crate::segments::{segments_len, SegmentCursor, Segments};
+use crate::segments::{segments_len, SegmentCursor};
 use crate::transport::{Aborted, Blocks, Comm, Placed, Plan};
 
 /// Length in words of part `c` when `len` words are split into `p` parts.
@@ -79,7 +80,7 @@ pub(crate) fn through(len: usize, from: usize, to: usize, k: usize, p: usize) ->
 /// otherwise exchange before each transpose. Stage 1 block from i: the
 /// parts of i's streams dealt to `me`; stage 2 block from k: the parts of
 /// the streams to `me` dealt to k. Each with its header. Cost O(p²).
-fn expected(m: &Matrix, me: usize) -> (Vec<u64>, Vec<u64>) {
+fn expected(m: &Matrix, me: usize) -> [Vec<u64>; 2] {
     let p = m.procs();
     // The bytes of the stream from i to j that go through intermediate k.
     let through = |i: usize, j: usize, k: usize| through(m.bytes(i, j), i, j, k, p).len();
@@ -104,7 +105,7 @@ fn expected(m: &Matrix, me: usize) -> (Vec<u64>, Vec<u64>) {
     let second = (0..p)
         .map(|k| block(parts(&|i| through(i, me, k))))
         .collect();
-    (first, second)
+    [first, second]
 }
 
 /// Whether a block of `block` words keeps the paper's bound for a
@@ -112,117 +113,6 @@ fn expected(m: &Matrix, me: usize) -> (Vec<u64>, Vec<u64>) {
 /// `block ≤ total/p + (p−1)/2`, in integers.
 fn within_bound(block: u64, total: u64, p: u64) -> bool {
     2 * p * block <= 2 * total + p * (p - 1)
-}
-
-/// One part of a block: the processor it is for (stage 1) or from
-/// (stage 2), and its length in bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Part {
-    pub(crate) peer: usize,
-    pub(crate) len: usize,
-}
-
-/// A part on its way into a block: the processor the block goes to, the
-/// part's header entry, and where its slices lie in the pool.
-pub(super) struct Piece {
-    pub(super) to: usize,
-    pub(super) part: Part,
-    pub(super) slices: Range<usize>,
-}
-
-/// The parts of one exchange (or of the reassembly), gathered in any order
-/// and then grouped by where they go. Cost: O(parts · log parts), never p.
-#[derive(Default)]
-pub(super) struct Pieces {
-    pieces: Vec<Piece>,
-    pool: Segments,
-}
-
-impl Pieces {
-    /// Adds a part for `to`: the next `len` bytes of `from`.
-    pub(super) fn push(
-        &mut self,
-        to: usize,
-        peer: usize,
-        len: usize,
-        from: &mut SegmentCursor<'_>,
-    ) {
-        let start = self.pool.len();
-        from.take(len, &mut self.pool);
-        self.pieces.push(Piece {
-            to,
-            part: Part { peer, len },
-            slices: start..self.pool.len(),
-        });
-    }
-
-    /// The parts grouped by `to`, ascending; within a group, in the order
-    /// they were added. Calls `group(to, parts)` for each and gathers the
-    /// blocks it returns.
-    pub(super) fn group(
-        mut self,
-        mut group: impl FnMut(usize, &[Piece], &mut Segments) -> Segments,
-    ) -> Blocks {
-        self.pieces.sort_by_key(|piece| piece.to); // stable: keeps the order within `to`
-        self.pieces
-            .chunk_by(|a, b| a.to == b.to)
-            .map(|run| (run[0].to, group(run[0].to, run, &mut self.pool)))
-            .collect()
-    }
-}
-
-/// Reads each block of `blocks` (listed by sender) as the parts that
-/// `parts_of` lists for it — by decoding the block's header, or from what
-/// the receiver knows — and adds each part to the pieces bound for the
-/// part's peer, with the sender as the piece's peer. `seen` gets each
-/// block's parts.
-pub(super) fn regroup(
-    blocks: &Blocks,
-    mut parts_of: impl FnMut(usize, &mut SegmentCursor<'_>, &mut Vec<Part>),
-    mut seen: impl FnMut(&[Part]),
-) -> Pieces {
-    let mut pieces = Pieces::default();
-    let mut parts = Vec::new();
-    for (from, block) in blocks {
-        let mut cursor = SegmentCursor::new(block);
-        parts_of(*from, &mut cursor, &mut parts);
-        for part in &parts {
-            pieces.push(part.peer, *from, part.len, &mut cursor);
-        }
-        seen(&parts);
-    }
-    pieces
-}
-
-/// Adds the parts of a block received in the second exchange to the
-/// figures. Every part but a stream's last is whole words; the last one's
-/// short word is a word of its stream too.
-pub(super) fn note_second(figures: &mut RouteFigures, parts: &[Part]) {
-    let bytes: u64 = parts.iter().map(|part| part.len as u64).sum();
-    let block_words: u64 = parts.iter().map(|part| words(part.len)).sum();
-    figures.received_words += block_words;
-    figures.second_block = figures.second_block.max(bytes);
-    figures.second_block_words = figures.second_block_words.max(block_words);
-}
-
-/// The payload of `run`'s parts, in bytes and in words.
-pub(super) fn payload(run: &[Piece]) -> (u64, u64) {
-    run.iter().fold((0, 0), |(bytes, w), piece| {
-        (bytes + piece.part.len as u64, w + words(piece.part.len))
-    })
-}
-
-/// The block made of `run`'s parts: its header, then their payload, moved
-/// out of `pool`. Adds the header's length to `header_bytes`.
-pub(super) fn block(run: &[Piece], pool: &mut Segments, header_bytes: &mut u64) -> Segments {
-    let header = encode_header(run.iter().map(|piece| piece.part));
-    *header_bytes += header.len() as u64;
-    let mut out = Vec::with_capacity(1 + run.len());
-    out.push(header);
-    for piece in run {
-        out.extend(pool[piece.slices.clone()].iter_mut().map(std::mem::take));
-    }
-    out
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -289,79 +179,63 @@ pub(crate) fn decode_header(from: &mut SegmentCursor<'_>, parts: &mut Vec<Part>)
     }
 }
 
+/// The two-phase router's [`Dealing`]: the parts of [`parts`], blocks
+/// with headers, and their lengths known in advance where the matrix is.
+struct TwoPhase {
+    me: usize,
+    p: usize,
+    /// The blocks' lengths in each stage, where the matrix is known.
+    expected: Option<[Vec<u64>; 2]>,
+}
+
+impl Dealing for TwoPhase {
+    const NAME: &'static str = "two-phase";
+    const FIRST_BOUND: &'static str = "s/p + (p-1)/2";
+    const SECOND_BOUND: &'static str = "h/p + (p-1)/2";
+
+    fn deal(&mut self, to: usize, len: usize, part: &mut dyn FnMut(usize, usize)) {
+        for (k, range) in parts(self.me, to, len, self.p) {
+            part(k, range.len());
+        }
+    }
+
+    fn listed(&self) -> bool {
+        false
+    }
+
+    fn expected(&self, stage: Stage) -> Option<&[u64]> {
+        self.expected.as_ref().map(|lengths| &stage.of(lengths)[..])
+    }
+
+    fn parts(&self, _: Stage, _: usize, block: &mut SegmentCursor<'_>, parts: &mut Vec<Part>) {
+        decode_header(block, parts)
+    }
+
+    fn first_within(block: u64, dealt: u64, p: u64) -> bool {
+        within_bound(block, dealt, p)
+    }
+
+    fn second_within(block: u64, received: u64, p: u64) -> bool {
+        within_bound(block, received, p)
+    }
+
+    /// Source i's part c came through intermediate (i + me + c) mod p: in
+    /// intermediate order, the parts from intermediate (i + me) mod p on
+    /// come first.
+    fn stream_start(&self, src: usize, run: &[Piece]) -> usize {
+        run.partition_point(|piece| piece.part.peer < (src + self.me) % self.p)
+    }
+}
+
+/// Routes `streams` through the p intermediates in two transposes.
 pub(super) fn route(
     comm: &mut dyn Comm,
     streams: Blocks,
     matrix: Option<&Matrix>,
 ) -> Result<(Blocks, RouteFigures), Aborted> {
-    let p = comm.nprocs();
-    let me = comm.pid();
-    let mut figures = RouteFigures::default();
-    let mut own = None;
-
-    // Stage 1: deal every stream over the p intermediates.
-    let mut pieces = Pieces::default();
-    for (j, stream) in streams {
-        if j == me {
-            own = Some(stream);
-            continue;
-        }
-        let len = segments_len(&stream);
-        figures.dealt_words += words(len);
-        let mut cursor = SegmentCursor::new(&stream);
-        for (k, range) in parts(me, j, len, p) {
-            pieces.push(k, j, range.len(), &mut cursor);
-        }
-    }
-    let first = pieces.group(|_, run, pool| {
-        let (bytes, words) = payload(run);
-        figures.first_block = figures.first_block.max(bytes);
-        figures.first_block_words = figures.first_block_words.max(words);
-        block(run, pool, &mut figures.header_bytes)
-    });
-    debug_assert!(
-        within_bound(figures.first_block_words, figures.dealt_words, p as u64),
-        "two-phase stage-1 block of {} words exceeds s/p + (p-1)/2 with s = {}, p = {p}",
-        figures.first_block_words,
-        figures.dealt_words
-    );
+    let (me, p) = (comm.pid(), comm.nprocs());
     let expected = matrix.map(|m| expected(m, me));
-    let received = comm.transpose(first, expected.as_ref().map(|e| &e.0[..]))?;
-
-    // Stage 2: regroup what arrived by final destination, in source order.
-    let pieces = regroup(
-        &received,
-        |_, cursor, parts| decode_header(cursor, parts),
-        |_| {},
-    );
-    let second = pieces.group(|_, run, pool| block(run, pool, &mut figures.header_bytes));
-    drop(received);
-    let arrived = comm.transpose(second, expected.as_ref().map(|e| &e.1[..]))?;
-
-    // Reassemble each source's stream. Source i's part c came through
-    // intermediate (i + me + c) mod p: in intermediate order, the parts
-    // from intermediate (i + me) mod p on come first.
-    let pieces = regroup(
-        &arrived,
-        |_, cursor, parts| decode_header(cursor, parts),
-        |parts| note_second(&mut figures, parts),
-    );
-    drop(arrived);
-    debug_assert!(
-        within_bound(figures.second_block_words, figures.received_words, p as u64),
-        "two-phase stage-2 block of {} words exceeds h/p + (p-1)/2 with h = {}, p = {p}",
-        figures.second_block_words,
-        figures.received_words
-    );
-    let delivered = pieces.group(|i, run, pool| {
-        let first = run.partition_point(|piece| piece.part.peer < (i + me) % p);
-        let mut stream = Segments::new();
-        for piece in run[first..].iter().chain(&run[..first]) {
-            stream.extend(pool[piece.slices.clone()].iter_mut().map(std::mem::take));
-        }
-        stream
-    });
-    Ok((with_own(delivered, me, own), figures))
+    two_stage::route(comm, streams, &mut TwoPhase { me, p, expected })
 }
 
 /// The two-phase routing in which the receivers place the payloads
@@ -435,16 +309,6 @@ pub(super) fn route_placed(
         received_body_words
     );
     Ok((received, figures))
-}
-
-/// `delivered` (listed by source) with this processor's stream to itself,
-/// which stayed local, in its place.
-pub(super) fn with_own(mut delivered: Blocks, me: usize, own: Option<Segments>) -> Blocks {
-    if let Some(own) = own {
-        let at = delivered.partition_point(|&(i, _)| i < me);
-        delivered.insert(at, (me, own));
-    }
-    delivered
 }
 
 #[cfg(test)]
