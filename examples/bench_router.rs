@@ -319,11 +319,8 @@ fn run_alltoallv(c: &[Vec<usize>], reps: usize, floor: Floor) -> Vec<f64> {
         secs.push(start.elapsed().as_secs_f64());
     }
     if floor != Floor::Exchange {
-        let senders: Vec<u64> = rows.iter().step_by(ROW_WORDS).copied().collect();
-        assert!(
-            senders.iter().copied().eq(0..p as u64),
-            "rank {me}: wrong rows"
-        );
+        let senders = rows.iter().step_by(ROW_WORDS).copied();
+        assert!(senders.eq(0..p as u64), "rank {me}: wrong rows");
     }
     if floor == Floor::AgreedCopied {
         assert_eq!(placed, recv, "rank {me}: the copy differs");

@@ -1,6 +1,6 @@
 //! Single-phase delivery: one irregular all-to-all.
 
-use super::{words, Matrix, RouteFigures};
+use super::{words, Matrix, RouteFigures, Router};
 use crate::placement;
 use crate::segments::segments_len;
 use crate::transport::{Aborted, Blocks, Comm, Placed, Plan};
@@ -51,7 +51,7 @@ pub(super) fn route(
 }
 
 /// Single-phase delivery in which the receivers place the payloads
-/// ([`Comm::alltoallv_placed`], see `placement.rs`): each stream goes as
+/// ([`Comm::exchange_placed`], see `placement.rs`): each stream goes as
 /// its heads, then its bodies. Returns what arrived and the figures, as
 /// [`route`].
 pub(super) fn route_placed(
@@ -62,7 +62,7 @@ pub(super) fn route_placed(
     let me = comm.pid();
     let mut figures = sent_figures(me, block_lens(&streams));
     let (heads, bodies) = placement::split(streams);
-    let received = comm.alltoallv_placed(heads, bodies, plan)?;
+    let received = comm.exchange_placed(Router::Direct, heads, bodies, plan)?;
     figures.received_words = received_words(me, received.iter().map(|r| (r.src, r.len())));
     Ok((received, figures))
 }

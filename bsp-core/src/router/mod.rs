@@ -163,8 +163,7 @@ impl Matrix {
 
 /// Delivers this processor's streams, listed by destination, with the
 /// receivers writing the payloads of puts straight into their coarrays
-/// where `plan` says ([`Comm::alltoallv_placed`] for the direct router,
-/// [`Comm::two_phase_placed`] for the two-phase one; see `placement.rs`).
+/// where `plan` says ([`Comm::exchange_placed`]; see `placement.rs`).
 /// Returns what arrived from each sender and the figures.
 pub(crate) fn route_placed(
     router: Router,

@@ -28,7 +28,7 @@ use std::ops::Range;
 use bytes::Bytes;
 
 use super::two_stage::{self, Dealing, Part, Piece, Stage};
-use super::{words, Matrix, RouteFigures, WORD_BYTES};
+use super::{words, Matrix, RouteFigures, Router, WORD_BYTES};
 use crate::placement;
 use crate::segments::{segments_len, SegmentCursor};
 use crate::transport::{Aborted, Blocks, Comm, Placed, Plan};
@@ -239,7 +239,7 @@ pub(super) fn route(
 }
 
 /// The two-phase routing in which the receivers place the payloads
-/// ([`Comm::two_phase_placed`], see `placement.rs`): each stream's heads
+/// ([`Comm::exchange_placed`], see `placement.rs`): each stream's heads
 /// go straight to its destination, and its bodies are dealt over the
 /// intermediates and forwarded as [`route`] deals a stream. Returns what
 /// arrived and the figures: the blocks of both stages are those of the
@@ -286,7 +286,7 @@ pub(super) fn route_placed(
         figures.first_block_words,
         dealt_body_words
     );
-    let received = comm.two_phase_placed(heads, bodies, plan)?;
+    let received = comm.exchange_placed(Router::TwoPhase, heads, bodies, plan)?;
     // Stage 2's blocks, by intermediate: the parts of the bodies received.
     let mut second = vec![(0u64, 0u64); p];
     let mut received_body_words = 0;

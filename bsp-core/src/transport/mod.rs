@@ -23,6 +23,7 @@ pub(crate) mod threads;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::router::Router;
 use crate::segments::{segments_len, Segments};
 pub(crate) use split::Group;
 
@@ -107,7 +108,7 @@ pub(crate) type Rows = std::sync::Arc<[u64]>;
 pub(crate) type Blocks = Vec<(usize, Segments)>;
 
 /// A piece of this processor's memory into which a transport writes
-/// received bytes (see [`Comm::alltoallv_placed`]).
+/// received bytes (see [`Comm::exchange_placed`]).
 #[derive(Clone, Copy, Debug)]
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // only MPI writes through one
 pub(crate) struct Region {
@@ -115,7 +116,7 @@ pub(crate) struct Region {
     pub(crate) len: usize,
 }
 
-/// What a placed exchange ([`Comm::alltoallv_placed`]) received from one
+/// What a placed exchange ([`Comm::exchange_placed`]) received from one
 /// processor.
 pub(crate) struct Placed {
     /// The sender.
@@ -204,7 +205,7 @@ pub(crate) trait Comm: Send {
     fn shares_memory(&self) -> bool {
         true
     }
-    /// Whether this transport offers [`alltoallv_placed`](Comm::alltoallv_placed)
+    /// Whether this transport offers [`exchange_placed`](Comm::exchange_placed)
     /// for a routing of `bytes` bytes in `records` records (over all
     /// processors), where it is expected to beat
     /// [`alltoallv`](Comm::alltoallv). Every processor gets the same answer
@@ -213,34 +214,23 @@ pub(crate) trait Comm: Send {
         let _ = (bytes, records);
         false
     }
-    /// Irregular all-to-all in which the receiver says where the payload
-    /// goes: each processor's block for `q` is `heads[q]` (its record
-    /// headers) and `bodies[q]` (its payloads); the heads travel first, and
-    /// `plan` turns the heads received into the places the bodies are
-    /// written to, so that they need not be copied out of a receive buffer.
-    /// Only where [`places`](Comm::places) said so.
-    fn alltoallv_placed(
+    /// An exchange in which the receiver says where the payload goes:
+    /// each processor's stream for `q` is `heads[q]` (its record headers)
+    /// and `bodies[q]` (its payloads). The heads travel straight to their
+    /// destinations first, and `plan` turns the heads received into the
+    /// places the bodies are written to, so that they need not be copied
+    /// out of a receive buffer. The bodies then travel by `router`: in one
+    /// exchange ([`Router::Direct`]), or dealt over the intermediates and
+    /// forwarded as `router/two_phase.rs` deals a stream
+    /// ([`Router::TwoPhase`]). Only where [`places`](Comm::places) said so.
+    fn exchange_placed(
         &mut self,
+        router: Router,
         heads: Blocks,
         bodies: Blocks,
         plan: Plan<'_>,
     ) -> Result<Vec<Placed>, Aborted> {
-        let _ = (heads, bodies, plan);
-        unreachable!("bsp: a placed exchange on a transport that does not offer one")
-    }
-    /// The two-phase router's exchange in which the receivers say where
-    /// the payload goes, as [`alltoallv_placed`](Comm::alltoallv_placed):
-    /// the heads travel straight to their destinations first, then the
-    /// bodies are dealt over the intermediates and forwarded, as
-    /// `router/two_phase.rs` deals a stream. Only where
-    /// [`places`](Comm::places) said so.
-    fn two_phase_placed(
-        &mut self,
-        heads: Blocks,
-        bodies: Blocks,
-        plan: Plan<'_>,
-    ) -> Result<Vec<Placed>, Aborted> {
-        let _ = (heads, bodies, plan);
+        let _ = (router, heads, bodies, plan);
         unreachable!("bsp: a placed exchange on a transport that does not offer one")
     }
     /// The superstep the coming collectives belong to, for error reports

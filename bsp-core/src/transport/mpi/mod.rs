@@ -53,7 +53,7 @@
 //!   OpenMPI 4.1 over shared memory it measured no faster than
 //!   `MPI_Alltoallv` (`benchmarks/mpi.md`), so it is not the default.
 //!
-//! * `alltoallv_placed` and `two_phase_placed` (the direct and two-phase
+//! * `exchange_placed` (the direct and two-phase
 //!   routers where records are large, `placed.rs` and
 //!   `placed_two_phase.rs`) send the record headers first, in a counted
 //!   exchange, and then the payloads, which `MPI_Alltoallw` receives
@@ -93,6 +93,7 @@ use super::{
     Rows, RunLimits,
 };
 use crate::error::{Error, ErrorKind, Result};
+use crate::router::Router;
 use pool::Pool;
 
 /// Environment variable choosing how `transpose` is carried out:
@@ -363,22 +364,14 @@ impl Comm for MpiComm {
         self.placing(bytes, records)
     }
 
-    fn alltoallv_placed(
+    fn exchange_placed(
         &mut self,
+        router: Router,
         heads: Blocks,
         bodies: Blocks,
         plan: Plan<'_>,
     ) -> Result<Vec<Placed>, Aborted> {
-        Ok(self.placed_alltoallv(heads, bodies, plan))
-    }
-
-    fn two_phase_placed(
-        &mut self,
-        heads: Blocks,
-        bodies: Blocks,
-        plan: Plan<'_>,
-    ) -> Result<Vec<Placed>, Aborted> {
-        Ok(self.placed_two_phase(heads, bodies, plan))
+        Ok(self.placed(router, heads, bodies, plan))
     }
 
     fn set_superstep(&mut self, superstep: usize) {

@@ -18,6 +18,7 @@ use mpi::Count;
 
 use super::alltoallw::{byte_type, free_types, hindexed_bytes, Receive};
 use super::{MpiComm, ReceiveMode};
+use crate::router::Router;
 use crate::segments::{segments_len, SegmentReader, Segments};
 use crate::transport::{dense, Blocks, Placed, Plan, Region};
 
@@ -130,18 +131,31 @@ impl Arrived {
     }
 }
 
-/// `bodies` by destination, with this rank's own taken out, and the
-/// length of each (its own included).
-pub(super) fn by_destination(
-    bodies: Blocks,
-    p: usize,
-    me: usize,
-) -> (Vec<Segments>, Segments, Vec<usize>) {
-    let mut bodies = dense(bodies, p);
-    let own = std::mem::take(&mut bodies[me]);
-    let mut lens: Vec<usize> = bodies.iter().map(|b| segments_len(b)).collect();
-    lens[me] = segments_len(&own);
-    (bodies, own, lens)
+/// What a rank sends in a placed exchange, by destination.
+pub(super) struct Outgoing {
+    /// The record headers of each stream.
+    pub(super) heads: Vec<Segments>,
+    /// The payloads of each stream, this rank's own taken out (empty).
+    pub(super) bodies: Vec<Segments>,
+    /// This rank's payloads to itself, which stay here.
+    pub(super) own_body: Segments,
+    /// The length of each destination's payloads, this rank's own included.
+    pub(super) body_lens: Vec<usize>,
+}
+
+impl Outgoing {
+    fn new(heads: Blocks, bodies: Blocks, p: usize, me: usize) -> Self {
+        let mut bodies = dense(bodies, p);
+        let own_body = std::mem::take(&mut bodies[me]);
+        let mut body_lens: Vec<usize> = bodies.iter().map(|b| segments_len(b)).collect();
+        body_lens[me] = segments_len(&own_body);
+        Outgoing {
+            heads: dense(heads, p),
+            bodies,
+            own_body,
+            body_lens,
+        }
+    }
 }
 
 /// The receive side of an exchange into memory listed piece by piece:
@@ -274,24 +288,34 @@ impl MpiComm {
         arrived
     }
 
-    /// [`Comm::alltoallv_placed`](crate::transport::Comm::alltoallv_placed)
-    /// on MPI: the heads (each led by its bodies' length) in a counted
-    /// exchange, then the bodies in one `MPI_Alltoallw`. A rank's blocks
-    /// to itself stay here, and come back as bytes.
-    pub(super) fn placed_alltoallv(
+    /// [`Comm::exchange_placed`](crate::transport::Comm::exchange_placed)
+    /// on MPI.
+    pub(super) fn placed(
         &mut self,
+        router: Router,
         heads: Blocks,
         bodies: Blocks,
         plan: Plan<'_>,
     ) -> Vec<Placed> {
-        let (p, me) = (self.nprocs, self.pid);
-        let heads = dense(heads, p);
-        let (bodies, own_body, body_lens) = by_destination(bodies, p, me);
-        let mut send_counts = vec![0; p];
-        for k in (0..p).filter(|&k| k != me && !heads[k].is_empty()) {
-            send_counts[k] = self.count(body_lens[k], "a block");
+        let out = Outgoing::new(heads, bodies, self.nprocs, self.pid);
+        match router {
+            Router::Direct => self.placed_alltoallv(out, plan),
+            Router::TwoPhase => self.placed_two_phase(out, plan),
+            _ => unreachable!("bsp: only the direct and two-phase routers place payloads"),
         }
-        let arrived = self.exchange_heads(heads, &body_lens, |_| Bytes::new(), plan);
+    }
+
+    /// The direct router's placed exchange: the heads (each led by its
+    /// bodies' length) in a counted exchange, then the bodies in one
+    /// `MPI_Alltoallw`. A rank's blocks to itself stay here, and come back
+    /// as bytes.
+    fn placed_alltoallv(&mut self, out: Outgoing, plan: Plan<'_>) -> Vec<Placed> {
+        let (p, me) = (self.nprocs, self.pid);
+        let mut send_counts = vec![0; p];
+        for k in (0..p).filter(|&k| k != me && !out.heads[k].is_empty()) {
+            send_counts[k] = self.count(out.body_lens[k], "a block");
+        }
+        let arrived = self.exchange_heads(out.heads, &out.body_lens, |_| Bytes::new(), plan);
         self.count(arrived.staged_len, "a receive buffer");
         let mut staging = self.world.pool.take(arrived.staged_len);
         let mut into = Scatter::new(p);
@@ -308,10 +332,10 @@ impl MpiComm {
         // sends (announced in its heads), over the plan's regions, which
         // `Plan`'s contract keeps valid, disjoint and untouched until this
         // returns, or over its part of `staging`, which is owned here.
-        unsafe { self.alltoallw_into(&bodies, &send_counts, into) };
-        drop(bodies);
+        unsafe { self.alltoallw_into(&out.bodies, &send_counts, into) };
+        drop(out.bodies);
         let staging = self.world.pool.share(staging);
-        arrived.into_placed(&staging, own_body)
+        arrived.into_placed(&staging, out.own_body)
     }
 
     /// One `MPI_Alltoallw` that sends `blocks[k]` (`send_counts[k]` bytes)

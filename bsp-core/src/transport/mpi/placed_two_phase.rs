@@ -25,36 +25,30 @@ use std::ops::Range;
 
 use bytes::Bytes;
 
-use super::placed::{by_destination, Scatter};
+use super::placed::{Outgoing, Scatter};
 use super::MpiComm;
 use crate::router::{decode_header, encode_header, parts, through, Part};
 use crate::segments::{segments_len, SegmentCursor, Segments};
-use crate::transport::{dense, Blocks, Placed, Plan};
+use crate::transport::{Placed, Plan};
 
 impl MpiComm {
-    /// [`Comm::two_phase_placed`](crate::transport::Comm::two_phase_placed)
-    /// on MPI (see the module docs).
-    pub(super) fn placed_two_phase(
-        &mut self,
-        heads: Blocks,
-        bodies: Blocks,
-        plan: Plan<'_>,
-    ) -> Vec<Placed> {
+    /// The two-phase router's placed exchange
+    /// ([`Comm::exchange_placed`](crate::transport::Comm::exchange_placed)
+    /// on MPI; see the module docs).
+    pub(super) fn placed_two_phase(&mut self, out: Outgoing, plan: Plan<'_>) -> Vec<Placed> {
         let (p, me) = (self.nprocs, self.pid);
-        let heads = dense(heads, p);
-        let (bodies, own_body, body_lens) = by_destination(bodies, p, me);
 
         // Stage 1's blocks, by intermediate, with their headers; the parts
         // dealt to this rank itself stay here, by destination.
         let mut first = vec![Segments::new(); p];
         let mut first_parts: Vec<Vec<Part>> = vec![Vec::new(); p];
         let mut kept = vec![Segments::new(); p];
-        for (j, body) in bodies.iter().enumerate() {
-            if j == me || body_lens[j] == 0 {
+        for (j, body) in out.bodies.iter().enumerate() {
+            if j == me || out.body_lens[j] == 0 {
                 continue;
             }
             let mut cursor = SegmentCursor::new(body);
-            for (k, range) in parts(me, j, body_lens[j], p) {
+            for (k, range) in parts(me, j, out.body_lens[j], p) {
                 let into = if k == me {
                     &mut kept[j]
                 } else {
@@ -79,7 +73,7 @@ impl MpiComm {
                 encode_header(parts.iter().copied())
             }
         };
-        let arrived = self.exchange_heads(heads, &body_lens, front, plan);
+        let arrived = self.exchange_heads(out.heads, &out.body_lens, front, plan);
 
         // Stage 1's receive: from each sender, its parts in the order of
         // its header; the part for this rank lands where its plan says,
@@ -183,6 +177,6 @@ impl MpiComm {
         drop(second);
         drop(forwarded);
         let staging = self.world.pool.share(staging);
-        arrived.into_placed(&staging, own_body)
+        arrived.into_placed(&staging, out.own_body)
     }
 }
