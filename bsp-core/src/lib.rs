@@ -67,7 +67,7 @@ mod wire;
 
 pub use area::Area;
 pub use coarray::{Coarray, GetHandle};
-pub use ctx::{Ctx, DirectPiece};
+pub use ctx::{Ctx, Digit, DigitCounts, DigitKey, DirectPiece};
 pub use env::{
     BARRIER_ENV, MACHINE_CACHE_ENV, MACHINE_ENV, ON_FAILURE_ENV, PROCS_ENV, PROFILE_ENV,
     ROUTER_ENV, SYNC_TIMEOUT_ENV, TRACE_FILE_ENV,

@@ -13,7 +13,7 @@
 
 use std::ops::Range;
 
-use bsp_core::{Coarray, Ctx, DirectPiece};
+use bsp_core::{Coarray, Ctx, Digit, DigitCounts, DirectPiece};
 
 use crate::gather_area::GatherArea;
 
@@ -119,17 +119,18 @@ impl BucketRanker {
     pub fn rank(&mut self, ctx: &mut Ctx, keys: &[u32]) {
         let (p, me) = (ctx.nprocs(), ctx.pid());
         let (shift, buckets) = (self.shift, self.buckets);
-        let mut count = vec![0u64; buckets];
-        for &k in keys {
-            assert!(
-                k < self.max_key,
-                "bsp-sort: key {k} >= max_key {}",
-                self.max_key
-            );
-            count[(k >> shift) as usize] += 1;
+        // Keys below `max_key` have no digit value from `buckets` on. A key
+        // at or above it either has one, or lands (the digit's high bits
+        // dropped) on a processor above that processor's key range, which
+        // the local count below reports.
+        let counted = DigitCounts::new(keys, Digit::new(shift, BUCKET_BITS));
+        if counted.counts()[buckets..].iter().any(|&c| c > 0) {
+            let k = keys.iter().find(|&&k| k >= self.max_key).copied();
+            key_out_of_range(k.unwrap_or(self.max_key), self.max_key);
         }
+        let count = &counted.counts()[..buckets];
         ctx.label("rank: bucket counts");
-        let all = self.gather.all_gather(ctx, &count);
+        let all = self.gather.all_gather(ctx, count);
         let row = |q: usize| &all[q * buckets..(q + 1) * buckets];
         let total: Vec<u64> = (0..buckets)
             .map(|b| (0..p).map(|q| row(q)[b]).sum())
@@ -177,14 +178,7 @@ impl BucketRanker {
         buffer.resize(receive, 0);
         ctx.replace_local(&self.recv, buffer);
         ctx.label("rank: move keys");
-        ctx.put_direct(&self.recv, &pieces, |_, slices| {
-            let mut fill = vec![0usize; buckets];
-            for &k in keys {
-                let b = (k >> shift) as usize;
-                slices[b][fill[b]] = k;
-                fill[b] += 1;
-            }
-        });
+        ctx.put_direct_by_digit(&self.recv, &counted, &pieces);
         // Count each bucket's keys over its values, bucket by bucket.
         ctx.label("rank: local counts");
         let lo = (self.mine.start as u32) << shift;
@@ -195,8 +189,11 @@ impl BucketRanker {
         self.prefix.clear();
         self.prefix.resize(width, 0);
         let received = ctx.local(&self.recv);
-        for k in received {
-            self.prefix[(k - lo) as usize] += 1;
+        for &k in received {
+            match self.prefix.get_mut(k.wrapping_sub(lo) as usize) {
+                Some(count) => *count += 1,
+                None => key_out_of_range(k, self.max_key),
+            }
         }
         let mut at = 0u32;
         for c in &mut self.prefix {
@@ -281,4 +278,11 @@ impl BucketRanker {
         ctx.release(self.recv);
         self.gather.release(ctx);
     }
+}
+
+/// Ends the run for a key the ranker was not made for.
+#[cold]
+#[inline(never)]
+fn key_out_of_range(key: u32, max_key: u32) -> ! {
+    panic!("bsp-sort: key {key} >= max_key {max_key}")
 }

@@ -336,3 +336,135 @@ fn a_panic_while_writing_releases_everyone() {
     assert_eq!(err.kind(), ErrorKind::Panic, "{err}");
     assert!(err.to_string().contains("writer gives up"), "{err}");
 }
+
+/// Processor s's keys for `put_direct_by_digit`: `n(s)` keys from a seed
+/// all processors share, some processors with none.
+fn digit_keys(p: usize, s: usize, seed: u64) -> Vec<u32> {
+    let mut rng = Rng(seed ^ ((s as u64 + 1) * 0x9e37));
+    let n = [0, 1, 7, 40, 300][(s * 3 + seed as usize) % 5];
+    let skew = rng.below(3); // 0: uniform, 1: few values, 2: one hot value
+    (0..n)
+        .map(|_| match skew {
+            0 => rng.next_u64() as u32,
+            1 => (rng.below(4) as u32) << 20 | rng.below(p + 1) as u32,
+            _ if rng.below(4) == 0 => rng.next_u64() as u32,
+            _ => 5 << 20,
+        })
+        .collect()
+}
+
+/// The pieces of a global stable counting sort by `digit` whose output is
+/// cut into parts of `part(j)` elements: writer s's keys of digit value d
+/// go after all keys of smaller digit values and after the keys of value
+/// d of writers before s; a digit's keys may span several parts.
+fn counting_sort_pieces(
+    all: &[Vec<u64>],
+    s: usize,
+    part: impl Fn(usize) -> usize,
+) -> Vec<DirectPiece> {
+    let mut at = 0usize; // global position of the next key of writer s
+    let mut pieces = Vec::new();
+    for d in 0..all[0].len() {
+        let count = |q: &Vec<u64>| q[d] as usize;
+        let before: usize = all[..s].iter().map(count).sum();
+        let total: usize = all.iter().map(count).sum();
+        let (mut start, mut len) = (at + before, all[s][d] as usize);
+        at += total;
+        // Cut [start, start + len) at the parts' ends.
+        let (mut dst, mut first) = (0, 0);
+        while len > 0 {
+            while start >= first + part(dst) {
+                first += part(dst);
+                dst += 1;
+            }
+            let take = len.min(first + part(dst) - start);
+            pieces.push(DirectPiece {
+                dst,
+                offset: start - first,
+                len: take,
+            });
+            start += take;
+            len -= take;
+        }
+        // An empty piece between digits is skipped.
+        pieces.push(DirectPiece::default());
+    }
+    pieces
+}
+
+#[test]
+fn a_put_by_digit_is_a_stable_counting_sort_over_all_processors() {
+    use bsp::{Digit, DigitCounts};
+    on_runtimes(120, &[1, 2, 3, 5], |rt| {
+        for seed in 1..5u64 {
+            let digit = Digit::new(18 + seed as u32, 1 + seed as u32);
+            // Every processor's part holds n/p keys of all n, the last the rest.
+            let total = |p: usize| (0..p).map(|s| digit_keys(p, s, seed).len()).sum::<usize>();
+            let part = move |p: usize, j: usize| {
+                let n = total(p);
+                if j + 1 == p {
+                    n - n / p * (p - 1)
+                } else {
+                    n / p
+                }
+            };
+            check(
+                rt,
+                |ctx| {
+                    let (s, p) = (ctx.pid(), ctx.nprocs());
+                    let keys = digit_keys(p, s, seed);
+                    let counted = DigitCounts::new(&keys, digit);
+                    let all: Vec<Vec<u64>> = (0..p)
+                        .map(|q| {
+                            DigitCounts::new(&digit_keys(p, q, seed), digit)
+                                .counts()
+                                .to_vec()
+                        })
+                        .collect();
+                    assert_eq!(counted.counts(), &all[s][..]);
+                    let pieces = counting_sort_pieces(&all, s, |j| part(p, j));
+                    let a = ctx.coarray_from(vec![u32::MAX; part(p, s)]);
+                    ctx.put_direct_by_digit(&a, &counted, &pieces);
+                    (ctx.superstep(), ctx.local(&a).to_vec())
+                },
+                |p, j| {
+                    let mut sorted: Vec<u32> =
+                        (0..p).flat_map(|s| digit_keys(p, s, seed)).collect();
+                    sorted.sort_by_key(|&k| digit.of(k)); // stable
+                    let first: usize = (0..j).map(|q| part(p, q)).sum();
+                    (1, sorted[first..first + part(p, j)].to_vec())
+                },
+            );
+        }
+    });
+}
+
+#[test]
+fn pieces_that_do_not_hold_a_digits_keys_end_the_run_naming_the_writer() {
+    use bsp::{Digit, DigitCounts};
+    if under_mpi() {
+        return;
+    }
+    let err = error_of(2, |ctx| {
+        ctx.sync();
+        let keys = [1u16, 3, 2, 3];
+        let counted = DigitCounts::new(&keys, Digit::new(0, 2));
+        let a = ctx.coarray::<u16>(8);
+        // Processor 1 gives digit value 3 one element too few.
+        let short = ctx.pid();
+        let pieces: Vec<DirectPiece> = (0..4)
+            .map(|d| DirectPiece {
+                dst: 0,
+                offset: 4 * ctx.pid() + d,
+                len: (counted.counts()[d] as usize).saturating_sub(usize::from(d == 3) * short),
+            })
+            .collect();
+        ctx.put_direct_by_digit(&a, &counted, &pieces);
+    });
+    out_of_bounds(
+        &err,
+        1,
+        1,
+        "digit value 3 has 2 keys and 1 of them have no piece",
+    );
+}

@@ -9,11 +9,11 @@ mod support;
 use bsp::prelude::*;
 use bsp::sort::inputs::block_range;
 use bsp::sort::nas::Class;
-use bsp::sort::{CountingSort, Delivery};
+use bsp::sort::{BucketRanker, CountingSort, Delivery};
 use proptest::prelude::*;
 use support::{
     agree, announce, assert_sorted_part, describe, fit, proptest_config, run_local, runtimes,
-    runtimes_with, watchdog,
+    runtimes_with, under_mpi, watchdog,
 };
 
 /// Sorts `parts` (processor i's (digit, tag) pairs; one part per processor
@@ -126,4 +126,115 @@ fn nas_class_s_ranks() {
             check_nas_class_s(&rt);
         }
     });
+}
+
+/// Ranks `parts` (processor i's keys, all below `max_key`) with a
+/// [`BucketRanker`] and checks, on every visible processor, that its key
+/// ranges tile `0..max_key` in pid order, that it holds the keys of its
+/// range sorted, and that it knows the rank of each value of its range.
+fn check_bucket_ranker(rt: &Runtime, parts: &[Vec<u32>], max_key: u32) {
+    let out = run_local(rt, |ctx| {
+        let mut ranker = BucketRanker::new(ctx, max_key);
+        // Twice, so that a ranker is reused as NAS IS reuses it.
+        ranker.rank(ctx, &parts[ctx.pid()]);
+        ranker.rank(ctx, &parts[ctx.pid()]);
+        let range = ranker.key_range();
+        let ranks: Vec<Option<u64>> = range.clone().map(|v| ranker.rank_of(v)).collect();
+        (range, ranks, ranker.sorted_keys())
+    });
+    let mut sorted = parts.concat();
+    sorted.sort_unstable();
+    // Under MPI a rank sees only its own processor's output: the tiling
+    // is checked where all are visible.
+    let all = out.len() == rt.nprocs();
+    agree(rt, || {
+        let mut next = 0;
+        for (q, (range, ranks, keys)) in &out {
+            let what = format!("{}: processor {q}, max_key {max_key}", describe(rt));
+            assert!(range.end <= max_key, "{what}: range {range:?}");
+            assert!(
+                !all || range.is_empty() || range.start == next,
+                "{what}: range {range:?}"
+            );
+            next = next.max(range.end);
+            let want: Vec<u32> = sorted
+                .iter()
+                .copied()
+                .filter(|k| range.contains(k))
+                .collect();
+            assert_eq!(*keys, want, "{what}: keys");
+            for (v, rank) in range.clone().zip(ranks) {
+                let below = sorted.partition_point(|&k| k < v) as u64;
+                assert_eq!(*rank, Some(below), "{what}: rank of {v}");
+            }
+        }
+        if all {
+            assert_eq!(
+                next,
+                max_key,
+                "{}: the ranges cover every key",
+                describe(rt)
+            );
+        }
+    });
+}
+
+proptest! {
+    #![proptest_config(proptest_config(24))]
+
+    #[test]
+    fn bucket_ranker_ranks_every_key_value(
+        sizes in prop::collection::vec(0usize..400, 1..=8),
+        max_key in prop_oneof![1u32..70, 1000u32..5000, Just(1 << 21), 3_000_000u32..4_000_000],
+        hot in prop::option::of(0u32..u32::MAX),
+        seed: u32,
+    ) {
+        watchdog(60, move || {
+            for rt in runtimes(&[sizes.len()]) {
+                announce("bucket_ranker_ranks_every_key_value", &rt);
+                let mut at = seed;
+                let parts: Vec<Vec<u32>> = fit(&sizes, rt.nprocs())
+                    .iter()
+                    .map(|&len| {
+                        (0..len)
+                            .map(|i| {
+                                at = at.wrapping_mul(747_796_405).wrapping_add(2_891_336_453);
+                                match hot {
+                                    Some(h) if i % 3 > 0 => h % max_key,
+                                    _ => (at >> 5) % max_key,
+                                }
+                            })
+                            .collect()
+                    })
+                    .collect();
+                check_bucket_ranker(&rt, &parts, max_key);
+            }
+        });
+    }
+}
+
+#[test]
+fn a_key_beyond_the_rankers_range_ends_the_run() {
+    if under_mpi() {
+        return; // a failure ends the whole job; threads only
+    }
+    for bad in [1000u32, 1 << 20, u32::MAX] {
+        let err = watchdog(60, move || {
+            Runtime::threads(3)
+                .run(move |ctx| {
+                    let keys = if ctx.pid() == 1 {
+                        vec![3, bad, 7]
+                    } else {
+                        vec![1, 999]
+                    };
+                    BucketRanker::new(ctx, 1000).rank(ctx, &keys);
+                })
+                .expect_err("the run must fail")
+        });
+        assert!(
+            err.to_string()
+                .contains(&format!("key {bad} >= max_key 1000")),
+            "{err}"
+        );
+    }
 }
