@@ -297,20 +297,20 @@ fn runs_of(counts: &[u64], pieces: &[DirectPiece]) -> Result<Vec<Run>, String> {
 /// split over several pieces through a local buffer.
 fn scatter<K: DigitKey>(counted: &DigitCounts<'_, K>, runs: &[Run], slices: &mut [&mut [K]]) {
     let digit = counted.digit;
-    let mut split: Vec<(usize, Vec<K>)> = Vec::new();
-    let mut cursor: Vec<*mut K> = Vec::with_capacity(runs.len());
-    for (d, run) in runs.iter().enumerate() {
-        cursor.push(match run.pieces {
+    // The buffers of the digits split over several pieces, made before any
+    // pointer into them is taken.
+    let mut split: Vec<(usize, Vec<K>)> = (runs.iter().enumerate())
+        .filter(|(_, run)| run.pieces > 1)
+        .map(|(d, _)| (d, vec![K::zeroed(); counted.counts[d] as usize]))
+        .collect();
+    let mut buffers = split.iter_mut().map(|(_, buffer)| buffer.as_mut_ptr());
+    let mut cursor: Vec<*mut K> = (runs.iter())
+        .map(|run| match run.pieces {
             0 => std::ptr::NonNull::dangling().as_ptr(),
             1 => slices[run.first].as_mut_ptr(),
-            _ => {
-                let mut buffer = vec![K::zeroed(); counted.counts[d] as usize];
-                let at = buffer.as_mut_ptr();
-                split.push((d, buffer));
-                at
-            }
-        });
-    }
+            _ => buffers.next().expect("one buffer per split digit"),
+        })
+        .collect();
     let cursor = cursor.as_mut_ptr();
     for &key in counted.keys {
         let d = digit.of(key);
