@@ -5,8 +5,9 @@
 //! counting sort's writer sends every key to the piece of its digit, and
 //! with a thousand digits the per-key bookkeeping of a checked slice (16
 //! bytes of slice and a fill count per digit, a compare per key) costs a
-//! third more than the sequential loop `out[next[d]++] = key` (NAS IS class
-//! B, p = 2: 650 against 770 Mop/s). That loop is sound without any check
+//! fifth more than the sequential loop `out[next[d]++] = key` (NAS IS
+//! class B, p = 2, threads: about 620 against 760 Mop/s, BENCHMARKS.md
+//! section 4b). That loop is sound without any check
 //! once two things are known: how many keys have each digit, and that
 //! every digit's pieces hold exactly that many. [`DigitCounts`] counts the
 //! keys with bsp-core's own digit function over a slice it keeps borrowed,
@@ -249,6 +250,14 @@ impl Ctx {
             ),
         };
         self.put_direct(to, pieces, |_, slices| {
+            // `put_direct` lends one slice per piece, of the piece's
+            // length; the writes without a check rely on it, so it is
+            // checked here rather than assumed.
+            assert!(
+                slices.len() == pieces.len()
+                    && slices.iter().zip(pieces).all(|(s, p)| s.len() == p.len),
+                "bsp-core: put_direct lent slices that do not match the pieces"
+            );
             scatter(counted, &runs, slices);
         });
     }
@@ -318,9 +327,10 @@ fn scatter<K: DigitKey>(counted: &DigitCounts<'_, K>, runs: &[Run], slices: &mut
         // entry per digit value (`runs` was made from `counts`, which has
         // `digit.values()` entries). Cursor d starts at a region that holds
         // exactly `counts[d]` elements and belongs to digit d alone: the
-        // single slice of a one-piece digit (whose length `runs_of` checked
-        // to be `counts[d]`; the slices are distinct `&mut` borrows), or a
-        // buffer of `counts[d]` elements made above. The keys are the very
+        // single slice of a one-piece digit (its piece `runs_of` checked to
+        // be `counts[d]` long, and the caller checked the slice to be as
+        // long as its piece; the slices are distinct `&mut` borrows), or
+        // a buffer of `counts[d]` elements made above. The keys are the very
         // slice `DigitCounts::new` counted, borrowed shared since then, of
         // a sealed plain integer type without interior mutability, and
         // `digit.of` is this crate's pure function: exactly `counts[d]`
