@@ -474,16 +474,14 @@ fn main() {
                 continue;
             }
             let base = median(&mut samples[0]);
-            let names = baselines
-                .iter()
-                .chain(&["two-phase", "direct", "transportation", "auto"]);
+            let names = (baselines.iter().copied()).chain(ROUTERS.iter().map(|r| r.name()));
             progress.suspend(|| {
                 for (name, s) in names.zip(samples.iter_mut()) {
                     let secs = median(s);
                     let gbs = bytes as f64 / secs / 1e9;
                     let tenths = (10.0 * h as f64 * p as f64 / words as f64).round() as usize;
                     rows.push((tenths, name, secs));
-                    let took = if *name == "auto" { took.as_str() } else { "" };
+                    let took = if name == Router::Auto.name() { took.as_str() } else { "" };
                     if json {
                         let mut row = json!({
                             "router": name,

@@ -120,10 +120,12 @@ fn deals_of(m: &Matrix, i: usize) -> impl Iterator<Item = (usize, Deal)> + '_ {
 /// The parts processor `me` receives, from the matrix: in stage 1, for
 /// each source i, the lengths of its parts for each destination (in
 /// destination order); in stage 2, for each intermediate k, the lengths of
-/// the parts of each source's stream to `me` (in source order). Cost O(p²).
+/// the parts of each source's stream to `me` (in source order); and the
+/// length of every block of each stage, by sender. Cost O(p²).
 struct Expected {
     first: Vec<Vec<Part>>,
     second: Vec<Vec<Part>>,
+    lengths: [Vec<u64>; 2],
 }
 
 impl Expected {
@@ -147,14 +149,17 @@ impl Expected {
                 }
             }
         }
-        Expected { first, second }
-    }
-
-    fn lengths(parts: &[Vec<Part>]) -> Vec<u64> {
-        parts
-            .iter()
-            .map(|v| v.iter().map(|part| part.len as u64).sum())
-            .collect()
+        let lengths = |parts: &[Vec<Part>]| -> Vec<u64> {
+            (parts.iter())
+                .map(|v| v.iter().map(|part| part.len as u64).sum())
+                .collect()
+        };
+        let lengths = [lengths(&first), lengths(&second)];
+        Expected {
+            first,
+            second,
+            lengths,
+        }
     }
 }
 
@@ -165,8 +170,6 @@ struct Transportation {
     /// Where the round-robin counter stands.
     start: usize,
     expected: Option<Expected>,
-    /// The blocks' lengths in each stage, from `expected`.
-    lengths: Option<[Vec<u64>; 2]>,
 }
 
 impl Dealing for Transportation {
@@ -188,7 +191,7 @@ impl Dealing for Transportation {
     }
 
     fn expected(&self, stage: Stage) -> Option<&[u64]> {
-        self.lengths.as_ref().map(|lengths| &stage.of(lengths)[..])
+        (self.expected.as_ref()).map(|e| &stage.of(&e.lengths)[..])
     }
 
     /// Fig. 8: from the matrix when known, else from the block's header.
@@ -229,15 +232,10 @@ pub(super) fn route(
     matrix: Option<&Matrix>,
 ) -> Result<(Blocks, RouteFigures), Aborted> {
     let (me, p) = (comm.pid(), comm.nprocs());
-    let expected = matrix.map(|m| Expected::new(m, me));
-    let lengths = expected
-        .as_ref()
-        .map(|e| [Expected::lengths(&e.first), Expected::lengths(&e.second)]);
     let mut dealing = Transportation {
         p,
         start: me % p,
-        expected,
-        lengths,
+        expected: matrix.map(|m| Expected::new(m, me)),
     };
     two_stage::route(comm, streams, &mut dealing)
 }

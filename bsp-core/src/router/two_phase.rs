@@ -27,7 +27,10 @@ use std::ops::Range;
 
 use bytes::Bytes;
 
-use super::two_stage::{self, Dealing, Part, Piece, Stage};
+use super::two_stage::{
+    self, assert_first_bound, assert_second_bound, block_size, note_first, note_second, Dealing,
+    Part, Piece, Stage,
+};
 use super::{words, Matrix, RouteFigures, Router, WORD_BYTES};
 use crate::placement;
 use crate::segments::{segments_len, SegmentCursor};
@@ -271,21 +274,12 @@ pub(super) fn route_placed(
         }
     }
     for (k, block) in first.iter().enumerate().filter(|(_, b)| !b.is_empty()) {
-        let (bytes, block_words) = block.iter().fold((0, 0), |(b, w), part| {
-            (b + part.len as u64, w + words(part.len))
-        });
-        figures.first_block = figures.first_block.max(bytes);
-        figures.first_block_words = figures.first_block_words.max(block_words);
+        note_first(&mut figures, block_size(block.iter().map(|part| part.len)));
         if k != me {
             figures.header_bytes += header_len(block) as u64;
         }
     }
-    debug_assert!(
-        within_bound(figures.first_block_words, dealt_body_words, p as u64),
-        "two-phase stage-1 block of {} words exceeds s/p + (p-1)/2 with s = {}, p = {p}",
-        figures.first_block_words,
-        dealt_body_words
-    );
+    assert_first_bound::<TwoPhase>(figures.first_block_words, dealt_body_words, p);
     let received = comm.exchange_placed(Router::TwoPhase, heads, bodies, plan)?;
     // Stage 2's blocks, by intermediate: the parts of the bodies received.
     let mut second = vec![(0u64, 0u64); p];
@@ -298,16 +292,10 @@ pub(super) fn route_placed(
             second[k].1 += words(range.len());
         }
     }
-    for (bytes, block_words) in second {
-        figures.second_block = figures.second_block.max(bytes);
-        figures.second_block_words = figures.second_block_words.max(block_words);
+    for block in second {
+        note_second(&mut figures, block);
     }
-    debug_assert!(
-        within_bound(figures.second_block_words, received_body_words, p as u64),
-        "two-phase stage-2 block of {} words exceeds h/p + (p-1)/2 with h = {}, p = {p}",
-        figures.second_block_words,
-        received_body_words
-    );
+    assert_second_bound::<TwoPhase>(figures.second_block_words, received_body_words, p);
     Ok((received, figures))
 }
 

@@ -118,19 +118,13 @@ pub(super) fn route<D: Dealing>(
         }
     };
     let first = pieces.group(|_, run, pool| {
-        let (bytes, words) = payload(run);
-        figures.first_block = figures.first_block.max(bytes);
-        figures.first_block_words = figures.first_block_words.max(words);
+        note_first(
+            &mut figures,
+            block_size(run.iter().map(|piece| piece.part.len)),
+        );
         wrap(run, pool, &mut figures.header_bytes)
     });
-    debug_assert!(
-        D::first_within(figures.first_block_words, figures.dealt_words, p as u64),
-        "{} stage-1 block of {} words exceeds {} with s = {}, p = {p}",
-        D::NAME,
-        figures.first_block_words,
-        D::FIRST_BOUND,
-        figures.dealt_words
-    );
+    assert_first_bound::<D>(figures.first_block_words, figures.dealt_words, p);
     let received = comm.transpose(first, dealing.expected(Stage::First))?;
 
     // Stage 2: regroup what arrived by final destination, in source order.
@@ -147,17 +141,14 @@ pub(super) fn route<D: Dealing>(
     let pieces = regroup(
         &arrived,
         |k, cursor, parts| dealing.parts(Stage::Second, k, cursor, parts),
-        |parts| note_second(&mut figures, parts),
+        |parts| {
+            let (bytes, block_words) = block_size(parts.iter().map(|part| part.len));
+            figures.received_words += block_words;
+            note_second(&mut figures, (bytes, block_words));
+        },
     );
     drop(arrived);
-    debug_assert!(
-        D::second_within(figures.second_block_words, figures.received_words, p as u64),
-        "{} stage-2 block of {} words exceeds {} with h = {}, p = {p}",
-        D::NAME,
-        figures.second_block_words,
-        D::SECOND_BOUND,
-        figures.received_words
-    );
+    assert_second_bound::<D>(figures.second_block_words, figures.received_words, p);
     let delivered = pieces.group(|i, run, pool| {
         let first = dealing.stream_start(i, run);
         let mut stream = Segments::new();
@@ -249,22 +240,47 @@ pub(super) fn regroup(
     pieces
 }
 
-/// Adds the parts of a block received in the second exchange to the
-/// figures. Every part but a stream's last is whole words; the last one's
-/// short word is a word of its stream too.
-pub(super) fn note_second(figures: &mut RouteFigures, parts: &[Part]) {
-    let bytes: u64 = parts.iter().map(|part| part.len as u64).sum();
-    let block_words: u64 = parts.iter().map(|part| words(part.len)).sum();
-    figures.received_words += block_words;
+/// Bytes and words of a block whose parts are `lens` bytes long. Every
+/// part but a stream's last is whole words; the last one's short word is
+/// a word of its stream too.
+pub(super) fn block_size(lens: impl Iterator<Item = usize>) -> (u64, u64) {
+    lens.fold((0, 0), |(bytes, w), len| {
+        (bytes + len as u64, w + words(len))
+    })
+}
+
+/// Counts a stage-1 block of `(bytes, words)` in the figures.
+pub(super) fn note_first(figures: &mut RouteFigures, (bytes, block_words): (u64, u64)) {
+    figures.first_block = figures.first_block.max(bytes);
+    figures.first_block_words = figures.first_block_words.max(block_words);
+}
+
+/// Counts a stage-2 block of `(bytes, words)` in the figures.
+pub(super) fn note_second(figures: &mut RouteFigures, (bytes, block_words): (u64, u64)) {
     figures.second_block = figures.second_block.max(bytes);
     figures.second_block_words = figures.second_block_words.max(block_words);
 }
 
-/// The payload of `run`'s parts, in bytes and in words.
-pub(super) fn payload(run: &[Piece]) -> (u64, u64) {
-    run.iter().fold((0, 0), |(bytes, w), piece| {
-        (bytes + piece.part.len as u64, w + words(piece.part.len))
-    })
+/// Debug builds: asserts `D`'s bound on a stage-1 block of `block` words,
+/// its sender dealing `dealt` words over `p` processors.
+pub(super) fn assert_first_bound<D: Dealing>(block: u64, dealt: u64, p: usize) {
+    debug_assert!(
+        D::first_within(block, dealt, p as u64),
+        "{} stage-1 block of {block} words exceeds {} with s = {dealt}, p = {p}",
+        D::NAME,
+        D::FIRST_BOUND,
+    );
+}
+
+/// Debug builds: asserts `D`'s bound on a stage-2 block of `block` words,
+/// its receiver receiving `received` words among `p` processors.
+pub(super) fn assert_second_bound<D: Dealing>(block: u64, received: u64, p: usize) {
+    debug_assert!(
+        D::second_within(block, received, p as u64),
+        "{} stage-2 block of {block} words exceeds {} with h = {received}, p = {p}",
+        D::NAME,
+        D::SECOND_BOUND,
+    );
 }
 
 /// The block made of `run`'s parts: its header, then their payload, moved

@@ -107,10 +107,10 @@ pub(crate) const TRANSPOSE_ENV: &str = "BSP_MPI_TRANSPOSE";
 pub(crate) const SEND_ENV: &str = "BSP_MPI_SEND";
 
 /// Environment variable choosing whether the receivers of the direct and
-/// two-phase routers write put payloads straight into their coarrays: `auto` (the default:
-/// where records are large), `placed` (whenever a superstep has no gets)
-/// or `staged` (never); see [`ReceiveMode`]. Every rank of a job must use
-/// the same.
+/// two-phase routers write put payloads straight into their coarrays:
+/// `auto` (the default: where records are large), `placed` (whenever a
+/// superstep has no gets) or `staged` (never); see [`ReceiveMode`]. Every
+/// rank of a job must use the same.
 pub(crate) const RECEIVE_ENV: &str = "BSP_MPI_RECEIVE";
 
 /// Upper bound on the bytes of one rank's eager slots in a transpose (all p
