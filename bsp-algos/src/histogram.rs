@@ -4,7 +4,7 @@ use bsp_core::Ctx;
 
 use crate::ops::Sum;
 use crate::random_access::{raw, Combine};
-use crate::rows::{fold_rows, transpose_blocks};
+use crate::rows::{fold_all_rows, transpose_blocks};
 
 /// Up to this many bins, the histogram is a local count and a
 /// reduce-scatter of the counts (at most 512 KiB of counts per processor).
@@ -86,7 +86,7 @@ pub fn histogram<T, F: Fn(&T) -> usize>(
     if bins <= FEW_BINS {
         let (blocks, rows) = transpose_blocks(ctx, &count());
         let w = blocks.local_len(ctx.pid());
-        return fold_rows(&Sum, &rows, w, 0..ctx.nprocs()).expect("p >= 1");
+        return fold_all_rows(&Sum, rows, w);
     }
     let dist = crate::Block::new(bins, ctx.nprocs());
     let mut counts = vec![0u64; dist.local_len(ctx.pid())];

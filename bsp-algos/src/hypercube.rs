@@ -7,7 +7,7 @@ use bsp_core::{Coarray, Ctx};
 use bytemuck::Pod;
 
 use crate::model::{floor_log2, Model};
-use crate::ops::{fold_into, Op};
+use crate::ops::{fold_before, fold_into, Op};
 
 /// The hypercube over p processors: processors 2j and 2j + 1 (j < r) are
 /// node j, processor i ≥ 2r is node i − r.
@@ -70,59 +70,50 @@ impl Cube {
     }
 }
 
-/// `acc[i] = before[i] ⊕ acc[i]`, element-wise.
-pub(crate) fn fold_before<T: Copy, O: Op<T> + ?Sized>(op: &O, before: &[T], acc: &mut [T]) {
-    for (a, &b) in acc.iter_mut().zip(before) {
-        *a = op.combine(b, *a);
-    }
-}
-
 /// The first superstep of a run over the cube: the second processor of
-/// each pair sends `data` to the first, which returns `data ⊕ partner's`;
-/// the others return `data`. One superstep when pairs exist, none
-/// otherwise. `inbox` holds at least `data.len()` elements.
+/// each pair sends `acc` (its vector) to the first, which folds it in:
+/// `acc ⊕ partner's`; the others keep `acc`. One superstep when pairs
+/// exist, none otherwise. `inbox` holds at least `acc.len()` elements.
 pub(crate) fn join_pairs<T: Pod + Send, O: Op<T>>(
     ctx: &mut Ctx,
     cube: &Cube,
     inbox: &Coarray<T>,
-    data: &[T],
+    acc: &mut [T],
     op: &O,
-) -> Vec<T> {
+) {
     let me = ctx.pid();
-    let mut acc = data.to_vec();
     if cube.pairs == 0 {
-        return acc;
+        return;
     }
     if cube.is_passenger(me) {
-        ctx.put(me - 1, inbox, 0, data);
+        ctx.put(me - 1, inbox, 0, acc);
     }
     ctx.sync();
     if me < 2 * cube.pairs && !cube.is_passenger(me) {
-        fold_into(op, &mut acc, &ctx.local(inbox)[..data.len()]);
+        fold_into(op, acc, &ctx.local(inbox)[..acc.len()]);
     }
-    acc
 }
 
 /// The hypercube rounds: every node sends `total` to its neighbour
 /// along each dimension in turn and folds in what it receives, lower
-/// node first. Returns the fold over all nodes and, for an exclusive
-/// prefix, the fold over the nodes below this one (`None` on node 0 or
-/// when `prefix` is false). dims() supersteps.
+/// node first, leaving the fold over all nodes in `total`. Returns, for
+/// an exclusive prefix, the fold over the nodes below this one (`None` on
+/// node 0 or when `prefix` is false). dims() supersteps.
 pub(crate) fn rounds<T: Pod + Send, O: Op<T>>(
     ctx: &mut Ctx,
     cube: &Cube,
     inbox: &Coarray<T>,
-    mut total: Vec<T>,
+    total: &mut [T],
     op: &O,
     prefix: bool,
-) -> (Vec<T>, Option<Vec<T>>) {
+) -> Option<Vec<T>> {
     let node = cube.node_of(ctx.pid());
     let m = total.len();
     let mut below: Option<Vec<T>> = None;
     for d in 0..cube.dims() {
         let bit = 1 << d;
         if let Some(v) = node {
-            ctx.put(cube.carrier(v ^ bit), inbox, 0, &total);
+            ctx.put(cube.carrier(v ^ bit), inbox, 0, total);
         }
         ctx.sync();
         if let Some(v) = node {
@@ -134,11 +125,11 @@ pub(crate) fn rounds<T: Pod + Send, O: Op<T>>(
                         None => below = Some(theirs.to_vec()),
                     }
                 }
-                fold_before(op, theirs, &mut total);
+                fold_before(op, theirs, total);
             } else {
-                fold_into(op, &mut total, theirs);
+                fold_into(op, total, theirs);
             }
         }
     }
-    (total, below)
+    below
 }

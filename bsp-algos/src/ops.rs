@@ -169,3 +169,11 @@ pub(crate) fn fold_into<T: Copy, O: Op<T> + ?Sized>(op: &O, acc: &mut [T], next:
         *a = op.combine(*a, b);
     }
 }
+
+/// Folds `acc[i] = before[i] ⊕ acc[i]` element-wise.
+pub(crate) fn fold_before<T: Copy, O: Op<T> + ?Sized>(op: &O, before: &[T], acc: &mut [T]) {
+    debug_assert_eq!(acc.len(), before.len());
+    for (a, &b) in acc.iter_mut().zip(before) {
+        *a = op.combine(b, *a);
+    }
+}

@@ -8,7 +8,7 @@ use crate::hypercube::{join_pairs, rounds, Cube};
 use crate::klevel::{reduce_k_level, tree_levels_cost, Levels};
 use crate::model::{all_but_own, pick_for, Model, Variant};
 use crate::ops::Op;
-use crate::rows::{fold_rows, gather_blocks, rows_to, transpose_blocks};
+use crate::rows::{fold_all_rows, fold_with_mine, gather_blocks, others_to, transpose_blocks};
 
 /// The signature of a reduce variant.
 pub type ReduceFn<T, O> = fn(&mut Ctx, usize, &[T], &O) -> Option<Vec<T>>;
@@ -89,8 +89,9 @@ fn reduce_two_phase_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
 pub fn all_reduce_variants<T: Pod + Send, O: Op<T>>() -> Vec<Variant<AllReduceFn<T, O>>> {
     vec![
         // First, as it wins ties (p = 2, where it and the direct variant
-        // both take one superstep of h = m): it folds in place, where the
-        // direct variant gathers p copies.
+        // both take one superstep of h = m): it folds into `data` itself,
+        // where the direct variant folds in the buffer of the others'
+        // vectors and copies the result back.
         Variant::new("hypercube", hypercube_cost, all_reduce_hypercube::<T, O>),
         Variant::new("direct", direct_cost, all_reduce_direct::<T, O>),
         Variant::new("two-phase", two_phase_cost, all_reduce_two_phase::<T, O>),
@@ -204,11 +205,11 @@ fn fold_direct<T: Pod + Send, O: Op<T>>(
     op: &O,
     to: impl Fn(usize) -> bool,
 ) -> Vec<T> {
-    let (p, me) = (ctx.nprocs(), ctx.pid());
+    let me = ctx.pid();
     let receives = to(me);
-    let rows = rows_to(ctx, data, to);
+    let others = others_to(ctx, data, to);
     if receives {
-        fold_rows(op, &rows, data.len(), 0..p).expect("p >= 1")
+        fold_with_mine(op, others, me, data)
     } else {
         Vec::new()
     }
@@ -223,10 +224,9 @@ fn fold_two_phase<T: Pod + Send, O: Op<T>>(
     op: &O,
     to: impl Fn(usize) -> bool,
 ) -> Vec<T> {
-    let p = ctx.nprocs();
     let (blocks, rows) = transpose_blocks(ctx, data);
     let w = blocks.local_len(ctx.pid());
-    let chunk = fold_rows(op, &rows, w, 0..p).expect("p >= 1");
+    let chunk = fold_all_rows(op, rows, w);
     gather_blocks(ctx, blocks, &chunk, to)
 }
 
@@ -398,20 +398,17 @@ pub fn all_reduce_hypercube<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [
     let me = ctx.pid();
     let cube = Cube::new(ctx.nprocs());
     let inbox = ctx.coarray::<T>(data.len());
-    let joined = join_pairs(ctx, &cube, &inbox, data, op);
-    let (total, _) = rounds(ctx, &cube, &inbox, joined, op, false);
+    // Folded in `data` itself, round by round.
+    join_pairs(ctx, &cube, &inbox, data, op);
+    rounds(ctx, &cube, &inbox, data, op, false);
     if cube.pairs > 0 {
         if me < 2 * cube.pairs && !cube.is_passenger(me) {
-            ctx.put(me + 1, &inbox, 0, &total);
+            ctx.put(me + 1, &inbox, 0, data);
         }
         ctx.sync();
         if cube.is_passenger(me) {
             data.copy_from_slice(ctx.local(&inbox));
-        } else {
-            data.copy_from_slice(&total);
         }
-    } else {
-        data.copy_from_slice(&total);
     }
     ctx.release(inbox);
 }

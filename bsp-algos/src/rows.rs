@@ -9,27 +9,59 @@ use bsp_core::Ctx;
 use bytemuck::Pod;
 
 use crate::dist::Block;
-use crate::ops::{fold_into, Op};
+use crate::ops::{fold_before, fold_into, Op};
 
-/// Every processor's `data` (length m everywhere) as p rows of m, on the
-/// processors `to` selects; an empty vector on the others.
+/// Every other processor's `data` (length m everywhere) on the processors
+/// `to` selects, as p − 1 rows of m in pid order, this processor's own row
+/// left out (it is folded in from `data` itself, see [`fold_with_mine`]);
+/// an empty vector on the others.
 ///
 /// One superstep; h = (p − 1)m at a receiving processor.
-pub(crate) fn rows_to<T: Pod + Send>(
+pub(crate) fn others_to<T: Pod + Send>(
     ctx: &mut Ctx,
     data: &[T],
     to: impl Fn(usize) -> bool,
 ) -> Vec<T> {
     let (p, me, m) = (ctx.nprocs(), ctx.pid(), data.len());
-    let rows = ctx.coarray::<T>(if to(me) { p * m } else { 0 });
+    let rows = ctx.coarray::<T>(if to(me) { (p - 1) * m } else { 0 });
     for dst in (0..p).filter(|&d| d != me && to(d)) {
-        ctx.put(dst, &rows, me * m, data);
-    }
-    if to(me) {
-        ctx.local_mut(&rows)[me * m..(me + 1) * m].copy_from_slice(data);
+        // Row `me` of the receiver's rows, counted without the receiver's.
+        let slot = if me < dst { me } else { me - 1 };
+        ctx.put(dst, &rows, slot * m, data);
     }
     ctx.sync();
     ctx.release(rows)
+}
+
+/// The element-wise fold in pid order of all p vectors of m: `others`, the
+/// p − 1 rows of [`others_to`], and `mine`, this processor's (pid `me`).
+/// Folded in `others`' own buffer, which is returned: no allocation but
+/// for p = 1.
+pub(crate) fn fold_with_mine<T: Copy, O: Op<T> + ?Sized>(
+    op: &O,
+    mut others: Vec<T>,
+    me: usize,
+    mine: &[T],
+) -> Vec<T> {
+    let m = mine.len();
+    if others.is_empty() {
+        return mine.to_vec();
+    }
+    let (acc, rest) = others.split_at_mut(m);
+    let mut rest = rest.chunks_exact(m);
+    if me == 0 {
+        fold_before(op, mine, acc);
+    } else {
+        // `acc` is pid 0's row; the rows of pids 1..me come next.
+        rest.by_ref()
+            .take(me - 1)
+            .for_each(|row| fold_into(op, acc, row));
+        fold_into(op, acc, mine);
+    }
+    rest.for_each(|row| fold_into(op, acc, row));
+    others.truncate(m);
+    others.shrink_to_fit();
+    others
 }
 
 /// Block `me` (of the block distribution of m over p) of every processor's
@@ -52,6 +84,23 @@ pub(crate) fn transpose_blocks<T: Pod + Send>(ctx: &mut Ctx, data: &[T]) -> (Blo
     ctx.local_mut(&rows)[me * w..(me + 1) * w].copy_from_slice(&data[blocks.range(me)]);
     ctx.sync();
     (blocks, ctx.release(rows))
+}
+
+/// The element-wise fold, in row order, of all rows of `rows` (rows of
+/// width `w`, at least one), made in the first row's place: `rows`' own
+/// buffer is returned, cut to that row.
+pub(crate) fn fold_all_rows<T: Copy, O: Op<T> + ?Sized>(
+    op: &O,
+    mut rows: Vec<T>,
+    w: usize,
+) -> Vec<T> {
+    if w > 0 {
+        let (acc, rest) = rows.split_at_mut(w);
+        rest.chunks_exact(w).for_each(|row| fold_into(op, acc, row));
+    }
+    rows.truncate(w);
+    rows.shrink_to_fit();
+    rows
 }
 
 /// The element-wise fold, in row order, of rows `range` of `rows` (rows of

@@ -4,10 +4,10 @@
 use bsp_core::Ctx;
 use bytemuck::Pod;
 
-use crate::hypercube::{fold_before, join_pairs, rounds, Cube};
+use crate::hypercube::{join_pairs, rounds, Cube};
 use crate::model::{all_but_own, pick_for, Model, Variant};
-use crate::ops::{fold_into, Monoid, Op};
-use crate::rows::{fold_rows, rows_to, transpose_blocks};
+use crate::ops::{fold_before, fold_into, Monoid, Op};
+use crate::rows::{fold_rows, fold_with_mine, others_to, transpose_blocks};
 
 /// The element-wise fold of the vectors of the processors before this one
 /// (`None` on processor 0), and of all processors.
@@ -66,7 +66,7 @@ pub fn exclusive_scan_variants<T: Pod + Send, O: Monoid<T>>() -> Vec<Variant<Sca
 /// use bsp_algos::Sum;
 ///
 /// let names: Vec<_> = bsp_algos::inclusive_scan_variants::<u8, Sum>().iter().map(|v| v.name).collect();
-/// assert_eq!(names, ["hypercube", "direct", "two-phase"]);
+/// assert_eq!(names, ["direct", "two-phase", "hypercube"]);
 /// ```
 pub fn inclusive_scan_variants<T: Pod + Send, O: Op<T>>() -> Vec<Variant<ScanFn<T, O>>> {
     table([
@@ -76,25 +76,48 @@ pub fn inclusive_scan_variants<T: Pod + Send, O: Op<T>>() -> Vec<Variant<ScanFn<
     ])
 }
 
-/// The scan variants, named and costed: hypercube, direct, two-phase.
+/// The scan variants, named and costed: direct, two-phase, hypercube.
 ///
-/// The hypercube comes first, as it wins ties (p = 2, where it and the
-/// direct variant both take one superstep of h = m): it folds in place,
-/// where the direct variant gathers p copies.
+/// The direct scan comes first, as it wins ties (p = 2, where it and the
+/// hypercube both take one superstep of h = m): it folds the processors
+/// before it in the buffer it received them in, where the hypercube also
+/// keeps a copy of its running total and of the prefix.
 fn table<F>([direct, two_phase, hypercube]: [F; 3]) -> Vec<Variant<F>> {
     vec![
-        Variant::new("hypercube", hypercube_cost, hypercube),
         Variant::new("direct", direct_cost, direct),
         Variant::new("two-phase", two_phase_cost, two_phase),
+        Variant::new("hypercube", hypercube_cost, hypercube),
     ]
 }
 
 /// Every vector to every processor, which folds those before it.
 fn parts_direct<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &[T], op: &O) -> Parts<T> {
-    let (p, me, m) = (ctx.nprocs(), ctx.pid(), data.len());
-    let rows = rows_to(ctx, data, |_| true);
-    let total = fold_rows(op, &rows, m, 0..p).expect("p >= 1");
-    (fold_rows(op, &rows, m, 0..me), total)
+    let (me, m) = (ctx.pid(), data.len());
+    let mut others = others_to(ctx, data, |_| true);
+    if me == 0 {
+        return (None, fold_with_mine(op, others, me, data));
+    }
+    if m == 0 {
+        return (Some(Vec::new()), Vec::new());
+    }
+    // Rows 0..me of `others` are the processors before this one: their
+    // fold is made in row 0's place, and the total starts from it.
+    let (before, after) = others.split_at_mut(me * m);
+    let (acc, earlier) = before.split_at_mut(m);
+    earlier
+        .chunks_exact(m)
+        .for_each(|row| fold_into(op, acc, row));
+    let mut total: Vec<T> = acc
+        .iter()
+        .zip(data)
+        .map(|(&a, &b)| op.combine(a, b))
+        .collect();
+    after
+        .chunks_exact(m)
+        .for_each(|row| fold_into(op, &mut total, row));
+    others.truncate(m);
+    others.shrink_to_fit();
+    (Some(others), total)
 }
 
 /// The transpose route.
@@ -137,9 +160,12 @@ fn parts_two_phase<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &[T], op: &O) -
 fn parts_hypercube<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &[T], op: &O) -> Parts<T> {
     let (me, m) = (ctx.pid(), data.len());
     let cube = Cube::new(ctx.nprocs());
-    let inbox = ctx.coarray::<T>(2 * m);
-    let joined = join_pairs(ctx, &cube, &inbox, data, op);
-    let (total, below) = rounds(ctx, &cube, &inbox, joined, op, true);
+    // Room for [prefix | total] where a pair's second member gets both
+    // at the end; otherwise one vector per round.
+    let inbox = ctx.coarray::<T>(if cube.pairs > 0 { 2 * m } else { m });
+    let mut total = data.to_vec();
+    join_pairs(ctx, &cube, &inbox, &mut total, op);
+    let below = rounds(ctx, &cube, &inbox, &mut total, op, true);
     let parts = if cube.pairs == 0 {
         (below, total)
     } else {
