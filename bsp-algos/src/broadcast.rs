@@ -6,7 +6,6 @@ use bytemuck::Pod;
 use crate::dist::Block;
 use crate::klevel::{broadcast_k_level, tree_levels_cost, Levels};
 use crate::model::{all_but_own, ceil_log2, floor_log2, pick_for, Model, Variant};
-use crate::puts_and_sends::put_to_others;
 
 /// The signature of a broadcast variant.
 pub type BroadcastFn<T> = fn(&mut Ctx, usize, &mut [T]);
@@ -35,8 +34,8 @@ pub type BroadcastFn<T> = fn(&mut Ctx, usize, &mut [T]);
 pub fn broadcast_variants<T: Pod + Send>() -> Vec<Variant<BroadcastFn<T>>> {
     vec![
         // First, as it wins ties (at p = 2 every variant but the two-phase
-        // one is the same superstep of h = B): it puts straight from the
-        // caller's buffer, where the tree copies it into a coarray first.
+        // one is the same superstep of h = B, with the same copies): the
+        // simplest of them.
         Variant::new("1-level", tree_levels_cost::<0>, broadcast_levels::<T, 0>),
         Variant::new("tree", tree_cost, broadcast_tree::<T>),
         Variant::new("two-phase", two_phase_cost, broadcast_two_phase::<T>),
@@ -211,17 +210,20 @@ pub fn broadcast<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
 pub fn broadcast_tree<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
     check_root(ctx, root);
     let p = ctx.nprocs();
-    let a = ctx.coarray_from(buf.to_vec());
     let v = (ctx.pid() + p - root) % p; // rank relative to the root
+    let a = ctx.coarray::<T>(if v == 0 { 0 } else { buf.len() });
     for round in (0..ceil_log2(p) as u32).rev() {
         let mask = 1usize << round;
+        // Rank v holds the data from the round in which it received it on.
         if v % (2 * mask) == 0 && v + mask < p {
-            let data = ctx.local(&a).to_vec();
-            ctx.put_vec((v + mask + root) % p, &a, 0, data);
+            ctx.put((v + mask + root) % p, &a, 0, buf);
         }
         ctx.sync();
+        if v % (2 * mask) == mask {
+            buf.copy_from_slice(ctx.local(&a));
+        }
     }
-    buf.copy_from_slice(&ctx.release(a));
+    ctx.release(a);
 }
 
 /// Two-phase broadcast for long data: the root scatters the buffer in p
@@ -254,17 +256,29 @@ pub fn broadcast_two_phase<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut 
     check_root(ctx, root);
     let (p, me) = (ctx.nprocs(), ctx.pid());
     let blocks = Block::new(buf.len(), p);
-    let a = ctx.coarray_from(buf.to_vec());
+    // The root holds every block from the start and receives nothing.
+    let a = ctx.coarray::<T>(if me == root { 0 } else { buf.len() });
     if me == root {
         for dst in (0..p).filter(|&d| d != me) {
             ctx.put(dst, &a, blocks.start(dst), &buf[blocks.range(dst)]);
         }
     }
     ctx.sync();
-    let mine = ctx.local(&a)[blocks.range(me)].to_vec();
-    put_to_others(ctx, &a, blocks.start(me), &mine);
+    let mine = blocks.range(me);
+    if me != root {
+        buf[mine.clone()].copy_from_slice(&ctx.local(&a)[mine.clone()]);
+    }
+    for dst in (0..p).filter(|&d| d != me && d != root) {
+        ctx.put(dst, &a, mine.start, &buf[mine.clone()]);
+    }
     ctx.sync();
-    buf.copy_from_slice(&ctx.release(a));
+    if me != root {
+        // Every block but this processor's own, which is in place already.
+        let got = ctx.local(&a);
+        buf[..mine.start].copy_from_slice(&got[..mine.start]);
+        buf[mine.end..].copy_from_slice(&got[mine.end..]);
+    }
+    ctx.release(a);
 }
 
 /// Pipelined binary-tree broadcast for long data: the buffer is cut into
@@ -305,9 +319,9 @@ pub fn broadcast_pipelined<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut 
     let model = Model::of(ctx);
     let k = pipeline_packets(&model, p, std::mem::size_of_val(buf)).min(buf.len().max(1));
     let packets = Block::new(buf.len(), k);
-    let a = ctx.coarray_from(buf.to_vec());
     let v = (me + p - root) % p; // place in the tree, counted from the root
     let depth = floor_log2(v + 1);
+    let a = ctx.coarray::<T>(if v == 0 { 0 } else { buf.len() });
     let children: Vec<usize> = [2 * v + 1, 2 * v + 2]
         .into_iter()
         .filter(|&c| c < p)
@@ -318,16 +332,23 @@ pub fn broadcast_pipelined<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut 
         // superstep before (the root holds every packet from the start).
         if let Some(j) = step.checked_sub(depth).filter(|&j| j < k) {
             let range = packets.range(j);
-            if !range.is_empty() && !children.is_empty() {
-                let data = ctx.local(&a)[range.clone()].to_vec();
+            if !range.is_empty() {
                 for &c in &children {
-                    ctx.put(c, &a, range.start, &data);
+                    ctx.put(c, &a, range.start, &buf[range.clone()]);
                 }
             }
         }
         ctx.sync();
+        // The packet that arrived in this superstep, from the parent one
+        // level up.
+        if depth > 0 {
+            if let Some(j) = (step + 1).checked_sub(depth).filter(|&j| j < k) {
+                let range = packets.range(j);
+                buf[range.clone()].copy_from_slice(&ctx.local(&a)[range]);
+            }
+        }
     }
-    buf.copy_from_slice(&ctx.release(a));
+    ctx.release(a);
 }
 
 /// Broadcast when only the root knows the length: returns the root's

@@ -59,7 +59,8 @@ fn broadcast_levels<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T], k:
         return;
     }
     let blocks = Blocks::new(n, k);
-    let a = ctx.coarray::<T>(buf.len());
+    // The root sends and never receives.
+    let a = ctx.coarray::<T>(if me == root { 0 } else { buf.len() });
     if blocks.direct() {
         if me == root {
             put_to_others(ctx, &a, 0, buf);
