@@ -361,7 +361,22 @@ pub fn all_reduce_direct<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T],
 /// 2 supersteps, h ≈ m(p − 1)/p each: predicted 2 · (l + g·B(p − 1)/p)
 /// for B bytes.
 pub fn all_reduce_two_phase<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T], op: &O) {
-    data.copy_from_slice(&fold_two_phase(ctx, data, op, |_| true));
+    let (p, me) = (ctx.nprocs(), ctx.pid());
+    let (blocks, rows) = transpose_blocks(ctx, data);
+    let mine = blocks.range(me);
+    let mut buffer = fold_all_rows(op, rows, mine.len());
+    data[mine.clone()].copy_from_slice(&buffer);
+    // The transpose's buffer (p rows of this block) receives the other
+    // folded blocks, and this processor's goes out from `data`.
+    buffer.resize(blocks.len(), T::zeroed());
+    let got = ctx.coarray_from(buffer);
+    for dst in (0..p).filter(|&d| d != me) {
+        ctx.put(dst, &got, mine.start, &data[mine.clone()]);
+    }
+    ctx.sync();
+    let got = ctx.release(got);
+    data[..mine.start].copy_from_slice(&got[..mine.start]);
+    data[mine.end..].copy_from_slice(&got[mine.end..]);
 }
 
 /// Hypercube all-reduce: in round d every processor exchanges its running

@@ -88,7 +88,8 @@ pub(crate) fn transpose_blocks<T: Pod + Send>(ctx: &mut Ctx, data: &[T]) -> (Blo
 
 /// The element-wise fold, in row order, of all rows of `rows` (rows of
 /// width `w`, at least one), made in the first row's place: `rows`' own
-/// buffer is returned, cut to that row.
+/// buffer is returned, cut to that row (its capacity kept, for a caller
+/// that reuses it).
 pub(crate) fn fold_all_rows<T: Copy, O: Op<T> + ?Sized>(
     op: &O,
     mut rows: Vec<T>,
@@ -99,7 +100,6 @@ pub(crate) fn fold_all_rows<T: Copy, O: Op<T> + ?Sized>(
         rest.chunks_exact(w).for_each(|row| fold_into(op, acc, row));
     }
     rows.truncate(w);
-    rows.shrink_to_fit();
     rows
 }
 
