@@ -5,7 +5,8 @@ use bsp_core::{Ctx, Machine};
 use bytemuck::Pod;
 
 use super::{Blocks, Combined, Levels};
-use crate::ops::{fold_into, Op};
+use crate::ops::Op;
+use crate::rows::fold_with_mine;
 
 /// Every processor's `data` on `root`, in pid order (`Some` on the root,
 /// `None` elsewhere), with a `levels`-level algorithm: each block of
@@ -158,21 +159,6 @@ pub fn reduce_k_level<T: Pod + Send, O: Op<T>>(
     reduce_levels(ctx, root, data, op, levels.count(p))
 }
 
-/// Folds `parts` in order; `None` for no parts.
-fn fold_all<T: Pod, O: Op<T>>(op: &O, parts: impl IntoIterator<Item = Vec<T>>) -> Option<Vec<T>> {
-    let mut parts = parts.into_iter();
-    let mut acc = parts.next()?;
-    for part in parts {
-        assert_eq!(
-            part.len(),
-            acc.len(),
-            "bsp-algos: reduce needs the same length on every processor"
-        );
-        fold_into(op, &mut acc, &part);
-    }
-    Some(acc)
-}
-
 fn reduce_levels<T: Pod + Send, O: Op<T>>(
     ctx: &mut Ctx,
     root: usize,
@@ -188,31 +174,30 @@ fn reduce_levels<T: Pod + Send, O: Op<T>>(
     let b = blocks.of(me);
     let leader = blocks.leader(b, root);
     let sub_root = leader - blocks.start(b);
-    // Direct (blocks of one): every processor is its block's leader.
-    let mut mine = if blocks.direct() {
-        Some(data.to_vec())
+    // Direct (blocks of one): every processor is its block's leader, and
+    // its partial fold is its own vector.
+    let folded = if blocks.direct() {
+        None
     } else {
         ctx.split(b, me, |sub| reduce_levels(sub, sub_root, data, op, k - 1))
     };
-    let a = ctx.coarray::<T>(if me == root { blocks.g * data.len() } else { 0 });
+    let partial = if blocks.direct() {
+        data
+    } else {
+        folded.as_deref().unwrap_or_default()
+    };
+    // The root receives the other g − 1 leaders' partials, in block order,
+    // and folds its own in from where it is (see `fold_with_mine`).
+    let root_block = blocks.of(root);
+    let len = partial.len();
+    let others = ctx.coarray::<T>(if me == root { (blocks.g - 1) * len } else { 0 });
     if me == leader && me != root {
-        let partial = mine.as_deref().unwrap_or_default();
-        ctx.put(root, &a, b * data.len(), partial);
+        let slot = if b < root_block { b } else { b - 1 };
+        ctx.put(root, &others, slot * len, partial);
     }
     ctx.sync();
-    let out = (me == root).then(|| {
-        let rows = ctx.local(&a);
-        let partials = (0..blocks.g).map(|c| {
-            if c == b {
-                mine.take().unwrap_or_default()
-            } else {
-                rows[c * data.len()..(c + 1) * data.len()].to_vec()
-            }
-        });
-        fold_all(op, partials).unwrap_or_default()
-    });
-    ctx.release(a);
-    out
+    let others = ctx.release(others);
+    (me == root).then(|| fold_with_mine(op, others, root_block, partial))
 }
 
 /// The seconds [`reduce_k_level`] is predicted to take on `p` processors
