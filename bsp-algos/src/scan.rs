@@ -124,35 +124,34 @@ fn parts_direct<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &[T], op: &O) -> P
 fn parts_two_phase<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &[T], op: &O) -> Parts<T> {
     let (p, me, m) = (ctx.nprocs(), ctx.pid(), data.len());
     // Processor j scans block j over the sources, then returns to every
-    // processor i its prefix block and the total block: [prefix | total].
+    // processor i its prefix block (i > 0) and the total block.
     let (blocks, rows) = transpose_blocks(ctx, data);
     let w = blocks.local_len(me);
-    let back = ctx.coarray::<T>(2 * m);
+    let prefixes = ctx.coarray::<T>(if me > 0 { m } else { 0 });
+    let totals = ctx.coarray::<T>(m);
     let total = fold_rows(op, &rows, w, 0..p).expect("p >= 1");
     // `prefix` is block `me` folded over processors 0..i (none for i = 0).
     let mut prefix = rows[..w].to_vec();
+    let start = blocks.start(me);
     for i in 0..p {
-        let start = blocks.start(me);
         if i == me {
-            let local = ctx.local_mut(&back);
             if i > 0 {
-                local[start..start + w].copy_from_slice(&prefix);
+                ctx.local_mut(&prefixes)[start..start + w].copy_from_slice(&prefix);
             }
-            local[m + start..m + start + w].copy_from_slice(&total);
+            ctx.local_mut(&totals)[start..start + w].copy_from_slice(&total);
         } else {
             if i > 0 {
-                ctx.put(i, &back, start, &prefix);
+                ctx.put(i, &prefixes, start, &prefix);
             }
-            ctx.put(i, &back, m + start, &total);
+            ctx.put(i, &totals, start, &total);
         }
         if i > 0 {
             fold_into(op, &mut prefix, &rows[i * w..(i + 1) * w]);
         }
     }
     ctx.sync();
-    let mut before = ctx.release(back);
-    let total = before.split_off(m);
-    ((me > 0).then_some(before), total)
+    let before = ctx.release(prefixes);
+    ((me > 0).then_some(before), ctx.release(totals))
 }
 
 /// The hypercube prefix sum: the all-reduce's rounds, in which a node
