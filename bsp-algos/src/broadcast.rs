@@ -6,6 +6,7 @@ use bytemuck::Pod;
 use crate::dist::Block;
 use crate::klevel::{broadcast_k_level, tree_levels_cost, Levels};
 use crate::model::{all_but_own, ceil_log2, floor_log2, pick_for, Model, Variant};
+use crate::same_len::Lengths;
 
 /// The signature of a broadcast variant.
 pub type BroadcastFn<T> = fn(&mut Ctx, usize, &mut [T]);
@@ -152,8 +153,10 @@ fn check_root(ctx: &Ctx, root: usize) {
 ///
 /// # Panics
 ///
-/// If `root >= p`. Buffers of different lengths end the run with an
-/// out-of-bounds error when a receiver's buffer is shorter than the root's.
+/// If `root >= p`. Buffers of different lengths end the run, at the sync
+/// that moves the root's data: with an out-of-bounds error where a
+/// receiver's buffer is shorter than the root's, otherwise with a panic
+/// naming both processors and their lengths.
 ///
 /// # Cost
 ///
@@ -214,11 +217,15 @@ pub fn broadcast_tree<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) 
     let a = ctx.coarray::<T>(if v == 0 { 0 } else { buf.len() });
     for round in (0..ceil_log2(p) as u32).rev() {
         let mask = 1usize << round;
+        let lengths = Lengths::new(ctx);
         // Rank v holds the data from the round in which it received it on.
         if v % (2 * mask) == 0 && v + mask < p {
-            ctx.put((v + mask + root) % p, &a, 0, buf);
+            let child = (v + mask + root) % p;
+            ctx.put(child, &a, 0, buf);
+            lengths.send(ctx, child, buf.len());
         }
         ctx.sync();
+        lengths.check(ctx, "broadcast", buf.len());
         if v % (2 * mask) == mask {
             buf.copy_from_slice(ctx.local(&a));
         }
@@ -258,12 +265,15 @@ pub fn broadcast_two_phase<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut 
     let blocks = Block::new(buf.len(), p);
     // The root holds every block from the start and receives nothing.
     let a = ctx.coarray::<T>(if me == root { 0 } else { buf.len() });
+    let lengths = Lengths::new(ctx);
     if me == root {
         for dst in (0..p).filter(|&d| d != me) {
             ctx.put(dst, &a, blocks.start(dst), &buf[blocks.range(dst)]);
+            lengths.send(ctx, dst, buf.len());
         }
     }
     ctx.sync();
+    lengths.check(ctx, "broadcast", buf.len());
     let mine = blocks.range(me);
     if me != root {
         buf[mine.clone()].copy_from_slice(&ctx.local(&a)[mine.clone()]);
@@ -328,17 +338,26 @@ pub fn broadcast_pipelined<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut 
         .map(|c| (c + root) % p)
         .collect();
     for step in 0..pipeline_supersteps(p, k) {
+        // A node at depth d sends its first packet in superstep d (the
+        // deepest, ⌊log₂ p⌋ − 1), with its length.
+        let lengths = (step < floor_log2(p)).then(|| Lengths::new(ctx));
         // A node at depth d forwards packet `step − d`, received in the
         // superstep before (the root holds every packet from the start).
         if let Some(j) = step.checked_sub(depth).filter(|&j| j < k) {
             let range = packets.range(j);
-            if !range.is_empty() {
-                for &c in &children {
+            for &c in &children {
+                if !range.is_empty() {
                     ctx.put(c, &a, range.start, &buf[range.clone()]);
+                }
+                if let Some(lengths) = lengths.as_ref().filter(|_| j == 0) {
+                    lengths.send(ctx, c, buf.len());
                 }
             }
         }
         ctx.sync();
+        if let Some(lengths) = lengths {
+            lengths.check(ctx, "broadcast", buf.len());
+        }
         // The packet that arrived in this superstep, from the parent one
         // level up.
         if depth > 0 {

@@ -84,7 +84,7 @@ pub fn histogram<T, F: Fn(&T) -> usize>(
 ) -> Vec<u64> {
     let count = || count_local(items, bins, &bin_of);
     if bins <= FEW_BINS {
-        let (blocks, rows) = transpose_blocks(ctx, &count());
+        let (blocks, rows) = transpose_blocks(ctx, "histogram (its number of bins)", &count());
         let w = blocks.local_len(ctx.pid());
         return fold_all_rows(&Sum, rows, w);
     }

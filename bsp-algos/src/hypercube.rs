@@ -8,6 +8,7 @@ use bytemuck::Pod;
 
 use crate::model::{floor_log2, Model};
 use crate::ops::{fold_before, fold_into, Op};
+use crate::same_len::Lengths;
 
 /// The hypercube over p processors: processors 2j and 2j + 1 (j < r) are
 /// node j, processor i ≥ 2r is node i − r.
@@ -73,9 +74,12 @@ impl Cube {
 /// The first superstep of a run over the cube: the second processor of
 /// each pair sends `acc` (its vector) to the first, which folds it in:
 /// `acc ⊕ partner's`; the others keep `acc`. One superstep when pairs
-/// exist, none otherwise. `inbox` holds at least `acc.len()` elements.
+/// exist, none otherwise. `inbox` holds at least `acc.len()` elements;
+/// `what` names the collective in the error that ends the run when the
+/// lengths differ.
 pub(crate) fn join_pairs<T: Pod + Send, O: Op<T>>(
     ctx: &mut Ctx,
+    what: &str,
     cube: &Cube,
     inbox: &Coarray<T>,
     acc: &mut [T],
@@ -85,10 +89,13 @@ pub(crate) fn join_pairs<T: Pod + Send, O: Op<T>>(
     if cube.pairs == 0 {
         return;
     }
+    let lengths = Lengths::new(ctx);
     if cube.is_passenger(me) {
         ctx.put(me - 1, inbox, 0, acc);
+        lengths.send(ctx, me - 1, acc.len());
     }
     ctx.sync();
+    lengths.check(ctx, what, acc.len());
     if me < 2 * cube.pairs && !cube.is_passenger(me) {
         fold_into(op, acc, &ctx.local(inbox)[..acc.len()]);
     }
@@ -98,9 +105,11 @@ pub(crate) fn join_pairs<T: Pod + Send, O: Op<T>>(
 /// along each dimension in turn and folds in what it receives, lower
 /// node first, leaving the fold over all nodes in `total`. Returns, for
 /// an exclusive prefix, the fold over the nodes below this one (`None` on
-/// node 0 or when `prefix` is false). dims() supersteps.
+/// node 0 or when `prefix` is false). dims() supersteps; `what` names
+/// the collective in the error that ends the run when the lengths differ.
 pub(crate) fn rounds<T: Pod + Send, O: Op<T>>(
     ctx: &mut Ctx,
+    what: &str,
     cube: &Cube,
     inbox: &Coarray<T>,
     total: &mut [T],
@@ -112,10 +121,14 @@ pub(crate) fn rounds<T: Pod + Send, O: Op<T>>(
     let mut below: Option<Vec<T>> = None;
     for d in 0..cube.dims() {
         let bit = 1 << d;
+        let lengths = Lengths::new(ctx);
         if let Some(v) = node {
-            ctx.put(cube.carrier(v ^ bit), inbox, 0, total);
+            let partner = cube.carrier(v ^ bit);
+            ctx.put(partner, inbox, 0, total);
+            lengths.send(ctx, partner, m);
         }
         ctx.sync();
+        lengths.check(ctx, what, m);
         if let Some(v) = node {
             let theirs = &ctx.local(inbox)[..m];
             if v & bit != 0 {

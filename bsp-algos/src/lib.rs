@@ -60,6 +60,7 @@ mod puts_and_sends;
 mod random_access;
 mod reduce;
 mod rows;
+mod same_len;
 mod scan;
 mod segmented;
 

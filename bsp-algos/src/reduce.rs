@@ -132,7 +132,9 @@ fn hypercube_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
 /// # Panics
 ///
 /// If `root >= p`. Every processor must pass the same length; otherwise
-/// the run ends with an out-of-bounds error (or a panic) at the sync.
+/// the run ends, at the sync that moves the vectors: with an out-of-bounds
+/// error where a longer one runs past a receiver's buffer, otherwise with
+/// a panic naming both processors and their lengths.
 ///
 /// # Cost
 ///
@@ -193,7 +195,7 @@ pub fn reduce_direct<T: Pod + Send, O: Op<T>>(
     op: &O,
 ) -> Option<Vec<T>> {
     check_root(ctx, root);
-    let out = fold_direct(ctx, data, op, |q| q == root);
+    let out = fold_direct(ctx, "reduce", data, op, |q| q == root);
     (ctx.pid() == root).then_some(out)
 }
 
@@ -201,13 +203,14 @@ pub fn reduce_direct<T: Pod + Send, O: Op<T>>(
 /// all p in pid order; empty on the others. One superstep.
 fn fold_direct<T: Pod + Send, O: Op<T>>(
     ctx: &mut Ctx,
+    what: &str,
     data: &[T],
     op: &O,
     to: impl Fn(usize) -> bool,
 ) -> Vec<T> {
     let me = ctx.pid();
     let receives = to(me);
-    let others = others_to(ctx, data, to);
+    let others = others_to(ctx, what, data, to);
     if receives {
         fold_with_mine(op, others, me, data)
     } else {
@@ -220,11 +223,12 @@ fn fold_direct<T: Pod + Send, O: Op<T>>(
 /// selects; empty on the others. Two supersteps.
 fn fold_two_phase<T: Pod + Send, O: Op<T>>(
     ctx: &mut Ctx,
+    what: &str,
     data: &[T],
     op: &O,
     to: impl Fn(usize) -> bool,
 ) -> Vec<T> {
-    let (blocks, rows) = transpose_blocks(ctx, data);
+    let (blocks, rows) = transpose_blocks(ctx, what, data);
     let w = blocks.local_len(ctx.pid());
     let chunk = fold_all_rows(op, rows, w);
     gather_blocks(ctx, blocks, &chunk, to)
@@ -259,7 +263,7 @@ pub fn reduce_two_phase<T: Pod + Send, O: Op<T>>(
     op: &O,
 ) -> Option<Vec<T>> {
     check_root(ctx, root);
-    let out = fold_two_phase(ctx, data, op, |q| q == root);
+    let out = fold_two_phase(ctx, "reduce", data, op, |q| q == root);
     (ctx.pid() == root).then_some(out)
 }
 
@@ -291,8 +295,10 @@ pub fn reduce_two_phase<T: Pod + Send, O: Op<T>>(
 ///
 /// # Panics
 ///
-/// Every processor must pass the same length; otherwise the run ends with
-/// an out-of-bounds error (or a panic) at the sync.
+/// Every processor must pass the same length; otherwise
+/// the run ends, at the sync that moves the vectors: with an out-of-bounds
+/// error where a longer one runs past a receiver's buffer, otherwise with
+/// a panic naming both processors and their lengths.
 ///
 /// # Cost
 ///
@@ -331,7 +337,7 @@ pub fn all_reduce<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T], op: &O
 ///
 /// 1 superstep, h = (p − 1)m: predicted l + g·(p − 1)B for B bytes.
 pub fn all_reduce_direct<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T], op: &O) {
-    data.copy_from_slice(&fold_direct(ctx, data, op, |_| true));
+    data.copy_from_slice(&fold_direct(ctx, "all-reduce", data, op, |_| true));
 }
 
 /// All-reduce as a reduce-scatter (a transpose, then each processor folds
@@ -362,7 +368,7 @@ pub fn all_reduce_direct<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T],
 /// for B bytes.
 pub fn all_reduce_two_phase<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T], op: &O) {
     let (p, me) = (ctx.nprocs(), ctx.pid());
-    let (blocks, rows) = transpose_blocks(ctx, data);
+    let (blocks, rows) = transpose_blocks(ctx, "all-reduce", data);
     let mine = blocks.range(me);
     let mut buffer = fold_all_rows(op, rows, mine.len());
     data[mine.clone()].copy_from_slice(&buffer);
@@ -414,8 +420,8 @@ pub fn all_reduce_hypercube<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [
     let cube = Cube::new(ctx.nprocs());
     let inbox = ctx.coarray::<T>(data.len());
     // Folded in `data` itself, round by round.
-    join_pairs(ctx, &cube, &inbox, data, op);
-    rounds(ctx, &cube, &inbox, data, op, false);
+    join_pairs(ctx, "all-reduce", &cube, &inbox, data, op);
+    rounds(ctx, "all-reduce", &cube, &inbox, data, op, false);
     if cube.pairs > 0 {
         if me < 2 * cube.pairs && !cube.is_passenger(me) {
             ctx.put(me + 1, &inbox, 0, data);

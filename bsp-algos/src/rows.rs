@@ -10,27 +10,34 @@ use bytemuck::Pod;
 
 use crate::dist::Block;
 use crate::ops::{fold_before, fold_into, Op};
+use crate::same_len::Lengths;
 
 /// Every other processor's `data` (length m everywhere) on the processors
 /// `to` selects, as p − 1 rows of m in pid order, this processor's own row
 /// left out (it is folded in from `data` itself, see [`fold_with_mine`]);
-/// an empty vector on the others.
+/// an empty vector on the others. `what` names the collective in the
+/// error that ends the run when the lengths differ.
 ///
 /// One superstep; h = (p − 1)m at a receiving processor.
 pub(crate) fn others_to<T: Pod + Send>(
     ctx: &mut Ctx,
+    what: &str,
     data: &[T],
     to: impl Fn(usize) -> bool,
 ) -> Vec<T> {
     let (p, me, m) = (ctx.nprocs(), ctx.pid(), data.len());
     let rows = ctx.coarray::<T>(if to(me) { (p - 1) * m } else { 0 });
+    let lengths = Lengths::new(ctx);
     for dst in (0..p).filter(|&d| d != me && to(d)) {
         // Row `me` of the receiver's rows, counted without the receiver's.
         let slot = if me < dst { me } else { me - 1 };
         ctx.put(dst, &rows, slot * m, data);
+        lengths.send(ctx, dst, m);
     }
     ctx.sync();
-    ctx.release(rows)
+    let rows = ctx.release(rows);
+    lengths.check(ctx, what, m);
+    rows
 }
 
 /// The element-wise fold in pid order of all p vectors of m: `others`, the
@@ -65,13 +72,19 @@ pub(crate) fn fold_with_mine<T: Copy, O: Op<T> + ?Sized>(
 }
 
 /// Block `me` (of the block distribution of m over p) of every processor's
-/// `data`, as p rows of `blocks.local_len(me)`.
+/// `data`, as p rows of `blocks.local_len(me)`; `what` names the
+/// collective in the error that ends the run when the lengths differ.
 ///
 /// One superstep; h ≈ m(p − 1)/p, p − 1 put records per processor.
-pub(crate) fn transpose_blocks<T: Pod + Send>(ctx: &mut Ctx, data: &[T]) -> (Block, Vec<T>) {
+pub(crate) fn transpose_blocks<T: Pod + Send>(
+    ctx: &mut Ctx,
+    what: &str,
+    data: &[T],
+) -> (Block, Vec<T>) {
     let (p, me) = (ctx.nprocs(), ctx.pid());
     let blocks = Block::new(data.len(), p);
     let rows = ctx.coarray::<T>(p * blocks.local_len(me));
+    let lengths = Lengths::new(ctx);
     for dst in (0..p).filter(|&d| d != me) {
         ctx.put(
             dst,
@@ -79,11 +92,14 @@ pub(crate) fn transpose_blocks<T: Pod + Send>(ctx: &mut Ctx, data: &[T]) -> (Blo
             me * blocks.local_len(dst),
             &data[blocks.range(dst)],
         );
+        lengths.send(ctx, dst, data.len());
     }
     let w = blocks.local_len(me);
     ctx.local_mut(&rows)[me * w..(me + 1) * w].copy_from_slice(&data[blocks.range(me)]);
     ctx.sync();
-    (blocks, ctx.release(rows))
+    let rows = ctx.release(rows);
+    lengths.check(ctx, what, data.len());
+    (blocks, rows)
 }
 
 /// The element-wise fold, in row order, of all rows of `rows` (rows of

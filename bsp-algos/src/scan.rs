@@ -93,7 +93,7 @@ fn table<F>([direct, two_phase, hypercube]: [F; 3]) -> Vec<Variant<F>> {
 /// Every vector to every processor, which folds those before it.
 fn parts_direct<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &[T], op: &O) -> Parts<T> {
     let (me, m) = (ctx.pid(), data.len());
-    let mut others = others_to(ctx, data, |_| true);
+    let mut others = others_to(ctx, "scan", data, |_| true);
     if me == 0 {
         return (None, fold_with_mine(op, others, me, data));
     }
@@ -125,7 +125,7 @@ fn parts_two_phase<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &[T], op: &O) -
     let (p, me, m) = (ctx.nprocs(), ctx.pid(), data.len());
     // Processor j scans block j over the sources, then returns to every
     // processor i its prefix block (i > 0) and the total block.
-    let (blocks, rows) = transpose_blocks(ctx, data);
+    let (blocks, rows) = transpose_blocks(ctx, "scan", data);
     let w = blocks.local_len(me);
     let prefixes = ctx.coarray::<T>(if me > 0 { m } else { 0 });
     let totals = ctx.coarray::<T>(m);
@@ -163,8 +163,8 @@ fn parts_hypercube<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &[T], op: &O) -
     // at the end; otherwise one vector per round.
     let inbox = ctx.coarray::<T>(if cube.pairs > 0 { 2 * m } else { m });
     let mut total = data.to_vec();
-    join_pairs(ctx, &cube, &inbox, &mut total, op);
-    let below = rounds(ctx, &cube, &inbox, &mut total, op, true);
+    join_pairs(ctx, "scan", &cube, &inbox, &mut total, op);
+    let below = rounds(ctx, "scan", &cube, &inbox, &mut total, op, true);
     let parts = if cube.pairs == 0 {
         (below, total)
     } else {
@@ -215,8 +215,10 @@ fn parts_hypercube<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &[T], op: &O) -
 ///
 /// # Panics
 ///
-/// Every processor must pass the same length; otherwise the run ends with
-/// an out-of-bounds error (or a panic) at the sync.
+/// Every processor must pass the same length; otherwise
+/// the run ends, at the sync that moves the vectors: with an out-of-bounds
+/// error where a longer one runs past a receiver's buffer, otherwise with
+/// a panic naming both processors and their lengths.
 ///
 /// # Cost
 ///

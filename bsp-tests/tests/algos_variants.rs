@@ -179,6 +179,75 @@ fn the_hypercube_all_to_all_refuses_other_p() {
     assert!(err.to_string().contains("power of two"), "{err}");
 }
 
+/// A processor whose vector is one element longer or shorter than the
+/// others' ends the run, under every variant of every collective that
+/// needs equal lengths: with `OutOfBounds` where its data runs past a
+/// receiver's buffer, else with the receiver's panic naming both lengths.
+/// Nothing is folded or copied silently from a vector of another length.
+#[test]
+fn a_vector_of_another_length_ends_the_run() {
+    if support::under_mpi() {
+        return; // a panic under MPI aborts the job
+    }
+    type Collective = (&'static str, fn(&mut bsp::Ctx, usize, usize, usize));
+    fn vector(ctx: &bsp::Ctx, len: usize) -> Vec<u64> {
+        vec![ctx.pid() as u64 + 1; len]
+    }
+    let collectives: Vec<Collective> = vec![
+        ("broadcast", |ctx, v, root, len| {
+            let f = algos::broadcast_variants::<u64>()[v].run;
+            f(ctx, root, &mut vector(ctx, len));
+        }),
+        ("reduce", |ctx, v, root, len| {
+            let f = algos::reduce_variants::<u64, Sum>()[v].run;
+            f(ctx, root, &vector(ctx, len), &Sum);
+        }),
+        ("all-reduce", |ctx, v, _, len| {
+            let f = algos::all_reduce_variants::<u64, Sum>()[v].run;
+            f(ctx, &mut vector(ctx, len), &Sum);
+        }),
+        ("exclusive scan", |ctx, v, _, len| {
+            let f = algos::exclusive_scan_variants::<u64, Sum>()[v].run;
+            f(ctx, &vector(ctx, len), &Sum);
+        }),
+        ("inclusive scan", |ctx, v, _, len| {
+            let f = algos::inclusive_scan_variants::<u64, Sum>()[v].run;
+            f(ctx, &vector(ctx, len), &Sum);
+        }),
+    ];
+    let counts = [
+        algos::broadcast_variants::<u64>().len(),
+        algos::reduce_variants::<u64, Sum>().len(),
+        algos::all_reduce_variants::<u64, Sum>().len(),
+        algos::exclusive_scan_variants::<u64, Sum>().len(),
+        algos::inclusive_scan_variants::<u64, Sum>().len(),
+    ];
+    for ((name, run), variants) in collectives.into_iter().zip(counts) {
+        for v in 0..variants {
+            for p in [2, 3, 5, 8] {
+                for (odd, root) in [(p - 1, 0), (0, p - 1), (p / 2, p / 2)] {
+                    for len in [5, 7] {
+                        let err = Runtime::threads(p)
+                            .run(move |ctx| {
+                                let mine = if ctx.pid() == odd { len } else { 6 };
+                                run(ctx, v, root, mine);
+                            })
+                            .expect_err(&format!(
+                                "{name} variant {v}, p = {p}, processor {odd} with {len} of 6"
+                            ));
+                        let text = err.to_string();
+                        assert!(
+                            err.kind() == bsp::ErrorKind::OutOfBounds
+                                || text.contains("every processor must pass the same length"),
+                            "{name} variant {v}, p = {p}: {text}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The supersteps the default of each collective takes equal those of
 /// the variant the model predicts cheapest, on machines whose l and g
 /// favour different variants.

@@ -7,6 +7,7 @@ use bytemuck::Pod;
 use super::{Blocks, Combined, Levels};
 use crate::ops::Op;
 use crate::rows::fold_with_mine;
+use crate::same_len::Lengths;
 
 /// Every processor's `data` on `root`, in pid order (`Some` on the root,
 /// `None` elsewhere), with a `levels`-level algorithm: each block of
@@ -134,7 +135,9 @@ pub fn gather_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels: Le
 /// # Panics
 ///
 /// If `root >= p`. Every processor must pass the same length; otherwise
-/// the run ends with an error or a panic.
+/// the run ends, at the sync that moves the vectors: with an out-of-bounds
+/// error where a longer one runs past a receiver's buffer, otherwise with
+/// a panic naming both processors and their lengths.
 ///
 /// # Cost
 ///
@@ -191,12 +194,15 @@ fn reduce_levels<T: Pod + Send, O: Op<T>>(
     let root_block = blocks.of(root);
     let len = partial.len();
     let others = ctx.coarray::<T>(if me == root { (blocks.g - 1) * len } else { 0 });
+    let lengths = Lengths::new(ctx);
     if me == leader && me != root {
         let slot = if b < root_block { b } else { b - 1 };
         ctx.put(root, &others, slot * len, partial);
+        lengths.send(ctx, root, len);
     }
     ctx.sync();
     let others = ctx.release(others);
+    lengths.check(ctx, "reduce", len);
     (me == root).then(|| fold_with_mine(op, others, root_block, partial))
 }
 

@@ -5,7 +5,7 @@ use bytemuck::Pod;
 
 use super::{auto, tree_cost, Blocks, Combined, Levels};
 use crate::model::Model;
-use crate::puts_and_sends::put_to_others;
+use crate::same_len::Lengths;
 
 /// Broadcasts the root's `buf` into `buf` on every processor with a
 /// `levels`-level algorithm: the root sends `buf` to the leader of each
@@ -31,7 +31,10 @@ use crate::puts_and_sends::put_to_others;
 ///
 /// # Panics
 ///
-/// If `root >= p`. Every processor must pass the same length.
+/// If `root >= p`. Every processor must pass the same length; otherwise
+/// the run ends, at the sync that moves the vectors: with an out-of-bounds
+/// error where a longer one runs past a receiver's buffer, otherwise with
+/// a panic naming both processors and their lengths.
 ///
 /// # Cost
 ///
@@ -61,11 +64,16 @@ fn broadcast_levels<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T], k:
     let blocks = Blocks::new(n, k);
     // The root sends and never receives.
     let a = ctx.coarray::<T>(if me == root { 0 } else { buf.len() });
+    let lengths = Lengths::new(ctx);
     if blocks.direct() {
         if me == root {
-            put_to_others(ctx, &a, 0, buf);
+            for dst in (0..n).filter(|&d| d != me) {
+                ctx.put(dst, &a, 0, buf);
+                lengths.send(ctx, dst, buf.len());
+            }
         }
         ctx.sync();
+        lengths.check(ctx, "broadcast", buf.len());
         if me != root {
             buf.copy_from_slice(ctx.local(&a));
         }
@@ -77,10 +85,12 @@ fn broadcast_levels<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T], k:
             let leader = blocks.leader(b, root);
             if leader != root {
                 ctx.put(leader, &a, 0, buf);
+                lengths.send(ctx, leader, buf.len());
             }
         }
     }
     ctx.sync();
+    lengths.check(ctx, "broadcast", buf.len());
     let b = blocks.of(me);
     let leader = blocks.leader(b, root);
     if me == leader && me != root {
