@@ -53,6 +53,13 @@ fn scenario() {
             })
             .unwrap();
         }
+        "collective-length" => {
+            rt.run(|ctx| {
+                let len = if ctx.pid() == last { 5 } else { 6 };
+                bsp::algos::reduce_direct(ctx, 0, &vec![1u64; len], &bsp::algos::Sum);
+            })
+            .unwrap();
+        }
         "early-return" => {
             rt.run(|ctx| {
                 ctx.sync();
@@ -352,6 +359,26 @@ fn an_out_of_bounds_put_ends_the_job() {
         "no out-of-bounds line in\n{}",
         run.stderr
     );
+}
+
+#[test]
+fn a_reduce_over_vectors_of_different_lengths_ends_the_job() {
+    for np in [2, 3] {
+        let Some(run) = job("collective-length", np) else {
+            return;
+        };
+        let lines = assert_failed("collective-length", np, &run);
+        let want = format!(
+            "bsp: processor 0, superstep 1: panicked: bsp-algos: reduce: every processor must \
+             pass the same length, but processor {} passed 5 and processor 0 6",
+            np - 1
+        );
+        assert!(
+            lines.iter().any(|l| l.starts_with(&want)),
+            "np = {np}: no {want:?} in\n{}",
+            run.stderr
+        );
+    }
 }
 
 #[test]
