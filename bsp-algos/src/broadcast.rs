@@ -6,6 +6,7 @@ use bytemuck::Pod;
 use crate::dist::Block;
 use crate::klevel::{broadcast_k_level, tree_levels_cost, Levels};
 use crate::model::{all_but_own, ceil_log2, floor_log2, pick_for, Model, Variant};
+use crate::rows::{copy_around, gather_others};
 use crate::same_len::Lengths;
 
 /// The signature of a broadcast variant.
@@ -274,21 +275,18 @@ pub fn broadcast_two_phase<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut 
     }
     ctx.sync();
     lengths.check(ctx, "broadcast", buf.len());
+    let scattered = ctx.release(a);
     let mine = blocks.range(me);
     if me != root {
-        buf[mine.clone()].copy_from_slice(&ctx.local(&a)[mine.clone()]);
+        buf[mine.clone()].copy_from_slice(&scattered[mine.clone()]);
     }
-    for dst in (0..p).filter(|&d| d != me && d != root) {
-        ctx.put(dst, &a, mine.start, &buf[mine.clone()]);
-    }
-    ctx.sync();
+    // The scatter's buffer receives the other blocks.
+    let got = gather_others(ctx, blocks, Some(scattered), &buf[mine.clone()], |d| {
+        d != root
+    });
     if me != root {
-        // Every block but this processor's own, which is in place already.
-        let got = ctx.local(&a);
-        buf[..mine.start].copy_from_slice(&got[..mine.start]);
-        buf[mine.end..].copy_from_slice(&got[mine.end..]);
+        copy_around(&got, mine, buf);
     }
-    ctx.release(a);
 }
 
 /// Pipelined binary-tree broadcast for long data: the buffer is cut into

@@ -8,7 +8,9 @@ use crate::hypercube::{join_pairs, rounds, Cube};
 use crate::klevel::{reduce_k_level, tree_levels_cost, Levels};
 use crate::model::{all_but_own, pick_for, Model, Variant};
 use crate::ops::Op;
-use crate::rows::{fold_all_rows, fold_with_mine, gather_blocks, others_to, transpose_blocks};
+use crate::rows::{
+    copy_around, fold_all_rows, fold_with_mine, gather_others, others_to, transpose_blocks,
+};
 
 /// The signature of a reduce variant.
 pub type ReduceFn<T, O> = fn(&mut Ctx, usize, &[T], &O) -> Option<Vec<T>>;
@@ -228,10 +230,14 @@ fn fold_two_phase<T: Pod + Send, O: Op<T>>(
     op: &O,
     to: impl Fn(usize) -> bool,
 ) -> Vec<T> {
+    let me = ctx.pid();
     let (blocks, rows) = transpose_blocks(ctx, what, data);
-    let w = blocks.local_len(ctx.pid());
-    let chunk = fold_all_rows(op, rows, w);
-    gather_blocks(ctx, blocks, &chunk, to)
+    let chunk = fold_all_rows(op, rows, blocks.local_len(me));
+    let mut whole = gather_others(ctx, blocks, None, &chunk, &to);
+    if to(me) {
+        whole[blocks.range(me)].copy_from_slice(&chunk);
+    }
+    whole
 }
 
 /// Reduce in two supersteps: a transpose gives processor j block j of
@@ -367,22 +373,15 @@ pub fn all_reduce_direct<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T],
 /// 2 supersteps, h ≈ m(p − 1)/p each: predicted 2 · (l + g·B(p − 1)/p)
 /// for B bytes.
 pub fn all_reduce_two_phase<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T], op: &O) {
-    let (p, me) = (ctx.nprocs(), ctx.pid());
+    let me = ctx.pid();
     let (blocks, rows) = transpose_blocks(ctx, "all-reduce", data);
     let mine = blocks.range(me);
-    let mut buffer = fold_all_rows(op, rows, mine.len());
-    data[mine.clone()].copy_from_slice(&buffer);
-    // The transpose's buffer (p rows of this block) receives the other
-    // folded blocks, and this processor's goes out from `data`.
-    buffer.resize(blocks.len(), T::zeroed());
-    let got = ctx.coarray_from(buffer);
-    for dst in (0..p).filter(|&d| d != me) {
-        ctx.put(dst, &got, mine.start, &data[mine.clone()]);
-    }
-    ctx.sync();
-    let got = ctx.release(got);
-    data[..mine.start].copy_from_slice(&got[..mine.start]);
-    data[mine.end..].copy_from_slice(&got[mine.end..]);
+    let folded = fold_all_rows(op, rows, mine.len());
+    data[mine.clone()].copy_from_slice(&folded);
+    // The transpose's buffer receives the other folded blocks, and this
+    // processor's goes out from `data`.
+    let got = gather_others(ctx, blocks, Some(folded), &data[mine.clone()], |_| true);
+    copy_around(&got, mine, data);
 }
 
 /// Hypercube all-reduce: in round d every processor exchanges its running

@@ -1,9 +1,12 @@
-//! The two data movements under reduce, all-reduce and scan: every
-//! processor's whole vector to some processors (the direct route), or
-//! block j of every vector to processor j (the transpose route).
+//! The data movements under reduce, all-reduce, scan and the two-phase
+//! broadcast: every processor's whole vector to some processors (the
+//! direct route), block j of every vector to processor j (the transpose
+//! route), or every processor's block to some processors (the gather);
+//! and the folds over what arrived, made in the buffer it arrived in.
 //!
-//! Each helper registers one coarray and releases it after the sync that
-//! fills it, returning its local part without a copy.
+//! Each movement registers one coarray (the gather reuses a buffer it is
+//! given) and releases it after the sync that fills it, returning its
+//! local part without a copy.
 
 use bsp_core::Ctx;
 use bytemuck::Pod;
@@ -54,21 +57,30 @@ pub(crate) fn fold_with_mine<T: Copy, O: Op<T> + ?Sized>(
     if others.is_empty() {
         return mine.to_vec();
     }
-    let (acc, rest) = others.split_at_mut(m);
-    let mut rest = rest.chunks_exact(m);
+    // The rows before `mine` (pid 0's row alone when `me` is 0, whose
+    // vector then comes first), folded into the first.
+    let (before, after) = others.split_at_mut(me.max(1) * m);
     if me == 0 {
-        fold_before(op, mine, acc);
+        fold_before(op, mine, before);
     } else {
-        // `acc` is pid 0's row; the rows of pids 1..me come next.
-        rest.by_ref()
-            .take(me - 1)
-            .for_each(|row| fold_into(op, acc, row));
-        fold_into(op, acc, mine);
+        fold_into_first(op, before, m);
+        fold_into(op, &mut before[..m], mine);
     }
-    rest.for_each(|row| fold_into(op, acc, row));
+    after
+        .chunks_exact(m)
+        .for_each(|row| fold_into(op, &mut before[..m], row));
     others.truncate(m);
     others.shrink_to_fit();
     others
+}
+
+/// Folds rows 1, 2, ... of `rows` (rows of width `w`) into row 0, in row
+/// order.
+pub(crate) fn fold_into_first<T: Copy, O: Op<T> + ?Sized>(op: &O, rows: &mut [T], w: usize) {
+    if w > 0 {
+        let (acc, rest) = rows.split_at_mut(w);
+        rest.chunks_exact(w).for_each(|row| fold_into(op, acc, row));
+    }
 }
 
 /// Block `me` (of the block distribution of m over p) of every processor's
@@ -104,56 +116,63 @@ pub(crate) fn transpose_blocks<T: Pod + Send>(
 
 /// The element-wise fold, in row order, of all rows of `rows` (rows of
 /// width `w`, at least one), made in the first row's place: `rows`' own
-/// buffer is returned, cut to that row (its capacity kept, for a caller
-/// that reuses it).
+/// buffer is returned, cut to that row.
 pub(crate) fn fold_all_rows<T: Copy, O: Op<T> + ?Sized>(
     op: &O,
     mut rows: Vec<T>,
     w: usize,
 ) -> Vec<T> {
-    if w > 0 {
-        let (acc, rest) = rows.split_at_mut(w);
-        rest.chunks_exact(w).for_each(|row| fold_into(op, acc, row));
-    }
+    fold_into_first(op, &mut rows, w);
     rows.truncate(w);
     rows
 }
 
-/// The element-wise fold, in row order, of rows `range` of `rows` (rows of
-/// width `w`); `None` for an empty range.
-pub(crate) fn fold_rows<T: Copy, O: Op<T> + ?Sized>(
-    op: &O,
-    rows: &[T],
-    w: usize,
-    range: std::ops::Range<usize>,
-) -> Option<Vec<T>> {
-    let mut it = range.map(|r| &rows[r * w..(r + 1) * w]);
-    let mut acc = it.next()?.to_vec();
-    for row in it {
-        fold_into(op, &mut acc, row);
-    }
-    Some(acc)
+/// The element-wise fold, in row order, of all rows of `rows` (rows of
+/// width `w`, at least one), in a new vector.
+pub(crate) fn fold_rows<T: Copy, O: Op<T> + ?Sized>(op: &O, rows: &[T], w: usize) -> Vec<T> {
+    let mut acc = rows[..w].to_vec();
+    rows[w..]
+        .chunks_exact(w.max(1))
+        .for_each(|row| fold_into(op, &mut acc, row));
+    acc
 }
 
-/// Writes `chunk` (this processor's block of the block distribution of the
-/// result) into every processor's copy of the result, at the block's place,
-/// on the processors `to` selects. Returns the result (empty elsewhere).
+/// Sends `chunk`, this processor's block of the block distribution
+/// `blocks`, to the processors `to` selects, which receive every other
+/// processor's block at its place in a vector of `blocks.len()`: `reuse`
+/// when given, resized (a buffer whose pages are in use, such as the
+/// scatter's or the transpose's before it), else a fresh zeroed one. This
+/// processor's own
+/// place is left as it was: the caller writes its block there, or has it
+/// elsewhere. Returns the vector (empty on the processors not selected).
 ///
 /// One superstep; h ≈ m(p − 1)/p at a receiver.
-pub(crate) fn gather_blocks<T: Pod + Send>(
+pub(crate) fn gather_others<T: Pod + Send>(
     ctx: &mut Ctx,
     blocks: Block,
+    reuse: Option<Vec<T>>,
     chunk: &[T],
     to: impl Fn(usize) -> bool,
 ) -> Vec<T> {
     let (p, me) = (ctx.nprocs(), ctx.pid());
-    let out = ctx.coarray::<T>(if to(me) { blocks.len() } else { 0 });
+    let len = if to(me) { blocks.len() } else { 0 };
+    let out = match reuse {
+        Some(mut buffer) if len > 0 => {
+            buffer.resize(len, T::zeroed());
+            ctx.coarray_from(buffer)
+        }
+        _ => ctx.coarray::<T>(len),
+    };
     for dst in (0..p).filter(|&d| d != me && to(d)) {
         ctx.put(dst, &out, blocks.start(me), chunk);
     }
-    if to(me) {
-        ctx.local_mut(&out)[blocks.range(me)].copy_from_slice(chunk);
-    }
     ctx.sync();
     ctx.release(out)
+}
+
+/// Copies `from` into `into` (of the same length) but for the elements of
+/// `skip`, which `into` holds already.
+pub(crate) fn copy_around<T: Copy>(from: &[T], skip: std::ops::Range<usize>, into: &mut [T]) {
+    into[..skip.start].copy_from_slice(&from[..skip.start]);
+    into[skip.end..].copy_from_slice(&from[skip.end..]);
 }

@@ -7,7 +7,7 @@ use bytemuck::Pod;
 use crate::hypercube::{join_pairs, rounds, Cube};
 use crate::model::{all_but_own, pick_for, Model, Variant};
 use crate::ops::{fold_before, fold_into, Monoid, Op};
-use crate::rows::{fold_rows, fold_with_mine, others_to, transpose_blocks};
+use crate::rows::{fold_into_first, fold_rows, fold_with_mine, others_to, transpose_blocks};
 
 /// The element-wise fold of the vectors of the processors before this one
 /// (`None` on processor 0), and of all processors.
@@ -103,11 +103,8 @@ fn parts_direct<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &[T], op: &O) -> P
     // Rows 0..me of `others` are the processors before this one: their
     // fold is made in row 0's place, and the total starts from it.
     let (before, after) = others.split_at_mut(me * m);
-    let (acc, earlier) = before.split_at_mut(m);
-    earlier
-        .chunks_exact(m)
-        .for_each(|row| fold_into(op, acc, row));
-    let mut total: Vec<T> = acc
+    fold_into_first(op, before, m);
+    let mut total: Vec<T> = before[..m]
         .iter()
         .zip(data)
         .map(|(&a, &b)| op.combine(a, b))
@@ -129,7 +126,7 @@ fn parts_two_phase<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &[T], op: &O) -
     let w = blocks.local_len(me);
     let prefixes = ctx.coarray::<T>(if me > 0 { m } else { 0 });
     let totals = ctx.coarray::<T>(m);
-    let total = fold_rows(op, &rows, w, 0..p).expect("p >= 1");
+    let total = fold_rows(op, &rows, w);
     // `prefix` is block `me` folded over processors 0..i (none for i = 0).
     let mut prefix = rows[..w].to_vec();
     let start = blocks.start(me);
