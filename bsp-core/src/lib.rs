@@ -52,6 +52,7 @@ mod outbox;
 mod outcome;
 mod panic_hook;
 mod placement;
+pub mod prefetch;
 mod profile;
 mod protocol;
 mod queue;

@@ -19,7 +19,7 @@
 //!    congruent with the input (processor j holds the same number of keys as
 //!    before).
 
-use bsp_core::{Coarray, Ctx, DirectPiece};
+use bsp_core::{prefetch, Coarray, Ctx, DirectPiece};
 use bytemuck::Pod;
 
 use crate::gather_area::GatherArea;
@@ -411,15 +411,17 @@ fn count<T>(keys: &[T], counts: &mut [u64], digit: impl Fn(&T) -> usize) {
         let (t0, rest) = tables.split_at_mut(r);
         let (t1, rest) = rest.split_at_mut(r);
         let (t2, t3) = rest.split_at_mut(r);
-        let mut quads = chunk.chunks_exact(4);
-        for q in &mut quads {
-            t0[digit(&q[0])] += 1;
-            t1[digit(&q[1])] += 1;
-            t2[digit(&q[2])] += 1;
-            t3[digit(&q[3])] += 1;
-        }
-        for x in quads.remainder() {
-            t0[digit(x)] += 1;
+        for line in prefetch::lines(chunk) {
+            let mut quads = line.chunks_exact(4);
+            for q in &mut quads {
+                t0[digit(&q[0])] += 1;
+                t1[digit(&q[1])] += 1;
+                t2[digit(&q[2])] += 1;
+                t3[digit(&q[3])] += 1;
+            }
+            for x in quads.remainder() {
+                t0[digit(x)] += 1;
+            }
         }
         for (d, total) in counts.iter_mut().enumerate() {
             *total += u64::from(t0[d]) + u64::from(t1[d]) + u64::from(t2[d]) + u64::from(t3[d]);
@@ -443,7 +445,7 @@ fn exclusive_prefix(counts: &[u64]) -> Vec<usize> {
 
 /// Stable local counting sort: key `x` goes to `out[next_slot[digit(x)]]`.
 fn group<T: Copy>(keys: &[T], out: &mut [T], next_slot: &mut [usize], digit: impl Fn(&T) -> usize) {
-    for x in keys {
+    for x in prefetch::lines(keys).flatten() {
         let slot = &mut next_slot[digit(x)];
         out[*slot] = *x;
         *slot += 1;
@@ -462,7 +464,7 @@ fn scatter<T: Copy>(
     let mut next = first_piece.to_vec();
     let mut window: Vec<&mut [T]> = first_piece.iter().map(|_| &mut [][..]).collect();
     let mut filled = vec![0usize; first_piece.len()];
-    for x in keys {
+    for x in prefetch::lines(keys).flatten() {
         let d = digit(x);
         let at = filled[d];
         if let Some(slot) = window[d].get_mut(at) {

@@ -17,7 +17,7 @@
 //! (no bucket above four times the average or half a processor's share),
 //! so that this stays a small correction.
 
-use bsp_core::Ctx;
+use bsp_core::{prefetch, Ctx};
 use bytemuck::Pod;
 
 use crate::counting_sort::Engine;
@@ -157,7 +157,7 @@ fn count_digits<T, const N: usize>(
     let masks = passes.map(|pass| (1u64 << pass.bits) - 1);
     let mut base = [0; N];
     base.copy_from_slice(&bases[..N]);
-    for x in seg {
+    for x in prefetch::lines(seg).flatten() {
         let r = radix(x);
         for k in 0..N {
             counts[base[k] + ((r >> shifts[k]) & masks[k]) as usize] += 1;

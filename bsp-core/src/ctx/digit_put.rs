@@ -155,7 +155,7 @@ impl<'k, K: DigitKey> DigitCounts<'k, K> {
         let mut counts = vec![0u64; digit.values()];
         let mut running = vec![0u32; digit.values()];
         for chunk in keys.chunks(u32::MAX as usize) {
-            for &k in chunk {
+            for &k in crate::prefetch::lines(chunk).flatten() {
                 let d = digit.of(k);
                 // SAFETY: `d` is at most the digit's mask, and `running`
                 // has `digit.values()` = mask + 1 entries.
