@@ -97,18 +97,15 @@ pub(crate) fn sort_segment<T: Copy>(
     }
     counts.clear();
     counts.resize(*bases.last().unwrap(), 0);
-    match passes {
-        [a] => count_digits(seg, counts, [*a], &bases, &radix),
-        [a, b] => count_digits(seg, counts, [*a, *b], &bases, &radix),
-        [a, b, c] => count_digits(seg, counts, [*a, *b, *c], &bases, &radix),
-        _ => {
-            for x in seg.iter() {
-                let r = radix(x);
-                for (pass, &base) in passes.iter().zip(&bases) {
-                    let mask = (1u64 << pass.bits) - 1;
-                    counts[base + ((r >> pass.shift) & mask) as usize] += 1;
-                }
-            }
+    // Every pass's digits in one read of the segment, three passes at a
+    // time (more than three passes read it again, from the cache).
+    for (group, first) in passes.chunks(3).zip((0..).step_by(3)) {
+        let base = |k: usize| bases[first + k];
+        match *group {
+            [a] => count_digits(seg, counts, [a], [base(0)], &radix),
+            [a, b] => count_digits(seg, counts, [a, b], [base(0), base(1)], &radix),
+            [a, b, c] => count_digits(seg, counts, [a, b, c], [base(0), base(1), base(2)], &radix),
+            _ => unreachable!("chunks(3) yields one to three passes"),
         }
     }
     let mut in_tmp = false;
@@ -141,26 +138,25 @@ pub(crate) fn sort_segment<T: Copy>(
     }
 }
 
-/// Counts the digits of every pass in one read of `seg`, pass k's counts
-/// from `bases[k]` on: the common case of one to three passes, with the
-/// loop over the passes unrolled. The uniform sort of 2^26 keys at p = 2
-/// (buckets of 2^15 keys, two local passes) took 0.36–0.37 s against
-/// 0.39–0.40 s with a loop over a slice of passes (BENCHMARKS.md 4b).
+/// Counts the digits of `N` passes in one read of `seg`, pass k's counts
+/// from `bases[k]` on, with the loop over the passes unrolled. The uniform
+/// sort of 2^26 keys at p = 2 (buckets of 2^15 keys, two local passes)
+/// took 0.36–0.37 s against 0.39–0.40 s with a loop over a slice of passes
+/// (bench_sort, reused sorter, alternating builds; BENCHMARKS.md section
+/// 4c has the whole sort before and after).
 fn count_digits<T, const N: usize>(
     seg: &[T],
     counts: &mut [usize],
     passes: [DigitPass; N],
-    bases: &[usize],
+    bases: [usize; N],
     radix: &impl Fn(&T) -> u64,
 ) {
     let shifts = passes.map(|pass| pass.shift);
     let masks = passes.map(|pass| (1u64 << pass.bits) - 1);
-    let mut base = [0; N];
-    base.copy_from_slice(&bases[..N]);
     for x in prefetch::lines(seg).flatten() {
         let r = radix(x);
         for k in 0..N {
-            counts[base[k] + ((r >> shifts[k]) & masks[k]) as usize] += 1;
+            counts[bases[k] + ((r >> shifts[k]) & masks[k]) as usize] += 1;
         }
     }
 }
@@ -257,7 +253,7 @@ mod tests {
 
     #[test]
     fn a_segment_sorts_stably() {
-        // One, two, three (unrolled counts) and four passes (the loop).
+        // One, two and three passes (one count), four (two counts).
         for (varying, passes) in [(0x1f, 1), (0x3ff, 2), (0x7fff, 3), (0xfffff, 4)] {
             let passes_used = plan(varying, 5);
             assert_eq!(passes_used.len(), passes);
