@@ -35,7 +35,7 @@ use serde_json::json;
 
 const USAGE: &str = "bench_router: h-relation routing, two-phase vs direct vs transportation vs auto vs a baseline (memcpy; MPI_Alltoallv under MPI)
 
-usage: bench_router [--procs 2,8] [--mib 1024 | --kib K] [--reps 5] [--rounds 3] [--shapes h1,h2,h4,h8,shift,random,skew] [--json]
+usage: bench_router [--procs 2,8] [--mib 1024 | --kib K] [--reps 5] [--rounds 3] [--shapes h1,h2,h4,h8,shift,random,skew] [--routers two-phase,direct,transportation,auto] [--json]
 
   --procs   processor counts to measure (threads; under mpirun, -np decides)
   --mib     total payload of one h-relation, in MiB (n = mib * 2^20 / 8 words)
@@ -43,6 +43,7 @@ usage: bench_router [--procs 2,8] [--mib 1024 | --kib K] [--reps 5] [--rounds 3]
   --reps    routings per run (the median of all is reported)
   --rounds  runs per contender, interleaved with the other contenders
   --shapes  which h-relations to route
+  --routers which routers to measure (all four by default)
   --json    one JSON object per measurement";
 
 /// Words (u64) processor i sends to processor j, for each shape.
@@ -392,7 +393,9 @@ impl Launch {
 
 fn main() {
     let args = Args::parse(USAGE, &["json"]);
-    args.reject_unknown(&["procs", "mib", "kib", "reps", "rounds", "shapes", "json"]);
+    args.reject_unknown(&[
+        "procs", "mib", "kib", "reps", "rounds", "shapes", "routers", "json",
+    ]);
     let launch = Launch::new();
     let procs: Vec<usize> = match launch.mpi {
         // Under MPI, `mpirun -np` decides p and --procs is ignored.
@@ -420,12 +423,15 @@ fn main() {
             "procs", "shape", "h/(n/p)", "router", "bytes", "seconds", "GB/s", "vs base"
         );
     }
-    const ROUTERS: [Router; 4] = [
-        Router::TwoPhase,
-        Router::Direct,
-        Router::Transportation,
-        Router::Auto,
-    ];
+    let routers: Vec<Router> = args.list(
+        "routers",
+        &[
+            Router::TwoPhase,
+            Router::Direct,
+            Router::Transportation,
+            Router::Auto,
+        ],
+    );
     let steps = (procs.len() * shapes.len() * rounds) as u64;
     let progress = Progress::new(steps, "bench_router", json || !lead);
     for &p in &procs {
@@ -453,7 +459,7 @@ fn main() {
                 .max()
                 .unwrap_or(0);
             let baselines = launch.baselines();
-            let mut samples: Vec<Vec<f64>> = vec![Vec::new(); baselines.len() + ROUTERS.len()];
+            let mut samples: Vec<Vec<f64>> = vec![Vec::new(); baselines.len() + routers.len()];
             let mut took = String::new();
             for round in 0..rounds {
                 progress.step(format!("p = {p}, {shape}, round {}", round + 1));
@@ -461,7 +467,7 @@ fn main() {
                 for (k, secs) in launch.run_baselines(&c, reps).into_iter().enumerate() {
                     samples[k].extend(secs);
                 }
-                for (k, &router) in ROUTERS.iter().enumerate() {
+                for (k, &router) in routers.iter().enumerate() {
                     let (secs, used) = run_bsp(&launch.rt, router, &c, reps);
                     samples[baselines.len() + k].extend(secs);
                     if router == Router::Auto {
@@ -474,7 +480,7 @@ fn main() {
                 continue;
             }
             let base = median(&mut samples[0]);
-            let names = (baselines.iter().copied()).chain(ROUTERS.iter().map(|r| r.name()));
+            let names = (baselines.iter().copied()).chain(routers.iter().map(|r| r.name()));
             progress.suspend(|| {
                 for (name, s) in names.zip(samples.iter_mut()) {
                     let secs = median(s);

@@ -470,7 +470,7 @@ impl Ctx {
     /// replies, by the same router. Bookkeeping is proportional to the
     /// processors written to and the parts routed, not to p. Under MPI, a
     /// direct or two-phase routing without gets whose records are large
-    /// (4 KiB on average, 128 KiB per rank) sends the record headers ahead
+    /// (4 KiB on average, 32 KiB per rank) sends the record headers ahead
     /// of the payloads (two more small collectives) and receives each
     /// payload straight into its coarray, sparing a copy of every byte
     /// received.

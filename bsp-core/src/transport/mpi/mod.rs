@@ -278,7 +278,7 @@ enum SendMode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ReceiveMode {
     /// Placed where the records average 4 KiB or more and the superstep
-    /// moves 128 KiB or more per processor; received into a buffer and
+    /// moves 32 KiB or more per processor; received into a buffer and
     /// copied elsewhere.
     Auto,
     /// Placed in every superstep without gets.
