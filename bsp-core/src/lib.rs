@@ -47,6 +47,7 @@ mod delivery;
 mod env;
 mod error;
 mod launch;
+pub mod line_writer;
 mod machine;
 mod outbox;
 mod outcome;

@@ -19,6 +19,7 @@
 //!    congruent with the input (processor j holds the same number of keys as
 //!    before).
 
+use bsp_core::line_writer::LineWriter;
 use bsp_core::{prefetch, Coarray, Ctx, DirectPiece};
 use bytemuck::Pod;
 
@@ -305,13 +306,13 @@ impl<T: Pod + Send> Engine<T> {
             first_piece[d] = i;
         }
         let pieces: Vec<DirectPiece> = pieces.into_iter().map(|(_, piece)| piece).collect();
-        let cur = self.cur;
+        let (cur, counts) = (self.cur, &self.counts);
         ctx.put_direct(&self.next, &pieces, |ctx, slices| {
             let keys = match source {
                 Source::Slice(keys) => keys,
                 Source::Current => ctx.local(&cur),
             };
-            scatter(keys, slices, &first_piece, digit);
+            scatter(keys, slices, &first_piece, counts, digit);
         });
         std::mem::swap(&mut self.cur, &mut self.next);
     }
@@ -455,14 +456,34 @@ fn group<T: Copy>(keys: &[T], out: &mut [T], next_slot: &mut [usize], digit: imp
 
 /// The scatter of a direct delivery: the keys of digit d fill, in order,
 /// the slices `first_piece[d]`, `first_piece[d] + 1`, ... (the pieces of
-/// digit d's range of global positions, cut at processor boundaries).
-fn scatter<T: Copy>(
+/// digit d's range of global positions, cut at processor boundaries);
+/// `counts[d]` keys have digit d. Through a [`LineWriter`] where the keys
+/// spread over many digits (it writes whole lines without reading them
+/// first), with plain stores where a few digits take most keys.
+fn scatter<T: Pod>(
     keys: &[T],
     slices: &mut [&mut [T]],
     first_piece: &[usize],
+    counts: &[u64],
     digit: impl Fn(&T) -> usize,
 ) {
     let mut next = first_piece.to_vec();
+    if LineWriter::<T>::pays(counts) {
+        let mut out = LineWriter::new(first_piece.len());
+        for x in prefetch::lines(keys).flatten() {
+            let d = digit(x);
+            let mut x = *x;
+            while let Err(back) = out.push(d, x) {
+                // The digit's current piece is full (or none was taken
+                // yet): move on to its next piece.
+                x = back;
+                out.set_window(d, std::mem::take(&mut slices[next[d]]));
+                next[d] += 1;
+            }
+        }
+        out.finish();
+        return;
+    }
     let mut window: Vec<&mut [T]> = first_piece.iter().map(|_| &mut [][..]).collect();
     let mut filled = vec![0usize; first_piece.len()];
     for x in prefetch::lines(keys).flatten() {
@@ -472,8 +493,7 @@ fn scatter<T: Copy>(
             *slot = *x;
             filled[d] = at + 1;
         } else {
-            // The digit's current piece is full (or none was taken yet):
-            // move on to its next piece.
+            // As above.
             window[d] = std::mem::take(&mut slices[next[d]]);
             next[d] += 1;
             window[d][0] = *x;

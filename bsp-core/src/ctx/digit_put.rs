@@ -21,6 +21,7 @@ use super::Ctx;
 use crate::coarray::Coarray;
 use crate::ctx::DirectPiece;
 use crate::error::ErrorKind;
+use crate::line_writer::LineWriter;
 
 mod sealed {
     pub trait Sealed {}
@@ -245,9 +246,11 @@ impl Ctx {
     /// # Cost
     ///
     /// That of [`put_direct`](Ctx::put_direct), with the writer's loop a
-    /// read of each key, a store and an increment (plus one more copy of
-    /// the keys of digits split over several pieces); local O(2^bits +
-    /// pieces) to check the pieces.
+    /// read of each key, a store and an increment, or, where the keys
+    /// spread over many digits ([`LineWriter::pays`]), a store into the
+    /// digit's line buffer and a write of whole lines that does not read
+    /// them first (plus one more copy of the keys of digits split over
+    /// several pieces); local O(2^bits + pieces) to check the pieces.
     pub fn put_direct_by_digit<K: DigitKey>(
         &mut self,
         to: &Coarray<K>,
@@ -324,6 +327,57 @@ fn scatter<K: DigitKey>(counted: &DigitCounts<'_, K>, runs: &[Run], slices: &mut
         .filter(|(_, run)| run.pieces > 1)
         .map(|(d, _)| (d, vec![K::zeroed(); counted.counts[d] as usize]))
         .collect();
+    if LineWriter::<K>::pays(&counted.counts) {
+        // Whole lines written without being read first: each digit's
+        // window is its one piece or its buffer, exactly `counts[d]` long.
+        let mut out = LineWriter::new(runs.len());
+        let mut buffers = split.iter_mut();
+        for (d, run) in runs.iter().enumerate() {
+            match run.pieces {
+                0 => {}
+                1 => out.set_window(d, std::mem::take(&mut slices[run.first])),
+                _ => {
+                    let (_, buffer) = buffers.next().expect("one buffer per split digit");
+                    out.set_window(d, buffer);
+                }
+            }
+        }
+        for &key in counted.keys {
+            let d = digit.of(key);
+            assert!(
+                out.push(d, key).is_ok(),
+                "bsp: a digit with more keys than counted"
+            );
+        }
+        out.finish();
+    } else {
+        scatter_by_cursors(counted, runs, slices, &mut split);
+    }
+    for (d, buffer) in split {
+        let run = runs[d];
+        let mut rest = &buffer[..];
+        for slice in slices[run.first..]
+            .iter_mut()
+            .filter(|s| !s.is_empty())
+            .take(run.pieces)
+        {
+            let (head, tail) = rest.split_at(slice.len());
+            slice.copy_from_slice(head);
+            rest = tail;
+        }
+        debug_assert!(rest.is_empty());
+    }
+}
+
+/// [`scatter`]'s loop where few digits take most keys: NPB's, one cursor
+/// per digit, a store and an increment per key, no check.
+fn scatter_by_cursors<K: DigitKey>(
+    counted: &DigitCounts<'_, K>,
+    runs: &[Run],
+    slices: &mut [&mut [K]],
+    split: &mut [(usize, Vec<K>)],
+) {
+    let digit = counted.digit;
     let mut buffers = split.iter_mut().map(|(_, buffer)| buffer.as_mut_ptr());
     let mut cursor: Vec<*mut K> = (runs.iter())
         .map(|run| match run.pieces {
@@ -342,7 +396,7 @@ fn scatter<K: DigitKey>(counted: &DigitCounts<'_, K>, runs: &[Run], slices: &mut
         // single slice of a one-piece digit (its piece `runs_of` checked to
         // be `counts[d]` long, and the caller checked the slice to be as
         // long as its piece; the slices are distinct `&mut` borrows), or
-        // a buffer of `counts[d]` elements made above. The keys are the very
+        // a buffer of `counts[d]` elements made by `scatter`. The keys are the very
         // slice `DigitCounts::new` counted, borrowed shared since then, of
         // a sealed plain integer type without interior mutability, and
         // `digit.of` is this crate's pure function: exactly `counts[d]`
@@ -354,20 +408,6 @@ fn scatter<K: DigitKey>(counted: &DigitCounts<'_, K>, runs: &[Run], slices: &mut
             (*at).write(key);
             *at = (*at).add(1);
         }
-    }
-    for (d, buffer) in split {
-        let run = runs[d];
-        let mut rest = &buffer[..];
-        for slice in slices[run.first..]
-            .iter_mut()
-            .filter(|s| !s.is_empty())
-            .take(run.pieces)
-        {
-            let (head, tail) = rest.split_at(slice.len());
-            slice.copy_from_slice(head);
-            rest = tail;
-        }
-        debug_assert!(rest.is_empty());
     }
 }
 
