@@ -51,6 +51,7 @@ pub mod line_writer;
 mod machine;
 mod outbox;
 mod outcome;
+pub mod pages;
 mod panic_hook;
 mod placement;
 pub mod prefetch;

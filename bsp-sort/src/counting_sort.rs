@@ -20,7 +20,7 @@
 //!    before).
 
 use bsp_core::line_writer::LineWriter;
-use bsp_core::{prefetch, Coarray, Ctx, DirectPiece};
+use bsp_core::{pages, prefetch, Coarray, Ctx, DirectPiece};
 use bytemuck::Pod;
 
 use crate::gather_area::GatherArea;
@@ -84,6 +84,11 @@ pub(crate) struct Engine<T> {
     pub(crate) cur: Coarray<T>,
     /// Where the keys of the running pass land.
     next: Coarray<T>,
+    /// Whether the memory of `cur` and of `next` has been mapped (written
+    /// once, or populated): a direct delivery maps `next` in one call
+    /// first where it has not (see [`bsp_core::pages`]).
+    cur_mapped: bool,
+    next_mapped: bool,
     tran: Coarray<u64>,
     scans: Coarray<u64>,
     gather: GatherArea,
@@ -122,6 +127,8 @@ impl<T: Pod + Send> Engine<T> {
             bounds,
             cur,
             next,
+            cur_mapped: false,
+            next_mapped: false,
             tran,
             scans,
             gather,
@@ -306,6 +313,12 @@ impl<T: Pod + Send> Engine<T> {
             first_piece[d] = i;
         }
         let pieces: Vec<DirectPiece> = pieces.into_iter().map(|(_, piece)| piece).collect();
+        if !self.next_mapped {
+            // Fresh memory: mapped in one request rather than a page
+            // fault at a time during the scatter.
+            pages::populate(ctx.local_mut(&self.next));
+            self.next_mapped = true;
+        }
         let (cur, counts) = (self.cur, &self.counts);
         ctx.put_direct(&self.next, &pieces, |ctx, slices| {
             let keys = match source {
@@ -315,6 +328,7 @@ impl<T: Pod + Send> Engine<T> {
             scatter(keys, slices, &first_piece, counts, digit);
         });
         std::mem::swap(&mut self.cur, &mut self.next);
+        std::mem::swap(&mut self.cur_mapped, &mut self.next_mapped);
     }
 
     /// Step 6, one put per destination, then a merge at the receiver.
@@ -376,6 +390,10 @@ impl<T: Pod + Send> Engine<T> {
     /// Makes `keys` the current local sequence, without a copy, and returns
     /// the buffer it replaces.
     pub(crate) fn swap_current(&mut self, ctx: &mut Ctx, keys: Vec<T>) -> Vec<T> {
+        // The caller's keys were written, so are mapped; a buffer handed
+        // back in is taken as mapped too (at worst, it is then faulted in
+        // page by page, as without the flag).
+        self.cur_mapped = true;
         ctx.replace_local(&self.cur, keys)
     }
 

@@ -1,0 +1,77 @@
+//! Mapping a buffer's memory ahead of its first writes.
+//!
+//! Fresh memory from the allocator (a large zeroed vector, a new coarray)
+//! is mapped by the kernel one page at a time, at the first write to each
+//! page: a fault per 4 KiB, each a trap into the kernel, an accounting
+//! charge and a zeroed page. [`populate`] asks the kernel to map a whole
+//! buffer in one call instead (Linux 5.14's `MADV_POPULATE_WRITE`), which
+//! does the same work with one trap: on the 2-core VM of BENCHMARKS.md,
+//! 256 MiB took 0.08 s mapped in one call against 0.11 s faulted page by
+//! page.
+
+/// Maps every page of `buf` that is not mapped yet, in one request to
+/// the kernel; the contents are unchanged (fresh pages read as zero
+/// either way). Where the kernel cannot (before Linux 5.14, other
+/// systems), does nothing, and the pages are mapped at their first
+/// writes as usual.
+///
+/// # Examples
+///
+/// ```
+/// let mut buf = vec![0u64; 1 << 20];
+/// bsp_core::pages::populate(&mut buf);
+/// assert!(buf.iter().all(|&x| x == 0));
+/// ```
+///
+/// # Cost
+///
+/// Local: the kernel's mapping of the unmapped pages (for fresh memory, a
+/// zeroed page per 4 KiB), without a fault per page.
+pub fn populate<T: bytemuck::Pod>(buf: &mut [T]) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        let start = buf.as_mut_ptr() as usize;
+        let end = start + std::mem::size_of_val(buf);
+        // Whole pages inside the buffer: madvise takes page-aligned
+        // ranges, and the pages at the ends may hold other data.
+        let (first, last) = (start.next_multiple_of(PAGE), end / PAGE * PAGE);
+        if last > first {
+            // SAFETY: the range lies inside `buf`, which this function
+            // borrows mutably; MADV_POPULATE_WRITE maps pages as a write
+            // fault would, leaving their contents as they are, so no
+            // value of `buf` changes. Failure (an old kernel) is ignored.
+            unsafe {
+                libc::madvise(
+                    first as *mut libc::c_void,
+                    last - first,
+                    libc::MADV_POPULATE_WRITE,
+                );
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = buf;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::populate;
+
+    #[test]
+    fn populating_changes_no_value() {
+        for len in [0usize, 1, 1000, 4096, 100_000] {
+            let mut fresh = vec![0u32; len];
+            populate(&mut fresh);
+            assert!(fresh.iter().all(|&x| x == 0));
+            let mut written: Vec<u64> = (0..len as u64).map(|i| i * 3 + 1).collect();
+            // An unaligned part of a buffer, with pages at both ends shared.
+            let n = written.len();
+            populate(&mut written[n / 3..]);
+            assert!(written
+                .iter()
+                .enumerate()
+                .all(|(i, &x)| x == i as u64 * 3 + 1));
+        }
+    }
+}
