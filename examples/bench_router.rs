@@ -261,7 +261,7 @@ enum Floor {
 }
 
 /// The words of the row that [`Floor::Agreed`] all-gathers: about a sync
-/// row's at small p (its fixed words plus one count per processor).
+/// row's at p = 2 (its 28 fixed words plus two counts per processor).
 #[cfg(feature = "mpi")]
 const ROW_WORDS: usize = 32;
 

@@ -44,6 +44,9 @@ struct Stream {
     /// that further sends to the same queue may extend, and that queue's id.
     open_messages: Option<(usize, u32)>,
     records: u64,
+    /// Bytes of the records' heads (headers, and get tickets) in the
+    /// stream: what a placed exchange sends ahead of the payloads.
+    head_bytes: u64,
     /// Buffers handed to the router in earlier syncs, kept so that they can
     /// be reused once every receiver has dropped them: a long computation
     /// then allocates (and page-faults) its send buffers only once.
@@ -91,6 +94,7 @@ impl Stream {
     /// Appends `record`'s header and ends the current buffer, so that a
     /// payload piece can follow it.
     fn header_then_piece(&mut self, record: Record, piece: Piece) {
+        self.head_bytes += record.head_len() as u64;
         record.encode(&mut self.current);
         self.flush();
         if piece.len() > 0 {
@@ -145,6 +149,13 @@ impl Outbox {
         self.streams[dst].as_ref().map_or(0, |s| s.len())
     }
 
+    /// Bytes of the record heads requested so far this superstep for
+    /// `dst`: what [`placement::split`](crate::placement::split) cuts out
+    /// of its stream as the heads.
+    pub(crate) fn head_bytes_to(&self, dst: usize) -> u64 {
+        self.streams[dst].as_ref().map_or(0, |s| s.head_bytes)
+    }
+
     /// The stream for `dst`, about to receive one more record.
     #[inline]
     fn stream(&mut self, dst: usize) -> &mut Stream {
@@ -169,6 +180,7 @@ impl Outbox {
         s.open_messages = None;
         s.reuse_spare();
         s.current.reserve(record.header_len() + payload.len());
+        s.head_bytes += record.head_len() as u64;
         record.encode(&mut s.current);
         s.current.extend_from_slice(payload);
     }
@@ -208,7 +220,9 @@ impl Outbox {
             Some((at, q)) if q == queue => at,
             _ => {
                 let at = s.current.len();
-                Record::messages(queue).encode(&mut s.current);
+                let record = Record::messages(queue);
+                s.head_bytes += record.head_len() as u64;
+                record.encode(&mut s.current);
                 s.open_messages = Some((at, queue));
                 at
             }
@@ -233,6 +247,7 @@ impl Outbox {
                 let s = streams[dst].as_mut().expect("a touched stream exists");
                 s.flush();
                 s.records = 0;
+                s.head_bytes = 0;
                 let segments = s
                     .pieces
                     .drain(..)
@@ -259,6 +274,38 @@ mod tests {
             offset: 0,
             bytes,
         }
+    }
+
+    #[test]
+    fn head_bytes_are_what_split_cuts_out_as_heads() {
+        let mut out = Outbox::new(3);
+        out.push(0, put(10), &[1; 10]); // a short put
+        let far = Record::Put {
+            array: 2,
+            offset: 1 << 40,
+            bytes: 5,
+        };
+        out.push(0, far, &[2; 5]); // a full header
+        out.push_message(0, 7, |v| v.extend_from_slice(&[1, 2]));
+        out.push_message(0, 7, |v| v.extend_from_slice(&[3])); // the same record
+        out.push_message(0, 8, |v| v.push(4)); // a new record
+        out.push_owned(2, put(3), Bytes::from_static(&[9, 9, 9]));
+        let get = Record::Get {
+            array: 1,
+            offset: 0,
+            count: 4,
+            ticket: 3,
+        };
+        out.push(2, get, &[]);
+        let expected: Vec<u64> = (0..3).map(|d| out.head_bytes_to(d)).collect();
+        assert_eq!(expected[1], 0);
+        let (heads, _) = crate::placement::split(out.take(|_| unreachable!()));
+        for (d, head) in &heads {
+            assert_eq!(crate::segments::segments_len(head) as u64, expected[*d]);
+        }
+        assert_eq!(heads.len(), 2);
+        // Taken: nothing left to count.
+        assert!((0..3).all(|d| out.head_bytes_to(d) == 0));
     }
 
     #[test]

@@ -231,16 +231,18 @@ impl SyncRow {
 }
 
 /// Up to this many processors, a row also carries the bytes its processor
-/// sends to each processor (p words): then every processor knows the whole
+/// sends to each processor (p words), then the bytes of those streams'
+/// record heads (p words more): then every processor knows the whole
 /// communication matrix of the superstep before it is routed, so the cost
-/// model has the exact h and the direct router needs no exchange of counts.
+/// model has the exact h, and neither the direct router nor the heads of
+/// a placed direct exchange need an exchange of counts.
 pub(crate) const COUNTS_IN_ROW: usize = 64;
 
 /// Words of each processor's contribution to the all-gather opening a
-/// sync among `p` processors: the row, then its counts when
-/// p ≤ [`COUNTS_IN_ROW`].
+/// sync among `p` processors: the row, then its counts and head counts
+/// when p ≤ [`COUNTS_IN_ROW`].
 pub(crate) fn row_width(p: usize) -> usize {
-    SyncRow::WORDS + if p <= COUNTS_IN_ROW { p } else { 0 }
+    SyncRow::WORDS + if p <= COUNTS_IN_ROW { 2 * p } else { 0 }
 }
 
 /// The communication matrix of the sync's requests, from gathered rows of
@@ -369,7 +371,8 @@ pub(crate) fn decide(
     for q in 0..p {
         let r = row(q);
         if width > SyncRow::WORDS {
-            let counts = &words[q * width + SyncRow::WORDS..(q + 1) * width];
+            let at = q * width + SyncRow::WORDS;
+            let counts = &words[at..at + p];
             let mut sent = 0;
             for (j, &c) in counts.iter().enumerate().filter(|&(j, _)| j != q) {
                 sent += c;
@@ -588,15 +591,17 @@ mod tests {
             row(Status::Syncing, 1),
             row(Status::Syncing, 1),
         ];
-        // Processor q sends counts[q][j] bytes to j; all to processor 2.
+        // Processor q sends counts[q][j] bytes to j, heads[q][j] of them
+        // record heads; all to processor 2.
         let counts = [[5, 0, 7], [0, 0, 9], [0, 0, 100]];
+        let heads = [[12, 0, 24], [0, 0, 24], [0, 0, 36]];
         let width = row_width(3);
         let words: Rows = rows
             .iter()
-            .zip(counts)
-            .flat_map(|(r, c)| r.to_words().into_iter().chain(c))
+            .zip(counts.iter().zip(heads))
+            .flat_map(|(r, (c, h))| r.to_words().into_iter().chain(*c).chain(h))
             .collect();
-        assert_eq!(width, SyncRow::WORDS + 3);
+        assert_eq!(width, SyncRow::WORDS + 6);
         let d = decide(&words, width, |_| Vec::new()).unwrap();
         // Processor 2 receives 7 + 9 from the others; its 100 to itself stay.
         assert_eq!(d.h_estimate(3), 16);
@@ -604,6 +609,10 @@ mod tests {
         assert_eq!(
             (m.procs(), m.bytes(0, 2), m.bytes(2, 2), m.bytes(1, 0)),
             (3, 7, 100, 0)
+        );
+        assert_eq!(
+            (m.head_bytes(0, 0), m.head_bytes(1, 2), m.head_bytes(2, 2)),
+            (12, 24, 36)
         );
         assert_eq!(SyncRow::all(&words, width).len(), 3);
         assert!(matrix(&words, SyncRow::WORDS).is_none());

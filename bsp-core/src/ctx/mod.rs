@@ -396,7 +396,11 @@ impl Ctx {
         let width = protocol::row_width(self.nprocs);
         let mut mine = Vec::with_capacity(width);
         mine.extend_from_slice(&row.to_words());
-        mine.extend((mine.len()..width).map(|k| self.outbox.bytes_to(k - SyncRow::WORDS) as u64));
+        if width > SyncRow::WORDS {
+            let p = self.nprocs;
+            mine.extend((0..p).map(|k| self.outbox.bytes_to(k) as u64));
+            mine.extend((0..p).map(|k| self.outbox.head_bytes_to(k)));
+        }
         let words = self.collective(|c| c.allgather(&mine));
         let (registry, comm, announcing) = (&self.registry, &mut self.comm, &self.announcing);
         let decision = protocol::decide(&words, width, |texts| {
@@ -463,7 +467,8 @@ impl Ctx {
     ///
     /// # Cost
     ///
-    /// l (one all-gather of a 28-word row) plus, if anything was requested,
+    /// l (one all-gather of a row of 28 words, and two per processor up to
+    /// 64 processors) plus, if anything was requested,
     /// h·g for the h-relation: two transposes for [`Router::TwoPhase`], one
     /// irregular all-to-all for [`Router::Direct`], the cheaper by the cost
     /// model for [`Router::Auto`]; gets add a second h-relation for the
@@ -471,9 +476,10 @@ impl Ctx {
     /// processors written to and the parts routed, not to p. Under MPI, a
     /// direct or two-phase routing without gets whose records are large
     /// (4 KiB on average, 32 KiB per rank) sends the record headers ahead
-    /// of the payloads (two more small collectives) and receives each
-    /// payload straight into its coarray, sparing a copy of every byte
-    /// received.
+    /// of the payloads (one more small collective for the direct router up
+    /// to 64 processors, whose rows carry the headers' sizes; two beyond,
+    /// and for two-phase) and receives each payload straight into its
+    /// coarray, sparing a copy of every byte received.
     pub fn sync(&mut self) {
         let start = Instant::now();
         let (decision, router, expected) = self.exchange_rows(Status::Syncing);
@@ -584,15 +590,22 @@ impl Ctx {
         &mut self,
         router: Router,
         streams: Blocks,
+        matrix: Option<&Matrix>,
         figures: &mut SyncFigures,
     ) -> (Blocks, u64) {
         let (comm, mut inbound) = self.comm_and_inbound();
         let mut placed_records = 0;
-        let routed = router::route_placed(router, comm, streams, &mut |heads| {
-            let (plans, placed) = inbound.plan(heads);
-            placed_records = placed;
-            plans
-        });
+        let routed = router::route_placed(
+            router,
+            comm,
+            streams,
+            &mut |heads| {
+                let (plans, placed) = inbound.plan(heads);
+                placed_records = placed;
+                plans
+            },
+            matrix,
+        );
         let (received, route) = unwind_if_aborted(routed);
         figures.add_route(route);
         figures.bytes.received += received.iter().map(|r| r.len() as u64).sum::<u64>();
@@ -619,7 +632,7 @@ impl Ctx {
     ) -> Option<(Outbox, Blocks)> {
         figures.bytes.sent += blocks_len(&streams);
         let (incoming, placed_records) = if arrival == Arrival::Place {
-            self.route_placed(router, streams, figures)
+            self.route_placed(router, streams, matrix.as_ref(), figures)
         } else {
             let (incoming, route) = self.collective(|c| route(router, c, streams, matrix.as_ref()));
             figures.add_route(route);

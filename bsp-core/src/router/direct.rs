@@ -54,15 +54,28 @@ pub(super) fn route(
 /// ([`Comm::exchange_placed`], see `placement.rs`): each stream goes as
 /// its heads, then its bodies. Returns what arrived and the figures, as
 /// [`route`].
+///
+/// `matrix`, when known, also gives the bytes of the heads each processor
+/// sends this one, so that the heads need no exchange of counts.
 pub(super) fn route_placed(
     comm: &mut dyn Comm,
     streams: Blocks,
     plan: Plan<'_>,
+    matrix: Option<&Matrix>,
 ) -> Result<(Vec<Placed>, RouteFigures), Aborted> {
     let me = comm.pid();
     let mut figures = sent_figures(me, block_lens(&streams));
     let (heads, bodies) = placement::split(streams);
-    let received = comm.exchange_placed(Router::Direct, heads, bodies, plan)?;
+    debug_assert!(
+        matrix.is_none_or(|m| heads
+            .iter()
+            .all(|(q, h)| m.head_bytes(me, *q) == segments_len(h) as u64)),
+        "bsp: the row's head counts differ from the heads"
+    );
+    let head_bytes: Option<Vec<u64>> =
+        matrix.map(|m| (0..m.procs()).map(|i| m.head_bytes(i, me)).collect());
+    let received =
+        comm.exchange_placed(Router::Direct, heads, bodies, plan, head_bytes.as_deref())?;
     figures.received_words = received_words(me, received.iter().map(|r| (r.src, r.len())));
     Ok((received, figures))
 }

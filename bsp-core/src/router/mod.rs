@@ -155,6 +155,12 @@ impl Matrix {
         self.rows[from * self.width + self.offset + to] as usize
     }
 
+    /// Bytes of the record heads in what `from` sends to `to` (see
+    /// `placement.rs`).
+    pub(crate) fn head_bytes(&self, from: usize, to: usize) -> u64 {
+        self.rows[from * self.width + self.offset + self.procs() + to]
+    }
+
     /// The number of processors.
     pub(crate) fn procs(&self) -> usize {
         self.rows.len() / self.width
@@ -164,15 +170,17 @@ impl Matrix {
 /// Delivers this processor's streams, listed by destination, with the
 /// receivers writing the payloads of puts straight into their coarrays
 /// where `plan` says ([`Comm::exchange_placed`]; see `placement.rs`).
-/// Returns what arrived from each sender and the figures.
+/// Returns what arrived from each sender and the figures. `matrix`, when
+/// known, is the routing's communication matrix.
 pub(crate) fn route_placed(
     router: Router,
     comm: &mut dyn Comm,
     streams: Blocks,
     plan: Plan<'_>,
+    matrix: Option<&Matrix>,
 ) -> Result<(Vec<Placed>, RouteFigures), Aborted> {
     match router {
-        Router::Direct => direct::route_placed(comm, streams, plan),
+        Router::Direct => direct::route_placed(comm, streams, plan, matrix),
         Router::TwoPhase => two_phase::route_placed(comm, streams, plan),
         _ => unreachable!("bsp: only the direct and two-phase routers place payloads"),
     }

@@ -280,7 +280,9 @@ pub(super) fn route_placed(
         }
     }
     assert_first_bound::<TwoPhase>(figures.first_block_words, dealt_body_words, p);
-    let received = comm.exchange_placed(Router::TwoPhase, heads, bodies, plan)?;
+    // The heads travel with stage 1's block headers in front, whose
+    // lengths only their senders know: the exchange counts them.
+    let received = comm.exchange_placed(Router::TwoPhase, heads, bodies, plan, None)?;
     // Stage 2's blocks, by intermediate: the parts of the bodies received.
     let mut second = vec![(0u64, 0u64); p];
     let mut received_body_words = 0;

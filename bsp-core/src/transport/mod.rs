@@ -223,14 +223,18 @@ pub(crate) trait Comm: Send {
     /// exchange ([`Router::Direct`]), or dealt over the intermediates and
     /// forwarded as `router/two_phase.rs` deals a stream
     /// ([`Router::TwoPhase`]). Only where [`places`](Comm::places) said so.
+    /// `head_bytes`, when every processor passes it (p entries), is the
+    /// bytes of the heads each processor sends this one, so that they
+    /// need no exchange of counts.
     fn exchange_placed(
         &mut self,
         router: Router,
         heads: Blocks,
         bodies: Blocks,
         plan: Plan<'_>,
+        head_bytes: Option<&[u64]>,
     ) -> Result<Vec<Placed>, Aborted> {
-        let _ = (router, heads, bodies, plan);
+        let _ = (router, heads, bodies, plan, head_bytes);
         unreachable!("bsp: a placed exchange on a transport that does not offer one")
     }
     /// The superstep the coming collectives belong to, for error reports

@@ -370,8 +370,9 @@ impl Comm for MpiComm {
         heads: Blocks,
         bodies: Blocks,
         plan: Plan<'_>,
+        head_bytes: Option<&[u64]>,
     ) -> Result<Vec<Placed>, Aborted> {
-        Ok(self.placed(router, heads, bodies, plan))
+        Ok(self.placed(router, heads, bodies, plan, head_bytes))
     }
 
     fn set_superstep(&mut self, superstep: usize) {

@@ -208,15 +208,18 @@ impl MpiComm {
 
     /// The first half of a placed exchange: sends `heads[k]` to each rank
     /// k ≠ this one, led by `body_lens[k]` and the bytes `front(k)`, in a
-    /// counted exchange (a rank is sent nothing where both are empty);
-    /// then asks `plan` where the bodies go, and lays out the staging
-    /// buffer of those received as bytes.
+    /// counted exchange (a rank is sent nothing where both are empty), or
+    /// without the counts where every rank passes `expected` (the bytes
+    /// each rank sends this one, lead included); then asks `plan` where
+    /// the bodies go, and lays out the staging buffer of those received as
+    /// bytes.
     pub(super) fn exchange_heads(
         &mut self,
         mut heads: Vec<Segments>,
         body_lens: &[usize],
         mut front: impl FnMut(usize) -> Bytes,
         plan: Plan<'_>,
+        expected: Option<&[u64]>,
     ) -> Arrived {
         let me = self.pid;
         let mut own_heads = Some(std::mem::take(&mut heads[me]));
@@ -236,7 +239,11 @@ impl MpiComm {
             landings: Vec::new(),
             staged_len: 0,
         };
-        for (k, message) in self.counted_alltoallv(heads, None).into_iter().enumerate() {
+        for (k, message) in self
+            .counted_alltoallv(heads, expected)
+            .into_iter()
+            .enumerate()
+        {
             if k == me {
                 let own = own_heads.take().expect("one block per rank");
                 if !own.is_empty() {
@@ -303,26 +310,46 @@ impl MpiComm {
         heads: Blocks,
         bodies: Blocks,
         plan: Plan<'_>,
+        head_bytes: Option<&[u64]>,
     ) -> Vec<Placed> {
         let out = Outgoing::new(heads, bodies, self.nprocs, self.pid);
         match router {
-            Router::Direct => self.placed_alltoallv(out, plan),
+            Router::Direct => self.placed_alltoallv(out, plan, head_bytes),
             Router::TwoPhase => self.placed_two_phase(out, plan),
             _ => unreachable!("bsp: only the direct and two-phase routers place payloads"),
         }
     }
 
     /// The direct router's placed exchange: the heads (each led by its
-    /// bodies' length) in a counted exchange, then the bodies in one
-    /// `MPI_Alltoallw`. A rank's blocks to itself stay here, and come back
-    /// as bytes.
-    fn placed_alltoallv(&mut self, out: Outgoing, plan: Plan<'_>) -> Vec<Placed> {
+    /// bodies' length) in a counted exchange, or, given `head_bytes` (the
+    /// heads' bytes from each rank, known to all from the sync's rows),
+    /// without the counts; then the bodies in one `MPI_Alltoallw`. A
+    /// rank's blocks to itself stay here, and come back as bytes.
+    fn placed_alltoallv(
+        &mut self,
+        out: Outgoing,
+        plan: Plan<'_>,
+        head_bytes: Option<&[u64]>,
+    ) -> Vec<Placed> {
         let (p, me) = (self.nprocs, self.pid);
         let mut send_counts = vec![0; p];
         for k in (0..p).filter(|&k| k != me && !out.heads[k].is_empty()) {
             send_counts[k] = self.count(out.body_lens[k], "a block");
         }
-        let arrived = self.exchange_heads(out.heads, &out.body_lens, |_| Bytes::new(), plan);
+        // A rank sends heads wherever it has records, led by LEAD_BYTES.
+        let expected: Option<Vec<u64>> = head_bytes.map(|bytes| {
+            bytes
+                .iter()
+                .map(|&b| if b > 0 { b + LEAD_BYTES as u64 } else { 0 })
+                .collect()
+        });
+        let arrived = self.exchange_heads(
+            out.heads,
+            &out.body_lens,
+            |_| Bytes::new(),
+            plan,
+            expected.as_deref(),
+        );
         self.count(arrived.staged_len, "a receive buffer");
         let mut staging = self.world.pool.take(arrived.staged_len);
         let mut into = Scatter::new(p);

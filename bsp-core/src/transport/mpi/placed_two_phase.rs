@@ -73,7 +73,7 @@ impl MpiComm {
                 encode_header(parts.iter().copied())
             }
         };
-        let arrived = self.exchange_heads(out.heads, &out.body_lens, front, plan);
+        let arrived = self.exchange_heads(out.heads, &out.body_lens, front, plan, None);
 
         // Stage 1's receive: from each sender, its parts in the order of
         // its header; the part for this rank lands where its plan says,
