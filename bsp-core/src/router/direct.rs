@@ -72,10 +72,7 @@ pub(super) fn route_placed(
             .all(|(q, h)| m.head_bytes(me, *q) == segments_len(h) as u64)),
         "bsp: the row's head counts differ from the heads"
     );
-    let head_bytes: Option<Vec<u64>> =
-        matrix.map(|m| (0..m.procs()).map(|i| m.head_bytes(i, me)).collect());
-    let received =
-        comm.exchange_placed(Router::Direct, heads, bodies, plan, head_bytes.as_deref())?;
+    let received = comm.exchange_placed(Router::Direct, heads, bodies, plan, matrix)?;
     figures.received_words = received_words(me, received.iter().map(|r| (r.src, r.len())));
     Ok((received, figures))
 }

@@ -11,7 +11,7 @@ use std::str::FromStr;
 use crate::transport::{Aborted, Blocks, Comm, Placed, Plan, Rows};
 #[cfg(feature = "mpi")] // the MPI transport's placed two-phase exchange
 pub(crate) use {
-    two_phase::{decode_header, encode_header, parts, through},
+    two_phase::{decode_header, encode_header, parts, placed_front_lens, through},
     two_stage::Part,
 };
 
@@ -181,7 +181,7 @@ pub(crate) fn route_placed(
 ) -> Result<(Vec<Placed>, RouteFigures), Aborted> {
     match router {
         Router::Direct => direct::route_placed(comm, streams, plan, matrix),
-        Router::TwoPhase => two_phase::route_placed(comm, streams, plan),
+        Router::TwoPhase => two_phase::route_placed(comm, streams, plan, matrix),
         _ => unreachable!("bsp: only the direct and two-phase routers place payloads"),
     }
 }

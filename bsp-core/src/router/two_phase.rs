@@ -111,6 +111,36 @@ fn expected(m: &Matrix, me: usize) -> [Vec<u64>; 2] {
     [first, second]
 }
 
+/// For a placed two-phase exchange, the length of the stage-1 block
+/// header each processor sends `me` ahead of its heads (0 where it deals
+/// `me` nothing), from the communication matrix: the parts of the bodies
+/// of its streams (each stream's bytes less its heads') dealt to `me`.
+/// What an MPI transport would otherwise learn from a count exchange.
+/// Cost O(p²).
+#[cfg(feature = "mpi")]
+pub(crate) fn placed_front_lens(m: &Matrix, me: usize) -> Vec<usize> {
+    let p = m.procs();
+    (0..p)
+        .map(|i| {
+            let parts: Vec<Part> = (0..p)
+                .map(|j| {
+                    let body = m.bytes(i, j) - m.head_bytes(i, j) as usize;
+                    Part {
+                        peer: j,
+                        len: through(body, i, j, me, p).len(),
+                    }
+                })
+                .filter(|part| part.len > 0)
+                .collect();
+            if parts.is_empty() {
+                0
+            } else {
+                header_len(&parts)
+            }
+        })
+        .collect()
+}
+
 /// Whether a block of `block` words keeps the paper's bound for a
 /// processor that deals (stage 1) or receives (stage 2) `total` words:
 /// `block ≤ total/p + (p−1)/2`, in integers.
@@ -252,6 +282,7 @@ pub(super) fn route_placed(
     comm: &mut dyn Comm,
     streams: Blocks,
     plan: Plan<'_>,
+    matrix: Option<&Matrix>,
 ) -> Result<(Vec<Placed>, RouteFigures), Aborted> {
     let (p, me) = (comm.nprocs(), comm.pid());
     let mut figures = RouteFigures::default();
@@ -280,9 +311,7 @@ pub(super) fn route_placed(
         }
     }
     assert_first_bound::<TwoPhase>(figures.first_block_words, dealt_body_words, p);
-    // The heads travel with stage 1's block headers in front, whose
-    // lengths only their senders know: the exchange counts them.
-    let received = comm.exchange_placed(Router::TwoPhase, heads, bodies, plan, None)?;
+    let received = comm.exchange_placed(Router::TwoPhase, heads, bodies, plan, matrix)?;
     // Stage 2's blocks, by intermediate: the parts of the bodies received.
     let mut second = vec![(0u64, 0u64); p];
     let mut received_body_words = 0;

@@ -23,7 +23,7 @@ pub(crate) mod threads;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::router::Router;
+use crate::router::{Matrix, Router};
 use crate::segments::{segments_len, Segments};
 pub(crate) use split::Group;
 
@@ -223,18 +223,19 @@ pub(crate) trait Comm: Send {
     /// exchange ([`Router::Direct`]), or dealt over the intermediates and
     /// forwarded as `router/two_phase.rs` deals a stream
     /// ([`Router::TwoPhase`]). Only where [`places`](Comm::places) said so.
-    /// `head_bytes`, when every processor passes it (p entries), is the
-    /// bytes of the heads each processor sends this one, so that they
-    /// need no exchange of counts.
+    /// `matrix`, when every processor passes it, is the routing's
+    /// communication matrix, heads' bytes included, from which every
+    /// processor knows what the heads weigh, so that they need no
+    /// exchange of counts.
     fn exchange_placed(
         &mut self,
         router: Router,
         heads: Blocks,
         bodies: Blocks,
         plan: Plan<'_>,
-        head_bytes: Option<&[u64]>,
+        matrix: Option<&Matrix>,
     ) -> Result<Vec<Placed>, Aborted> {
-        let _ = (router, heads, bodies, plan, head_bytes);
+        let _ = (router, heads, bodies, plan, matrix);
         unreachable!("bsp: a placed exchange on a transport that does not offer one")
     }
     /// The superstep the coming collectives belong to, for error reports

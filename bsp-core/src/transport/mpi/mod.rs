@@ -93,7 +93,7 @@ use super::{
     Rows, RunLimits,
 };
 use crate::error::{Error, ErrorKind, Result};
-use crate::router::Router;
+use crate::router::{Matrix, Router};
 use pool::Pool;
 
 /// Environment variable choosing how `transpose` is carried out:
@@ -370,9 +370,9 @@ impl Comm for MpiComm {
         heads: Blocks,
         bodies: Blocks,
         plan: Plan<'_>,
-        head_bytes: Option<&[u64]>,
+        matrix: Option<&Matrix>,
     ) -> Result<Vec<Placed>, Aborted> {
-        Ok(self.placed(router, heads, bodies, plan, head_bytes))
+        Ok(self.placed(router, heads, bodies, plan, matrix))
     }
 
     fn set_superstep(&mut self, superstep: usize) {

@@ -18,7 +18,7 @@ use mpi::Count;
 
 use super::alltoallw::{byte_type, free_types, hindexed_bytes, Receive};
 use super::{MpiComm, ReceiveMode};
-use crate::router::Router;
+use crate::router::{Matrix, Router};
 use crate::segments::{segments_len, SegmentReader, Segments};
 use crate::transport::{dense, Blocks, Placed, Plan, Region};
 
@@ -206,6 +206,23 @@ impl MpiComm {
         }
     }
 
+    /// The bytes each rank sends this one in
+    /// [`exchange_heads`](Self::exchange_heads), from the communication
+    /// matrix: its heads, `front(i)` bytes in front of them, and the lead;
+    /// nothing where both are empty.
+    pub(super) fn heads_expected(&self, m: &Matrix, front: impl Fn(usize) -> usize) -> Vec<u64> {
+        (0..self.nprocs)
+            .map(|i| {
+                let ahead = m.head_bytes(i, self.pid) + front(i) as u64;
+                if ahead > 0 {
+                    ahead + LEAD_BYTES as u64
+                } else {
+                    0
+                }
+            })
+            .collect()
+    }
+
     /// The first half of a placed exchange: sends `heads[k]` to each rank
     /// k ≠ this one, led by `body_lens[k]` and the bytes `front(k)`, in a
     /// counted exchange (a rank is sent nothing where both are empty), or
@@ -310,39 +327,33 @@ impl MpiComm {
         heads: Blocks,
         bodies: Blocks,
         plan: Plan<'_>,
-        head_bytes: Option<&[u64]>,
+        matrix: Option<&Matrix>,
     ) -> Vec<Placed> {
         let out = Outgoing::new(heads, bodies, self.nprocs, self.pid);
         match router {
-            Router::Direct => self.placed_alltoallv(out, plan, head_bytes),
-            Router::TwoPhase => self.placed_two_phase(out, plan),
+            Router::Direct => self.placed_alltoallv(out, plan, matrix),
+            Router::TwoPhase => self.placed_two_phase(out, plan, matrix),
             _ => unreachable!("bsp: only the direct and two-phase routers place payloads"),
         }
     }
 
     /// The direct router's placed exchange: the heads (each led by its
-    /// bodies' length) in a counted exchange, or, given `head_bytes` (the
-    /// heads' bytes from each rank, known to all from the sync's rows),
-    /// without the counts; then the bodies in one `MPI_Alltoallw`. A
-    /// rank's blocks to itself stay here, and come back as bytes.
+    /// bodies' length) in a counted exchange, or, given the `matrix`
+    /// (which every rank has from the sync's rows), without the counts;
+    /// then the bodies in one `MPI_Alltoallw`. A rank's blocks to itself
+    /// stay here, and come back as bytes.
     fn placed_alltoallv(
         &mut self,
         out: Outgoing,
         plan: Plan<'_>,
-        head_bytes: Option<&[u64]>,
+        matrix: Option<&Matrix>,
     ) -> Vec<Placed> {
         let (p, me) = (self.nprocs, self.pid);
         let mut send_counts = vec![0; p];
         for k in (0..p).filter(|&k| k != me && !out.heads[k].is_empty()) {
             send_counts[k] = self.count(out.body_lens[k], "a block");
         }
-        // A rank sends heads wherever it has records, led by LEAD_BYTES.
-        let expected: Option<Vec<u64>> = head_bytes.map(|bytes| {
-            bytes
-                .iter()
-                .map(|&b| if b > 0 { b + LEAD_BYTES as u64 } else { 0 })
-                .collect()
-        });
+        let expected = matrix.map(|m| self.heads_expected(m, |_| 0));
         let arrived = self.exchange_heads(
             out.heads,
             &out.body_lens,

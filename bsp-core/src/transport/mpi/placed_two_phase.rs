@@ -27,7 +27,9 @@ use bytes::Bytes;
 
 use super::placed::{Outgoing, Scatter};
 use super::MpiComm;
-use crate::router::{decode_header, encode_header, parts, through, Part};
+use crate::router::{
+    decode_header, encode_header, parts, placed_front_lens, through, Matrix, Part,
+};
 use crate::segments::{segments_len, SegmentCursor, Segments};
 use crate::transport::{Placed, Plan};
 
@@ -35,7 +37,12 @@ impl MpiComm {
     /// The two-phase router's placed exchange
     /// ([`Comm::exchange_placed`](crate::transport::Comm::exchange_placed)
     /// on MPI; see the module docs).
-    pub(super) fn placed_two_phase(&mut self, out: Outgoing, plan: Plan<'_>) -> Vec<Placed> {
+    pub(super) fn placed_two_phase(
+        &mut self,
+        out: Outgoing,
+        plan: Plan<'_>,
+        matrix: Option<&Matrix>,
+    ) -> Vec<Placed> {
         let (p, me) = (self.nprocs, self.pid);
 
         // Stage 1's blocks, by intermediate, with their headers; the parts
@@ -73,7 +80,20 @@ impl MpiComm {
                 encode_header(parts.iter().copied())
             }
         };
-        let arrived = self.exchange_heads(out.heads, &out.body_lens, front, plan, None);
+        // With the matrix, every rank works out the stage-1 headers it will
+        // receive, and the heads need no count exchange.
+        let expected = matrix.map(|m| {
+            debug_assert!(
+                (0..p)
+                    .filter(|&k| k != me)
+                    .all(|k| front(k).len() == placed_front_lens(m, k)[me]),
+                "bsp: the matrix gives other stage-1 headers than are sent"
+            );
+            let fronts = placed_front_lens(m, me);
+            self.heads_expected(m, |i| fronts[i])
+        });
+        let arrived =
+            self.exchange_heads(out.heads, &out.body_lens, front, plan, expected.as_deref());
 
         // Stage 1's receive: from each sender, its parts in the order of
         // its header; the part for this rank lands where its plan says,
