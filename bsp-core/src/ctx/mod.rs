@@ -476,10 +476,10 @@ impl Ctx {
     /// processors written to and the parts routed, not to p. Under MPI, a
     /// direct or two-phase routing without gets whose records are large
     /// (4 KiB on average, 32 KiB per rank) sends the record headers ahead
-    /// of the payloads (one more small collective for the direct router up
-    /// to 64 processors, whose rows carry the headers' sizes; two beyond,
-    /// and for two-phase) and receives each payload straight into its
-    /// coarray, sparing a copy of every byte received.
+    /// of the payloads (one more small collective up to 64 processors,
+    /// whose rows carry the headers' sizes; two beyond) and receives each
+    /// payload straight into its coarray, sparing a copy of every byte
+    /// received.
     pub fn sync(&mut self) {
         let start = Instant::now();
         let (decision, router, expected) = self.exchange_rows(Status::Syncing);

@@ -55,8 +55,9 @@
 //!
 //! * `exchange_placed` (the direct and two-phase
 //!   routers where records are large, `placed.rs` and
-//!   `placed_two_phase.rs`) send the record headers first, in a counted
-//!   exchange, and then the payloads, which `MPI_Alltoallw` receives
+//!   `placed_two_phase.rs`) send the record headers first (in one
+//!   `MPI_Alltoallw` whose counts every rank knows from the sync rows up
+//!   to 64 ranks, counted beyond), and then the payloads, which `MPI_Alltoallw` receives
 //!   straight into the coarrays through hindexed datatypes over their
 //!   addresses.
 //!

@@ -3,9 +3,11 @@
 //! buffer at the destination.
 //!
 //! Each stream is cut into its heads and its bodies (`placement.rs`).
-//! The heads go straight to their destination, in the counted exchange of
-//! the direct placed exchange (`placed.rs`), and carry, in front of them,
-//! the header of the stage-1 block their sender will send to that rank.
+//! The heads go straight to their destination, in the exchange of the
+//! direct placed exchange (`placed.rs`), and carry, in front of them,
+//! the header of the stage-1 block their sender will send to that rank
+//! (up to 64 ranks, every receiver works out those headers' lengths from
+//! the sync rows, so the heads need no exchange of counts either).
 //! After it every rank knows, for each of its senders, where the sender's
 //! bodies go (its plan) and how long each part is, so both transposes
 //! need no exchange of counts:
@@ -18,8 +20,8 @@
 //!   that buffer (and, for its own bodies, from their segments); the
 //!   destination receives every part into place.
 //!
-//! Against the streaming router under MPI that is one more counted
-//! exchange (the heads), and one copy less of every byte delivered.
+//! Against the streaming router under MPI that is one more exchange (the
+//! heads), and one copy less of every byte delivered.
 
 use std::ops::Range;
 
