@@ -33,6 +33,13 @@ pub const LINE_BYTES: usize = crate::prefetch::LINE_BYTES;
 /// [`LineWriter::pays`] says combining lines pays.
 pub const COMBINE_MIN_BUSY: f64 = 64.0;
 
+/// The bytes of a scatter from which [`LineWriter::pays`] says combining
+/// lines pays: a smaller output stays in the cache, where plain stores
+/// find their lines and the next pass finds the output, and the line
+/// buffers are overhead (BENCHMARKS.md section 4d: 20-35% slower below
+/// 8 MiB per processor, 7% faster from 16 MiB).
+pub const COMBINE_MIN_BYTES: u64 = 16 << 20;
+
 /// One window's line buffer, aligned as a line.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
@@ -130,11 +137,11 @@ impl<'a, T: Pod> LineWriter<'a, T> {
 
     /// Whether combining lines pays for a scatter of `counts[b]` elements
     /// into each bin b: when `T` can be combined (its size divides a line,
-    /// on x86-64) and many bins are busy at once. Where a few bins take
-    /// most elements, their open lines stay in the cache and plain stores
-    /// cost no extra read; a plain loop is then faster. "Many" is an
-    /// effective number of bins, (Σc)² / Σc², of [`COMBINE_MIN_BUSY`] or
-    /// more.
+    /// on x86-64), the scatter writes [`COMBINE_MIN_BYTES`] or more, and
+    /// many bins are busy at once. Where a few bins take most elements,
+    /// their open lines stay in the cache and plain stores cost no extra
+    /// read; a plain loop is then faster. "Many" is an effective number of
+    /// bins, (Σc)² / Σc², of [`COMBINE_MIN_BUSY`] or more.
     ///
     /// Scattering 2^25 8-byte keys over 2^11 bins, one thread, on the VM
     /// of the module docs: with the keys spread evenly over 2, 8 or 32
@@ -147,9 +154,10 @@ impl<'a, T: Pod> LineWriter<'a, T> {
     /// ```
     /// use bsp_core::line_writer::LineWriter;
     ///
-    /// assert_eq!(LineWriter::<u64>::pays(&[1000; 256]), cfg!(target_arch = "x86_64"));
-    /// assert!(!LineWriter::<u64>::pays(&[1_000_000, 10, 10, 10]));
-    /// assert!(!LineWriter::<[u8; 3]>::pays(&[1000; 256]));
+    /// assert_eq!(LineWriter::<u64>::pays(&[1 << 20; 256]), cfg!(target_arch = "x86_64"));
+    /// assert!(!LineWriter::<u64>::pays(&[1000; 256])); // 2 MiB: stays in the cache
+    /// assert!(!LineWriter::<u64>::pays(&[1 << 30, 10, 10, 10]));
+    /// assert!(!LineWriter::<[u8; 3]>::pays(&[1 << 20; 256]));
     /// ```
     ///
     /// # Cost
@@ -160,7 +168,10 @@ impl<'a, T: Pod> LineWriter<'a, T> {
             let c = c as f64;
             (s + c, q + c * c)
         });
-        Self::combinable() && squares > 0.0 && sum * sum / squares >= COMBINE_MIN_BUSY
+        let bytes = sum * std::mem::size_of::<T>() as f64;
+        Self::combinable()
+            && bytes >= COMBINE_MIN_BYTES as f64
+            && sum * sum / squares >= COMBINE_MIN_BUSY
     }
 
     /// Whether elements of `T` can be combined into lines here.
