@@ -309,6 +309,24 @@ fn a_sorter_is_reusable() {
     });
 }
 
+/// Scatters of 16 MiB or more per processor whose keys spread over many
+/// digits go through `bsp_core::line_writer::LineWriter` (whole lines by
+/// non-temporal stores): 2^21 64-bit keys per processor, uniform and
+/// Gaussian-like, against a sequential sort.
+#[test]
+fn scatters_of_16_mib_write_whole_lines() {
+    watchdog(300, || {
+        for rt in runtimes(&[2]) {
+            announce("scatters_of_16_mib_write_whole_lines", &rt);
+            let p = rt.nprocs();
+            let n = p * (1 << 21) + 5;
+            for dist in [Dist::Uniform, Dist::Gaussian] {
+                check_distribution(&rt, dist, n, 64);
+            }
+        }
+    });
+}
+
 #[test]
 fn large_inputs_take_the_top_digit_first_where_it_splits_evenly() {
     watchdog(180, || {
