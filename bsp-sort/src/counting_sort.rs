@@ -427,7 +427,10 @@ fn count<T>(keys: &[T], counts: &mut [u64], digit: impl Fn(&T) -> usize) {
     }
     let mut tables = vec![0u32; 4 * r];
     // Each table counts a quarter of a chunk: no counter can wrap.
-    for chunk in keys.chunks(u32::MAX as usize) {
+    for (i, chunk) in keys.chunks(u32::MAX as usize).enumerate() {
+        if i > 0 {
+            tables.fill(0);
+        }
         let (t0, rest) = tables.split_at_mut(r);
         let (t1, rest) = rest.split_at_mut(r);
         let (t2, t3) = rest.split_at_mut(r);
@@ -446,7 +449,6 @@ fn count<T>(keys: &[T], counts: &mut [u64], digit: impl Fn(&T) -> usize) {
         for (d, total) in counts.iter_mut().enumerate() {
             *total += u64::from(t0[d]) + u64::from(t1[d]) + u64::from(t2[d]) + u64::from(t3[d]);
         }
-        tables.fill(0);
     }
 }
 

@@ -88,25 +88,13 @@ fn expected(m: &Matrix, me: usize) -> [Vec<u64>; 2] {
     // The bytes of the stream from i to j that go through intermediate k.
     let through = |i: usize, j: usize, k: usize| through(m.bytes(i, j), i, j, k, p).len();
     let block = |parts: Vec<Part>| -> u64 {
-        if parts.is_empty() {
-            return 0;
-        }
-        (parts.iter().map(|part| part.len).sum::<usize>() + header_len(&parts)) as u64
-    };
-    let parts = |len_of: &dyn Fn(usize) -> usize| -> Vec<Part> {
-        (0..p)
-            .map(|peer| Part {
-                peer,
-                len: len_of(peer),
-            })
-            .filter(|part| part.len > 0)
-            .collect()
+        (parts.iter().map(|part| part.len).sum::<usize>() + block_header_len(&parts)) as u64
     };
     let first = (0..p)
-        .map(|i| block(parts(&|j| through(i, j, me))))
+        .map(|i| block(nonempty_parts(p, |j| through(i, j, me))))
         .collect();
     let second = (0..p)
-        .map(|k| block(parts(&|i| through(i, me, k))))
+        .map(|k| block(nonempty_parts(p, |i| through(i, me, k))))
         .collect();
     [first, second]
 }
@@ -120,25 +108,34 @@ fn expected(m: &Matrix, me: usize) -> [Vec<u64>; 2] {
 #[cfg(feature = "mpi")]
 pub(crate) fn placed_front_lens(m: &Matrix, me: usize) -> Vec<usize> {
     let p = m.procs();
+    let body = |i: usize, j: usize| m.bytes(i, j) - m.head_bytes(i, j) as usize;
     (0..p)
         .map(|i| {
-            let parts: Vec<Part> = (0..p)
-                .map(|j| {
-                    let body = m.bytes(i, j) - m.head_bytes(i, j) as usize;
-                    Part {
-                        peer: j,
-                        len: through(body, i, j, me, p).len(),
-                    }
-                })
-                .filter(|part| part.len > 0)
-                .collect();
-            if parts.is_empty() {
-                0
-            } else {
-                header_len(&parts)
-            }
+            let parts = nonempty_parts(p, |j| through(body(i, j), i, j, me, p).len());
+            block_header_len(&parts)
         })
         .collect()
+}
+
+/// The parts with peers 0..p whose length `len_of(peer)` is not zero.
+fn nonempty_parts(p: usize, len_of: impl Fn(usize) -> usize) -> Vec<Part> {
+    (0..p)
+        .map(|peer| Part {
+            peer,
+            len: len_of(peer),
+        })
+        .filter(|part| part.len > 0)
+        .collect()
+}
+
+/// Bytes of the header in front of a block of `parts`: none for a block
+/// without parts, which is not sent.
+fn block_header_len(parts: &[Part]) -> usize {
+    if parts.is_empty() {
+        0
+    } else {
+        header_len(parts)
+    }
 }
 
 /// Whether a block of `block` words keeps the paper's bound for a
