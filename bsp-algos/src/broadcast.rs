@@ -6,7 +6,6 @@ use bytemuck::Pod;
 use crate::dist::Block;
 use crate::klevel::{broadcast_k_level, tree_levels_cost, Levels};
 use crate::model::{all_but_own, ceil_log2, floor_log2, pick_for, Model, Variant};
-use crate::rows::{copy_around, gather_others};
 use crate::same_len::Lengths;
 
 /// The signature of a broadcast variant.
@@ -68,10 +67,16 @@ fn tree_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
 }
 
 /// The scatter moves h from the root alone; the all-gather is a full
-/// h-relation.
+/// h-relation. The root receives nothing in the scatter, so it leaves that
+/// sync as soon as its blocks are out and packs its block for the
+/// all-gather while the receivers unpack theirs: the packing of one block
+/// (half of what g charges for a byte, which pays for packing and
+/// unpacking both) is off the critical path.
 fn two_phase_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
     let h = all_but_own(bytes, p);
-    Some(model.sparse_superstep(p, h, h) + model.superstep(h))
+    let block = bytes as f64 / p as f64;
+    let overlap = (model.superstep(block) - model.superstep(0.0)) / 2.0;
+    Some(model.sparse_superstep(p, h, h) + model.superstep(h) - overlap)
 }
 
 fn pipelined_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
@@ -168,7 +173,9 @@ fn check_root(ctx: &Ctx, root: usize) {
 ///
 /// * [`broadcast_tree`]: Σ over its ⌈log₂ p⌉ rounds of S(B, sB), s the
 ///   round's senders (1, 2, 4, ...);
-/// * [`broadcast_two_phase`]: S(B', B') + T(B'), B' = B(p − 1)/p;
+/// * [`broadcast_two_phase`]: S(B', B') + T(B') − g·B/2p, B' = B(p − 1)/p
+///   (the root packs its all-gather block while the others unpack the
+///   scatter's);
 /// * [`broadcast_pipelined`]: (k + ⌊log₂ p⌋ − 1) · T(2B/k), k chosen to
 ///   minimise it;
 /// * [`broadcast_k_level`] with 1, 2, 3 and log p levels: as its `# Cost`
@@ -215,23 +222,38 @@ pub fn broadcast_tree<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) 
     check_root(ctx, root);
     let p = ctx.nprocs();
     let v = (ctx.pid() + p - root) % p; // rank relative to the root
-    let a = ctx.coarray::<T>(if v == 0 { 0 } else { buf.len() });
     for round in (0..ceil_log2(p) as u32).rev() {
         let mask = 1usize << round;
-        let lengths = Lengths::new(ctx);
         // Rank v holds the data from the round in which it received it on.
-        if v % (2 * mask) == 0 && v + mask < p {
-            let child = (v + mask + root) % p;
-            ctx.put(child, &a, 0, buf);
-            lengths.send(ctx, child, buf.len());
+        let child = (v % (2 * mask) == 0 && v + mask < p).then(|| (v + mask + root) % p);
+        let receives = v % (2 * mask) == mask;
+        pass_whole(ctx, buf, child.as_slice(), receives);
+    }
+}
+
+/// One superstep of a broadcast that moves whole buffers: this processor
+/// puts all of `buf` to each of `targets`, or, if it `receives`, takes the
+/// buffer its sender puts straight into `buf` (registered as an area for
+/// the superstep, so there is no copy out of a coarray); the lengths are
+/// checked after the sync.
+pub(crate) fn pass_whole<T: Pod + Send>(
+    ctx: &mut Ctx,
+    buf: &mut [T],
+    targets: &[usize],
+    receives: bool,
+) {
+    debug_assert!(!receives || targets.is_empty());
+    let len = buf.len();
+    let lengths = Lengths::new(ctx);
+    let (sending, landing): (&[T], &mut [T]) = if receives { (&[], buf) } else { (buf, &mut []) };
+    ctx.with_area(landing, |ctx, area| {
+        for &dst in targets {
+            ctx.put_area(dst, area, 0, bytemuck::cast_slice(sending));
+            lengths.send(ctx, dst, len);
         }
         ctx.sync();
-        lengths.check(ctx, "broadcast", buf.len());
-        if v % (2 * mask) == mask {
-            buf.copy_from_slice(ctx.local(&a));
-        }
-    }
-    ctx.release(a);
+    });
+    lengths.check(ctx, "broadcast", len);
 }
 
 /// Two-phase broadcast for long data: the root scatters the buffer in p
@@ -259,34 +281,63 @@ pub fn broadcast_tree<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) 
 /// 2 supersteps: a scatter (h = m − ⌈m/p⌉ at the root) and an all-gather
 /// (h ≈ m(p − 1)/p), with p − 1 put records per processor in each:
 /// predicted 2 · (l + g·B(p − 1)/p) for B bytes, the scatter's h
-/// (the root's alone) charged by [`Model::sparse_superstep`].
+/// (the root's alone) charged by [`Model::sparse_superstep`], less
+/// g·B/2p: the root receives nothing in the scatter, so it packs its
+/// block for the all-gather while the others unpack theirs. Every block
+/// lands straight in the receivers' buffers (no copy out of a coarray).
 pub fn broadcast_two_phase<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
     check_root(ctx, root);
     let (p, me) = (ctx.nprocs(), ctx.pid());
-    let blocks = Block::new(buf.len(), p);
-    // The root holds every block from the start and receives nothing.
-    let a = ctx.coarray::<T>(if me == root { 0 } else { buf.len() });
+    let len = buf.len();
+    let blocks = Block::new(len, p);
+    let mine = blocks.range(me);
+    // The scatter: block d lands straight in its place in d's buffer. The
+    // root holds every block from the start and receives nothing.
     let lengths = Lengths::new(ctx);
     if me == root {
-        for dst in (0..p).filter(|&d| d != me) {
-            ctx.put(dst, &a, blocks.start(dst), &buf[blocks.range(dst)]);
-            lengths.send(ctx, dst, buf.len());
-        }
+        ctx.with_area::<T, _>(&mut [], |ctx, area| {
+            for dst in (0..p).filter(|&d| d != me) {
+                let block = &buf[blocks.range(dst)];
+                if !block.is_empty() {
+                    ctx.put_area(dst, area, 0, bytemuck::cast_slice(block));
+                }
+                lengths.send(ctx, dst, len);
+            }
+            ctx.sync();
+        });
+    } else {
+        ctx.with_area(&mut buf[mine.clone()], |ctx, _| ctx.sync());
     }
-    ctx.sync();
-    lengths.check(ctx, "broadcast", buf.len());
-    let scattered = ctx.release(a);
-    let mine = blocks.range(me);
-    if me != root {
-        buf[mine.clone()].copy_from_slice(&scattered[mine.clone()]);
-    }
-    // The scatter's buffer receives the other blocks.
-    let got = gather_others(ctx, blocks, Some(scattered), &buf[mine.clone()], |d| {
-        d != root
+    lengths.check(ctx, "broadcast", len);
+    // The all-gather: every processor sends its block to every receiver
+    // but itself, into the receiver's buffer before or after the
+    // receiver's own block (two areas, so that the sender's block is
+    // never registered while it reads it).
+    let (before, rest) = buf.split_at_mut(mine.start);
+    let (own, after) = rest.split_at_mut(mine.len());
+    let (before, after): (&mut [T], &mut [T]) = if me == root {
+        (&mut [], &mut [])
+    } else {
+        (before, after)
+    };
+    let own: &[T] = own;
+    ctx.with_area(before, |ctx, below| {
+        ctx.with_area(after, |ctx, above| {
+            if !own.is_empty() {
+                for dst in (0..p).filter(|&d| d != me && d != root) {
+                    let theirs = blocks.range(dst);
+                    let bytes = bytemuck::cast_slice(own);
+                    if mine.start < theirs.start {
+                        ctx.put_area(dst, below, mine.start * size_of::<T>(), bytes);
+                    } else {
+                        let at = (mine.start - theirs.end) * size_of::<T>();
+                        ctx.put_area(dst, above, at, bytes);
+                    }
+                }
+            }
+            ctx.sync();
+        })
     });
-    if me != root {
-        copy_around(&got, mine, buf);
-    }
 }
 
 /// Pipelined binary-tree broadcast for long data: the buffer is cut into
@@ -329,43 +380,50 @@ pub fn broadcast_pipelined<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut 
     let packets = Block::new(buf.len(), k);
     let v = (me + p - root) % p; // place in the tree, counted from the root
     let depth = floor_log2(v + 1);
-    let a = ctx.coarray::<T>(if v == 0 { 0 } else { buf.len() });
     let children: Vec<usize> = [2 * v + 1, 2 * v + 2]
         .into_iter()
         .filter(|&c| c < p)
         .map(|c| (c + root) % p)
         .collect();
+    let len = buf.len();
     for step in 0..pipeline_supersteps(p, k) {
         // A node at depth d sends its first packet in superstep d (the
         // deepest, ⌊log₂ p⌋ − 1), with its length.
         let lengths = (step < floor_log2(p)).then(|| Lengths::new(ctx));
         // A node at depth d forwards packet `step − d`, received in the
-        // superstep before (the root holds every packet from the start).
-        if let Some(j) = step.checked_sub(depth).filter(|&j| j < k) {
-            let range = packets.range(j);
-            for &c in &children {
-                if !range.is_empty() {
-                    ctx.put(c, &a, range.start, &buf[range.clone()]);
-                }
-                if let Some(lengths) = lengths.as_ref().filter(|_| j == 0) {
-                    lengths.send(ctx, c, buf.len());
+        // superstep before (the root holds every packet from the start),
+        // and receives packet `step − d + 1` from its parent, straight
+        // into its place: the two are disjoint.
+        let sends = step.checked_sub(depth).filter(|&j| j < k);
+        let receives = (step + 1)
+            .checked_sub(depth)
+            .filter(|&j| depth > 0 && j < k)
+            .map(|j| packets.range(j));
+        let split = receives.as_ref().map_or(len, |r| r.start);
+        let (front, back) = buf.split_at_mut(split);
+        let landing: &mut [T] = match &receives {
+            Some(r) => &mut back[..r.len()],
+            None => &mut [],
+        };
+        let front: &[T] = front;
+        ctx.with_area(landing, |ctx, area| {
+            if let Some(j) = sends {
+                let packet = &front[packets.range(j)];
+                for &c in &children {
+                    if !packet.is_empty() {
+                        ctx.put_area(c, area, 0, bytemuck::cast_slice(packet));
+                    }
+                    if let Some(lengths) = lengths.as_ref().filter(|_| j == 0) {
+                        lengths.send(ctx, c, len);
+                    }
                 }
             }
-        }
-        ctx.sync();
+            ctx.sync();
+        });
         if let Some(lengths) = lengths {
-            lengths.check(ctx, "broadcast", buf.len());
-        }
-        // The packet that arrived in this superstep, from the parent one
-        // level up.
-        if depth > 0 {
-            if let Some(j) = (step + 1).checked_sub(depth).filter(|&j| j < k) {
-                let range = packets.range(j);
-                buf[range.clone()].copy_from_slice(&ctx.local(&a)[range]);
-            }
+            lengths.check(ctx, "broadcast", len);
         }
     }
-    ctx.release(a);
 }
 
 /// Broadcast when only the root knows the length: returns the root's

@@ -4,8 +4,8 @@ use bsp_core::{Ctx, Machine};
 use bytemuck::Pod;
 
 use super::{auto, tree_cost, Blocks, Combined, Levels};
+use crate::broadcast::pass_whole;
 use crate::model::Model;
-use crate::same_len::Lengths;
 
 /// Broadcasts the root's `buf` into `buf` on every processor with a
 /// `levels`-level algorithm: the root sends `buf` to the leader of each
@@ -62,41 +62,23 @@ fn broadcast_levels<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T], k:
         return;
     }
     let blocks = Blocks::new(n, k);
-    // The root sends and never receives.
-    let a = ctx.coarray::<T>(if me == root { 0 } else { buf.len() });
-    let lengths = Lengths::new(ctx);
-    if blocks.direct() {
-        if me == root {
-            for dst in (0..n).filter(|&d| d != me) {
-                ctx.put(dst, &a, 0, buf);
-                lengths.send(ctx, dst, buf.len());
-            }
-        }
-        ctx.sync();
-        lengths.check(ctx, "broadcast", buf.len());
-        if me != root {
-            buf.copy_from_slice(ctx.local(&a));
-        }
-        ctx.release(a);
-        return;
-    }
-    if me == root {
-        for b in 0..blocks.g {
-            let leader = blocks.leader(b, root);
-            if leader != root {
-                ctx.put(leader, &a, 0, buf);
-                lengths.send(ctx, leader, buf.len());
-            }
-        }
-    }
-    ctx.sync();
-    lengths.check(ctx, "broadcast", buf.len());
+    // The root sends to every other processor (the last level) or to the
+    // leader of every block, and never receives.
     let b = blocks.of(me);
     let leader = blocks.leader(b, root);
-    if me == leader && me != root {
-        buf.copy_from_slice(ctx.local(&a));
+    let targets: Vec<usize> = match me == root {
+        false => Vec::new(),
+        true if blocks.direct() => (0..n).filter(|&d| d != me).collect(),
+        true => (0..blocks.g)
+            .map(|b| blocks.leader(b, root))
+            .filter(|&d| d != root)
+            .collect(),
+    };
+    let receives = me != root && (blocks.direct() || me == leader);
+    pass_whole(ctx, buf, &targets, receives);
+    if blocks.direct() {
+        return;
     }
-    ctx.release(a);
     let sub_root = leader - blocks.start(b);
     ctx.split(b, me, |sub| broadcast_levels(sub, sub_root, buf, k - 1));
 }

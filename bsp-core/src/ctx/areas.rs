@@ -78,6 +78,83 @@ impl Ctx {
         }
     }
 
+    /// Registers `buf` as a foreign area for the duration of `f`, which
+    /// gets the context and the area's handle: the safe, scoped form of
+    /// [`register_area`](Ctx::register_area), for receiving puts straight
+    /// into memory the caller owns instead of into a coarray that is then
+    /// copied out. Puts to the area from other processors (by byte offset,
+    /// [`put_area`](Ctx::put_area)) are written into `buf` during the
+    /// syncs inside `f`.
+    ///
+    /// Collective, like [`register_area`](Ctx::register_area): every
+    /// processor registers at the same point, lengths may differ (a
+    /// processor that receives nothing can pass an empty slice). When `f`
+    /// returns, the area is released, which is collective too; if `f`
+    /// panics, the area is dropped from this processor's registrations
+    /// before the panic goes on, so bsp never touches `buf` after this
+    /// call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(3, |ctx| {
+    ///     let mut mine = [0u32; 3];
+    ///     let me = ctx.pid();
+    ///     ctx.with_area(&mut mine, |ctx, area| {
+    ///         for q in 0..ctx.nprocs() {
+    ///             ctx.put_area(q, area, 4 * me, &(me as u32 + 10).to_ne_bytes());
+    ///         }
+    ///         ctx.sync();
+    ///     });
+    ///     mine
+    /// })?;
+    /// assert!(out.iter().all(|m| m == &[10, 11, 12]));
+    /// # Ok::<(), bsp_core::Error>(())
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// Ends the run if `f` releases the area itself. Puts that run past
+    /// a processor's `buf` end the run at the sync with
+    /// [`ErrorKind::OutOfBounds`], as for any area.
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1) around `f`: no communication and no copy. A put into
+    /// the area costs what a put into a coarray costs, and saves the copy
+    /// out of a coarray into `buf`.
+    pub fn with_area<T: bytemuck::Pod, R>(
+        &mut self,
+        buf: &mut [T],
+        f: impl FnOnce(&mut Ctx, Area) -> R,
+    ) -> R {
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(buf);
+        // SAFETY: `bytes` is borrowed exclusively for the whole of this
+        // call, so the program cannot read or write it while `f` runs
+        // (it reaches the memory only through bsp), and the registration
+        // ends before this call returns, on both paths below: released
+        // when `f` returns, dropped from the registry when it panics. A
+        // released area is never written again: puts that reach it end
+        // the run instead (`ErrorKind::Released`). Areas are written only
+        // by the runtime of the processor that registered them, on its own
+        // thread (they are never lent to other threads), so once this
+        // processor's registration is gone nothing touches `bytes`.
+        let area = unsafe { self.register_area(bytes.as_mut_ptr(), bytes.len()) };
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(self, area)));
+        match outcome {
+            Ok(value) => {
+                self.release_area(area);
+                value
+            }
+            Err(panic) => {
+                // Already released by `f` is as good: either way the
+                // registry no longer holds the memory.
+                let _ = self.registry.release_area(area.id, self.superstep);
+                std::panic::resume_unwind(panic)
+            }
+        }
+    }
+
     /// The length in bytes of this processor's part of `area`.
     ///
     /// # Panics
