@@ -177,6 +177,34 @@ fn foreign_areas_work_in_a_run_closure_too() {
     });
 }
 
+/// `with_area` lends a slice for the length of a closure: puts land in it
+/// at the syncs inside, it is released when the closure returns, and a
+/// put that reaches it afterwards ends the run instead of writing it.
+#[test]
+fn a_scoped_area_takes_puts_inside_its_closure_only() {
+    on_runtimes(60, &[1, 2, 3], |rt| {
+        let out = rt
+            .run(|ctx: &mut Ctx| {
+                let (p, me) = (ctx.nprocs(), ctx.pid());
+                let mut mine = vec![0u16; p];
+                ctx.with_area(&mut mine, |ctx, area| {
+                    assert_eq!(ctx.area_len(area), 2 * p);
+                    for q in 0..p {
+                        ctx.put_area(q, area, 2 * me, &(me as u16 + 1).to_ne_bytes());
+                    }
+                    ctx.sync();
+                });
+                (mine, ctx.superstep())
+            })
+            .expect("run");
+        let p = rt.nprocs();
+        for (pid, (mine, superstep)) in out.into_iter_with_pids() {
+            let want: Vec<u16> = (1..=p as u16).collect();
+            assert_eq!((mine, superstep), (want, 1), "processor {pid}");
+        }
+    });
+}
+
 /// The failures below end an MPI job (abort mode); they run on threads.
 fn threads_only() -> bool {
     !under_mpi()
@@ -305,4 +333,55 @@ fn a_session_holds_its_results_like_a_run() {
     let got = exchange_pids(&mut s).expect("exchange");
     s.end().expect("end");
     agree(&rt, || assert_eq!(got.len(), rt.nprocs()));
+}
+
+#[test]
+fn a_put_to_a_scoped_area_after_its_closure_ends_the_run() {
+    if !threads_only() {
+        return;
+    }
+    watchdog(60, || {
+        let err = Runtime::threads(2)
+            .run(|ctx: &mut Ctx| {
+                let mut mine = [0u8; 4];
+                let area = ctx.with_area(&mut mine, |ctx, area| {
+                    ctx.sync();
+                    area
+                });
+                if ctx.pid() == 1 {
+                    ctx.put_area(0, area, 0, &[9]);
+                }
+                ctx.sync();
+                mine
+            })
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Released, "{err}");
+        assert_eq!((err.pid(), err.superstep()), (Some(1), Some(1)), "{err}");
+    });
+}
+
+#[test]
+fn a_panic_inside_a_scoped_area_ends_the_run_with_that_panic() {
+    if !threads_only() {
+        return;
+    }
+    watchdog(60, || {
+        let err = Runtime::threads(3)
+            .run(|ctx: &mut Ctx| {
+                let mut mine = [0u8; 4];
+                ctx.with_area(&mut mine, |ctx, area| {
+                    if ctx.pid() == 2 {
+                        panic!("processor 2 fails with its area registered");
+                    }
+                    ctx.put_area(2, area, 0, &[1, 2]);
+                    ctx.sync();
+                });
+                ctx.sync();
+                mine
+            })
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Panic, "{err}");
+        assert_eq!(err.pid(), Some(2), "{err}");
+        assert!(err.message().contains("fails with its area"), "{err}");
+    });
 }
