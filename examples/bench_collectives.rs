@@ -9,9 +9,10 @@
 //! `bytes` is each processor's message: the buffer broadcast, the vector
 //! reduced or scanned, or all p blocks of the all-to-all together. Every
 //! time is the slowest processor's, from a sync to the end of the call;
-//! the variants of a collective run interleaved (round-robin, one timed
-//! call of each per round, right after an untimed call of the same
-//! variant) and each one's median over the rounds is reported.
+//! the variants of a collective run interleaved (one timed call of each
+//! per round, right after an untimed call of the same variant, in an order
+//! shuffled anew each round) and each one's median over the rounds is
+//! reported.
 //! Every variant's result is checked.
 //!
 //! ```text
@@ -66,7 +67,7 @@ struct Row {
 type Call<'a> = Box<dyn FnMut(&mut Ctx, bool) + 'a>;
 
 /// Times every call of `calls` `reps` times, interleaved (round r runs
-/// every variant once, in turn, so that drift in the machine's speed
+/// every variant once, in the order [`round_order`] gives, so that drift in the machine's speed
 /// during the measurement falls on all variants alike), each call from a
 /// sync, as the slowest processor saw it, after one untimed call of each
 /// that checks its result; returns each variant's median.
@@ -85,7 +86,8 @@ fn time_interleaved(ctx: &mut Ctx, reps: usize, calls: &mut [Call<'_>]) -> Vec<f
     let n = calls.len();
     let mut secs = vec![0.0; n * reps];
     for round in 0..reps {
-        for (v, call) in calls.iter_mut().enumerate() {
+        for v in round_order(n, round) {
+            let call = &mut calls[v];
             call(ctx, false);
             ctx.sync();
             let start = Instant::now();
@@ -95,6 +97,22 @@ fn time_interleaved(ctx: &mut Ctx, reps: usize, calls: &mut [Call<'_>]) -> Vec<f
     }
     algos::all_reduce_direct(ctx, &mut secs, &Max);
     secs.chunks_mut(reps.max(1)).map(median).take(n).collect()
+}
+
+/// The order of the variants in round `round`: a shuffle that every
+/// processor computes alike, so that no variant always runs after the same
+/// one (what a variant leaves behind, such as freed memory or MPI's
+/// caches, then falls on different variants in different rounds).
+fn round_order(n: usize, round: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut state = (round as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    for i in (1..n).rev() {
+        state ^= state >> 31;
+        state = state.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        state ^= state >> 29;
+        order.swap(i, (state % (i as u64 + 1)) as usize);
+    }
+    order
 }
 
 /// The rows of one collective for one p and size, each variant's result
