@@ -300,19 +300,21 @@ pub fn all_to_all_hypercube<T: Pod + Send>(ctx: &mut Ctx, data: &[T]) -> Vec<T> 
     );
     let b = block_len(data.len(), p);
     // The blocks held, as (destination, source), in that order; initially
-    // this processor's own, one per destination.
+    // this processor's own, one per destination, read from `data` until
+    // the first round has built a vector of its own.
     let mut held: Vec<(usize, usize)> = (0..p).map(|j| (j, me)).collect();
-    let mut blocks = data.to_vec();
+    let mut blocks: Option<Vec<T>> = None;
     let inbox = ctx.coarray::<T>(b * p / 2);
     let mut done = 0usize; // the dimensions already crossed
     for k in (0..floor_log2(p)).rev() {
         let bit = 1 << k;
         let partner = me ^ bit;
+        let current: &[T] = blocks.as_deref().unwrap_or(data);
         let mut sent = Vec::with_capacity(b * p / 2);
         let mut kept = Vec::with_capacity(p / 2);
         for (n, &(dst, src)) in held.iter().enumerate() {
             if dst & bit != me & bit {
-                sent.extend_from_slice(&blocks[n * b..(n + 1) * b]);
+                sent.extend_from_slice(&current[n * b..(n + 1) * b]);
             } else {
                 kept.push((n, (dst, src)));
             }
@@ -328,7 +330,7 @@ pub fn all_to_all_hypercube<T: Pod + Send>(ctx: &mut Ctx, data: &[T]) -> Vec<T> 
         let received = ctx.local(&inbox);
         let mut next: Vec<((usize, usize), &[T])> = kept
             .iter()
-            .map(|&(n, key)| (key, &blocks[n * b..(n + 1) * b]))
+            .map(|&(n, key)| (key, &current[n * b..(n + 1) * b]))
             .chain(
                 theirs
                     .iter()
@@ -338,20 +340,19 @@ pub fn all_to_all_hypercube<T: Pod + Send>(ctx: &mut Ctx, data: &[T]) -> Vec<T> 
             .collect();
         next.sort_by_key(|&(key, _)| key);
         held = next.iter().map(|&(key, _)| key).collect();
-        blocks = next
-            .iter()
-            .flat_map(|&(_, block)| block.iter().copied())
-            .collect();
+        // Block by block (a copy each), into a vector of the final size.
+        let mut gathered = Vec::with_capacity(p * b);
+        for &(_, block) in &next {
+            gathered.extend_from_slice(block);
+        }
+        blocks = Some(gathered);
         done |= bit;
     }
     ctx.release(inbox);
-    // Every block held is now for this processor: order them by source.
-    let mut out = vec![T::zeroed(); data.len()];
-    for (n, &(dst, src)) in held.iter().enumerate() {
-        debug_assert_eq!(dst, me);
-        out[src * b..(src + 1) * b].copy_from_slice(&blocks[n * b..(n + 1) * b]);
-    }
-    out
+    // Every block held is now for this processor, sorted by (destination,
+    // source): in source order, as the result wants them.
+    debug_assert!(held.iter().enumerate().all(|(n, &key)| key == (me, n)));
+    blocks.unwrap_or_else(|| data.to_vec())
 }
 
 /// The blocks processor `x` holds once the dimensions in `done` are
