@@ -386,7 +386,8 @@ fn main() {
                     println!("  (p = {p}, {bytes} B: direct reduce, all-reduce and scan left out: p²·m does not fit in memory)")
                 });
             }
-            let reps = reps_given.unwrap_or((30usize << 20).div_ceil(bytes * p).clamp(MIN_REPS, 30));
+            let reps =
+                reps_given.unwrap_or((30usize << 20).div_ceil(bytes * p).clamp(MIN_REPS, 30));
             if !timed.is_empty() {
                 let out = rt
                     .clone()
