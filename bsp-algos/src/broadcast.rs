@@ -6,6 +6,7 @@ use bytemuck::Pod;
 use crate::dist::Block;
 use crate::klevel::{broadcast_k_level, tree_levels_cost, Levels};
 use crate::model::{all_but_own, ceil_log2, floor_log2, pick_for, Model, Variant};
+use crate::rows::gather_in_place;
 use crate::same_len::Lengths;
 
 /// The signature of a broadcast variant.
@@ -310,34 +311,8 @@ pub fn broadcast_two_phase<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut 
     }
     lengths.check(ctx, "broadcast", len);
     // The all-gather: every processor sends its block to every receiver
-    // but itself, into the receiver's buffer before or after the
-    // receiver's own block (two areas, so that the sender's block is
-    // never registered while it reads it).
-    let (before, rest) = buf.split_at_mut(mine.start);
-    let (own, after) = rest.split_at_mut(mine.len());
-    let (before, after): (&mut [T], &mut [T]) = if me == root {
-        (&mut [], &mut [])
-    } else {
-        (before, after)
-    };
-    let own: &[T] = own;
-    ctx.with_area(before, |ctx, below| {
-        ctx.with_area(after, |ctx, above| {
-            if !own.is_empty() {
-                for dst in (0..p).filter(|&d| d != me && d != root) {
-                    let theirs = blocks.range(dst);
-                    let bytes = bytemuck::cast_slice(own);
-                    if mine.start < theirs.start {
-                        ctx.put_area(dst, below, mine.start * size_of::<T>(), bytes);
-                    } else {
-                        let at = (mine.start - theirs.end) * size_of::<T>();
-                        ctx.put_area(dst, above, at, bytes);
-                    }
-                }
-            }
-            ctx.sync();
-        })
-    });
+    // but itself, straight into the receivers' buffers.
+    gather_in_place(ctx, blocks, buf, |d| d != root);
 }
 
 /// Pipelined binary-tree broadcast for long data: the buffer is cut into

@@ -9,7 +9,7 @@ use crate::klevel::{reduce_k_level, tree_levels_cost, Levels};
 use crate::model::{all_but_own, pick_for, Model, Variant};
 use crate::ops::Op;
 use crate::rows::{
-    copy_around, fold_all_rows, fold_with_mine, gather_others, others_to, transpose_blocks,
+    fold_all_rows, fold_with_mine, gather_in_place, gather_others, others_to, transpose_blocks,
 };
 
 /// The signature of a reduce variant.
@@ -377,11 +377,9 @@ pub fn all_reduce_two_phase<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [
     let (blocks, rows) = transpose_blocks(ctx, "all-reduce", data);
     let mine = blocks.range(me);
     let folded = fold_all_rows(op, rows, mine.len());
-    data[mine.clone()].copy_from_slice(&folded);
-    // The transpose's buffer receives the other folded blocks, and this
-    // processor's goes out from `data`.
-    let got = gather_others(ctx, blocks, Some(folded), &data[mine.clone()], |_| true);
-    copy_around(&got, mine, data);
+    data[mine].copy_from_slice(&folded);
+    // The other folded blocks land straight in `data`.
+    gather_in_place(ctx, blocks, data, |_| true);
 }
 
 /// Hypercube all-reduce: in round d every processor exchanges its running
