@@ -76,7 +76,7 @@ fn tree_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
 fn two_phase_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
     let h = all_but_own(bytes, p);
     let block = bytes as f64 / p as f64;
-    let overlap = (model.superstep(block) - model.superstep(0.0)) / 2.0;
+    let overlap = model.transfer(block) / 2.0;
     Some(model.sparse_superstep(p, h, h) + model.superstep(h) - overlap)
 }
 

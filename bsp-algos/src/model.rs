@@ -118,6 +118,14 @@ impl Model {
         l + g * h as f64
     }
 
+    /// The g·h part of [`superstep`](Model::superstep) for `h_bytes`, g
+    /// that of the router carrying it (without its l).
+    pub(crate) fn transfer(&self, h_bytes: f64) -> f64 {
+        let h = h_bytes.max(0.0).ceil() as u64;
+        let (_, g, _) = self.router_for(h);
+        g * h as f64
+    }
+
     /// Predicted seconds of `count` supersteps routing `h_bytes` each.
     pub fn supersteps(&self, count: usize, h_bytes: f64) -> f64 {
         count as f64 * self.superstep(h_bytes)

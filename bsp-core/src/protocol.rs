@@ -245,6 +245,28 @@ pub(crate) fn row_width(p: usize) -> usize {
     SyncRow::WORDS + if p <= COUNTS_IN_ROW { 2 * p } else { 0 }
 }
 
+/// This processor's contribution to the all-gather opening a sync among
+/// `p` processors, [`row_width`] words: `row`, then, up to
+/// [`COUNTS_IN_ROW`] processors, the bytes it sends each processor
+/// (`bytes_to`) and the bytes of those streams' record heads
+/// (`head_bytes_to`), which [`Matrix`](crate::router::Matrix) reads back.
+pub(crate) fn row_words(
+    row: &SyncRow,
+    p: usize,
+    bytes_to: impl Fn(usize) -> u64,
+    head_bytes_to: impl Fn(usize) -> u64,
+) -> Vec<u64> {
+    let width = row_width(p);
+    let mut words = Vec::with_capacity(width);
+    words.extend_from_slice(&row.to_words());
+    if width > SyncRow::WORDS {
+        words.extend((0..p).map(bytes_to));
+        words.extend((0..p).map(head_bytes_to));
+    }
+    debug_assert_eq!(words.len(), width);
+    words
+}
+
 /// The communication matrix of the sync's requests, from gathered rows of
 /// `width` words that carry counts; `None` if they do not.
 pub(crate) fn matrix(words: &Rows, width: usize) -> Option<Matrix> {

@@ -394,13 +394,13 @@ impl Ctx {
             previous: self.last_sync,
         };
         let width = protocol::row_width(self.nprocs);
-        let mut mine = Vec::with_capacity(width);
-        mine.extend_from_slice(&row.to_words());
-        if width > SyncRow::WORDS {
-            let p = self.nprocs;
-            mine.extend((0..p).map(|k| self.outbox.bytes_to(k) as u64));
-            mine.extend((0..p).map(|k| self.outbox.head_bytes_to(k)));
-        }
+        let outbox = &self.outbox;
+        let mine = protocol::row_words(
+            &row,
+            self.nprocs,
+            |k| outbox.bytes_to(k) as u64,
+            |k| outbox.head_bytes_to(k),
+        );
         let words = self.collective(|c| c.allgather(&mine));
         let (registry, comm, announcing) = (&self.registry, &mut self.comm, &self.announcing);
         let decision = protocol::decide(&words, width, |texts| {
