@@ -68,7 +68,7 @@ fn tree_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
 }
 
 /// The scatter moves h from the root alone; the all-gather is a full
-/// h-relation. The root receives nothing in the scatter, so it leaves that
+/// h-relation, each processor's block multicast. The root receives nothing in the scatter, so it leaves that
 /// sync as soon as its blocks are out and packs its block for the
 /// all-gather while the receivers unpack theirs: the packing of one block
 /// (half of what g charges for a byte, which pays for packing and
@@ -77,7 +77,7 @@ fn two_phase_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
     let h = all_but_own(bytes, p);
     let block = bytes as f64 / p as f64;
     let overlap = model.transfer(block) / 2.0;
-    Some(model.sparse_superstep(p, h, h) + model.superstep(h) - overlap)
+    Some(model.sparse_superstep(p, h, h) + model.all_gather_superstep(p, h) - overlap)
 }
 
 fn pipelined_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
@@ -174,9 +174,10 @@ fn check_root(ctx: &Ctx, root: usize) {
 ///
 /// * [`broadcast_tree`]: Σ over its ⌈log₂ p⌉ rounds of S(B, sB), s the
 ///   round's senders (1, 2, 4, ...);
-/// * [`broadcast_two_phase`]: S(B', B') + T(B') − g·B/2p, B' = B(p − 1)/p
+/// * [`broadcast_two_phase`]: S(B', B') + A(B') − g·B/2p, B' = B(p − 1)/p
 ///   (the root packs its all-gather block while the others unpack the
-///   scatter's);
+///   scatter's), A the all-gather's
+///   [`all_gather_superstep`](Model::all_gather_superstep);
 /// * [`broadcast_pipelined`]: (k + ⌊log₂ p⌋ − 1) · T(2B/k), k chosen to
 ///   minimise it;
 /// * [`broadcast_k_level`] with 1, 2, 3 and log p levels: as its `# Cost`
@@ -248,8 +249,9 @@ pub(crate) fn pass_whole<T: Pod + Send>(
     let lengths = Lengths::new(ctx);
     let (sending, landing): (&[T], &mut [T]) = if receives { (&[], buf) } else { (buf, &mut []) };
     ctx.with_area(landing, |ctx, area| {
+        let to_each = targets.iter().map(|&dst| (dst, area, 0));
+        ctx.multicast_area(bytemuck::cast_slice(sending), to_each);
         for &dst in targets {
-            ctx.put_area(dst, area, 0, bytemuck::cast_slice(sending));
             lengths.send(ctx, dst, len);
         }
         ctx.sync();
@@ -284,7 +286,9 @@ pub(crate) fn pass_whole<T: Pod + Send>(
 /// predicted 2 · (l + g·B(p − 1)/p) for B bytes, the scatter's h
 /// (the root's alone) charged by [`Model::sparse_superstep`], less
 /// g·B/2p: the root receives nothing in the scatter, so it packs its
-/// block for the all-gather while the others unpack theirs. Every block
+/// block for the all-gather while the others unpack theirs. Each
+/// processor's all-gather block is one [`Ctx::multicast_area`], copied
+/// once on threads ([`Model::all_gather_superstep`]). Every block
 /// lands straight in the receivers' buffers (no copy out of a coarray).
 pub fn broadcast_two_phase<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
     check_root(ctx, root);

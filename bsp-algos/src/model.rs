@@ -126,6 +126,57 @@ impl Model {
         g * h as f64
     }
 
+    /// The h of a processor that sends the same `bytes` to `targets`
+    /// processors with one [`Ctx::multicast_area`](bsp_core::Ctx::multicast_area):
+    /// on threads it copies them once (each receiver copies its own out of
+    /// that copy), so h is `bytes`; under MPI every target's copy leaves
+    /// it, `targets·bytes`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_algos::{Model, NOMINAL_MACHINE};
+    /// use bsp_core::Router;
+    ///
+    /// // On threads: one copy, whatever the number of targets.
+    /// let model = Model::new(NOMINAL_MACHINE, Router::Direct);
+    /// assert_eq!(model.multicast_h(1000.0, 7), 1000.0);
+    /// ```
+    pub fn multicast_h(&self, bytes: f64, targets: usize) -> f64 {
+        match self.transport {
+            Transport::Threads => bytes.min(bytes * targets as f64),
+            _ => bytes * targets as f64,
+        }
+    }
+
+    /// Predicted seconds of an all-gather superstep in which every
+    /// processor receives `h_bytes` and sends one block (`h_bytes/(p − 1)`)
+    /// to all others with one multicast: [`superstep`](Model::superstep)'s
+    /// `l + g·h`, less, on threads, the half of g·h that pays for packing
+    /// (a sender copies its block once, not once per receiver), for all
+    /// but one block.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_algos::Model;
+    /// use bsp_core::{Cost, Machine, Router};
+    ///
+    /// let cost = Cost { l_seconds: 0.0, g_seconds_per_byte: 1e-9 };
+    /// let model = Model::new(Machine::new(cost, cost), Router::Direct);
+    /// // Threads, p = 4: a block of 1000 bytes to each of 3 others, packed
+    /// // once: g·3000 less half of g·2000.
+    /// assert!((model.all_gather_superstep(4, 3000.0) - 2e-6).abs() < 1e-15);
+    /// ```
+    pub fn all_gather_superstep(&self, p: usize, h_bytes: f64) -> f64 {
+        let whole = self.superstep(h_bytes);
+        if p <= 2 || self.transport != Transport::Threads {
+            return whole;
+        }
+        let block = h_bytes / (p - 1) as f64;
+        whole - self.transfer(h_bytes - block) / 2.0
+    }
+
     /// Predicted seconds of `count` supersteps routing `h_bytes` each.
     pub fn supersteps(&self, count: usize, h_bytes: f64) -> f64 {
         count as f64 * self.superstep(h_bytes)
@@ -302,7 +353,9 @@ impl<F> Variant<F> {
 /// let variants = broadcast_variants::<u8>();
 /// assert_eq!(pick(&model, 2, 8, &variants).name, "1-level");
 /// assert_eq!(pick(&model, 8, 8, &variants).name, "1-level");
-/// assert_eq!(pick(&model, 8, 64 << 20, &variants).name, "two-phase");
+/// // Long messages at p = 2: the scatter and all-gather move half the
+/// // buffer each, and overlap.
+/// assert_eq!(pick(&model, 2, 64 << 20, &variants).name, "two-phase");
 /// ```
 ///
 /// # Cost

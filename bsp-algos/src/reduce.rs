@@ -5,7 +5,7 @@ use bsp_core::Ctx;
 use bytemuck::Pod;
 
 use crate::hypercube::{join_pairs, rounds, Cube};
-use crate::klevel::{reduce_k_level, tree_levels_cost, Levels};
+use crate::klevel::{gather_levels_cost, reduce_k_level, Levels};
 use crate::model::{all_but_own, pick_for, Model, Variant};
 use crate::ops::Op;
 use crate::rows::{
@@ -35,11 +35,11 @@ pub fn reduce_variants<T: Pod + Send, O: Op<T>>() -> Vec<Variant<ReduceFn<T, O>>
     vec![
         Variant::new("direct", reduce_direct_cost, reduce_direct::<T, O>),
         Variant::new("two-phase", reduce_two_phase_cost, reduce_two_phase::<T, O>),
-        Variant::new("2-level", tree_levels_cost::<1>, reduce_levels::<T, O, 1>),
-        Variant::new("3-level", tree_levels_cost::<2>, reduce_levels::<T, O, 2>),
+        Variant::new("2-level", gather_levels_cost::<1>, reduce_levels::<T, O, 1>),
+        Variant::new("3-level", gather_levels_cost::<2>, reduce_levels::<T, O, 2>),
         Variant::new(
             "log-p-level",
-            tree_levels_cost::<3>,
+            gather_levels_cost::<3>,
             reduce_levels::<T, O, 3>,
         ),
     ]
@@ -104,8 +104,10 @@ fn direct_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
     Some(model.superstep(((p.max(1) - 1) * bytes) as f64))
 }
 
+/// A transpose, then an all-gather of the folded blocks.
 fn two_phase_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
-    Some(model.supersteps(2, all_but_own(bytes, p)))
+    let h = all_but_own(bytes, p);
+    Some(model.superstep(h) + model.all_gather_superstep(p, h))
 }
 
 fn hypercube_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
@@ -310,7 +312,8 @@ pub fn reduce_two_phase<T: Pod + Send, O: Op<T>>(
 ///
 /// The least of the variants' (B = `data`'s bytes, T(h) = l + g·h):
 /// [`all_reduce_direct`] T((p − 1)B); [`all_reduce_two_phase`]
-/// 2 · T(B(p − 1)/p); [`all_reduce_hypercube`] log₂ q · T(B), plus
+/// T(B') + A(B'), B' = B(p − 1)/p, A the
+/// [`all_gather_superstep`](Model::all_gather_superstep); [`all_reduce_hypercube`] log₂ q · T(B), plus
 /// 2 · T(B) when p is not a power of two (q = 2^⌊log₂ p⌋).
 pub fn all_reduce<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T], op: &O) {
     let variants = all_reduce_variants::<T, O>();
@@ -371,7 +374,9 @@ pub fn all_reduce_direct<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T],
 /// # Cost
 ///
 /// 2 supersteps, h ≈ m(p − 1)/p each: predicted 2 · (l + g·B(p − 1)/p)
-/// for B bytes.
+/// for B bytes, less, on threads, what the all-gather saves by sending
+/// each folded block to all others as one multicast
+/// ([`Model::all_gather_superstep`]).
 pub fn all_reduce_two_phase<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T], op: &O) {
     let me = ctx.pid();
     let (blocks, rows) = transpose_blocks(ctx, "all-reduce", data);

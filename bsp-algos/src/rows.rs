@@ -199,15 +199,15 @@ pub(crate) fn gather_in_place<T: Pod + Send>(
     ctx.with_area(before, |ctx, below| {
         ctx.with_area(after, |ctx, above| {
             if !own.is_empty() {
-                for dst in (0..p).filter(|&d| d != me && to(d)) {
+                let to_each = (0..p).filter(|&d| d != me && to(d)).map(|dst| {
                     let theirs = blocks.range(dst);
-                    let bytes = bytemuck::cast_slice(own);
                     if mine.start < theirs.start {
-                        ctx.put_area(dst, below, mine.start * size, bytes);
+                        (dst, below, mine.start * size)
                     } else {
-                        ctx.put_area(dst, above, (mine.start - theirs.end) * size, bytes);
+                        (dst, above, (mine.start - theirs.end) * size)
                     }
-                }
+                });
+                ctx.multicast_area(bytemuck::cast_slice(own), to_each);
             }
             ctx.sync();
         })

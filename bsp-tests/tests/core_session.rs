@@ -205,6 +205,55 @@ fn a_scoped_area_takes_puts_inside_its_closure_only() {
     });
 }
 
+/// `multicast_area` writes one payload to several processors' areas at
+/// their own offsets, copied at the call (a change to the source after it
+/// is not seen), both for payloads shared by the targets and for short
+/// ones copied into each stream.
+#[test]
+fn a_multicast_lands_at_every_target_as_it_was_at_the_call() {
+    const LONG: usize = 5000;
+    on_runtimes(60, &[1, 2, 3, 4], |rt| {
+        let out = rt
+            .run(|ctx: &mut Ctx| {
+                let (p, me) = (ctx.nprocs(), ctx.pid());
+                let mut long = vec![0u8; p * LONG];
+                let mut short = vec![0u8; p * 3];
+                ctx.with_area(&mut long, |ctx, long_area| {
+                    ctx.with_area(&mut short, |ctx, short_area| {
+                        let others = (0..p).filter(|&q| q != me);
+                        let mut payload = vec![me as u8 + 1; LONG];
+                        ctx.multicast_area(
+                            &payload,
+                            others.clone().map(|q| (q, long_area, me * LONG)),
+                        );
+                        payload.fill(0);
+                        ctx.multicast_area(&payload[..3], []);
+                        let tiny = [me as u8 + 11; 3];
+                        ctx.multicast_area(&tiny, others.map(|q| (q, short_area, 3 * me)));
+                        ctx.sync();
+                    })
+                });
+                (long, short)
+            })
+            .expect("run");
+        let p = rt.nprocs();
+        for (pid, (long, short)) in out.into_iter_with_pids() {
+            for q in 0..p {
+                let (l, s) = if q == pid {
+                    (0, 0)
+                } else {
+                    (q as u8 + 1, q as u8 + 11)
+                };
+                assert!(
+                    long[q * LONG..(q + 1) * LONG].iter().all(|&b| b == l),
+                    "processor {pid}, from {q}"
+                );
+                assert_eq!(short[3 * q..3 * q + 3], [s; 3], "processor {pid}, from {q}");
+            }
+        }
+    });
+}
+
 /// The failures below end an MPI job (abort mode); they run on threads.
 fn threads_only() -> bool {
     !under_mpi()
@@ -357,6 +406,29 @@ fn a_put_to_a_scoped_area_after_its_closure_ends_the_run() {
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Released, "{err}");
         assert_eq!((err.pid(), err.superstep()), (Some(1), Some(1)), "{err}");
+    });
+}
+
+#[test]
+fn a_multicast_to_a_bad_pid_names_the_sender() {
+    if !threads_only() {
+        return;
+    }
+    watchdog(60, || {
+        let err = Runtime::threads(3)
+            .run(|ctx: &mut Ctx| {
+                let mut mine = [0u8; 8192];
+                ctx.with_area(&mut mine, |ctx, area| {
+                    if ctx.pid() == 1 {
+                        let payload = [5u8; 8192];
+                        ctx.multicast_area(&payload, [(0, area, 0), (7, area, 0)]);
+                    }
+                    ctx.sync();
+                });
+            })
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::BadPid, "{err}");
+        assert_eq!((err.pid(), err.superstep()), (Some(1), Some(0)), "{err}");
     });
 }
 

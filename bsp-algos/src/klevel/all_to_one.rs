@@ -4,7 +4,8 @@
 use bsp_core::{Ctx, Machine};
 use bytemuck::Pod;
 
-use super::{Blocks, Combined, Levels};
+use super::{auto, tree_cost, Blocks, Combined, Levels};
+use crate::model::Model;
 use crate::ops::Op;
 use crate::rows::fold_with_mine;
 use crate::same_len::Lengths;
@@ -208,7 +209,10 @@ fn reduce_levels<T: Pod + Send, O: Op<T>>(
 
 /// The seconds [`reduce_k_level`] is predicted to take on `p` processors
 /// of `machine` for vectors of `bytes` bytes (the combining itself not
-/// counted).
+/// counted), on the threads transport (the model of [`Model::new`]): the
+/// broadcast's supersteps run backwards, except that a leader receives a
+/// separate vector from each of the others, where the broadcast's sender
+/// shares one copy among its receivers.
 ///
 /// # Examples
 ///
@@ -218,9 +222,22 @@ fn reduce_levels<T: Pod + Send, O: Op<T>>(
 ///
 /// let c = Cost { l_seconds: 1e-5, g_seconds_per_byte: 1e-9 };
 /// let m = Machine::new(c, c);
+/// // The binomial tree: one vector per receiver either way.
 /// let r = reduce_k_level_cost(&m, 32, 4096, Levels::Log);
 /// assert!((r - broadcast_k_level_cost(&m, 32, 4096, Levels::Log)).abs() < 1e-12);
+/// // Sent straight: the root takes 31 vectors in.
+/// assert!(reduce_k_level_cost(&m, 32, 4096, Levels::One) > broadcast_k_level_cost(&m, 32, 4096, Levels::One));
 /// ```
 pub fn reduce_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels: Levels) -> f64 {
-    super::broadcast_k_level_cost(machine, p, bytes, levels)
+    levels_cost(&auto(machine), p, bytes, levels)
+}
+
+/// [`reduce_k_level_cost`] under `model` (and so under its router): the
+/// broadcast's supersteps mirrored, a leader receiving a vector from each
+/// other leader of its level.
+pub(crate) fn levels_cost(model: &Model, p: usize, bytes: usize, levels: Levels) -> f64 {
+    if bytes == 0 {
+        return 0.0;
+    }
+    tree_cost(model, p, p, levels.count(p), &|_| bytes as f64, false)
 }

@@ -41,6 +41,7 @@ mod one_to_all;
 
 pub(crate) use all_to_all::levels_cost as all_to_all_levels_cost;
 pub use all_to_all::{all_to_all_k_level, all_to_all_k_level_cost};
+use all_to_one::levels_cost as reduce_levels_cost;
 pub use all_to_one::{gather_k_level, gather_k_level_cost, reduce_k_level, reduce_k_level_cost};
 use one_to_all::levels_cost as broadcast_levels_cost;
 pub use one_to_all::{
@@ -177,6 +178,17 @@ pub(crate) fn tree_levels_cost<const K: usize>(
     Some(broadcast_levels_cost(model, p, bytes, Levels::ALL[K]))
 }
 
+/// The cost of the all-to-one variant with the levels `Levels::ALL[K]`
+/// in the reduce's table: [`tree_levels_cost`]'s supersteps, each leader
+/// receiving a vector from each of the others.
+pub(crate) fn gather_levels_cost<const K: usize>(
+    model: &Model,
+    p: usize,
+    bytes: usize,
+) -> Option<f64> {
+    Some(reduce_levels_cost(model, p, bytes, Levels::ALL[K]))
+}
+
 /// The model the `_cost` functions charge on `machine`: its supersteps by
 /// the router [`Router::Auto`] would pick.
 fn auto(machine: &Machine) -> Model {
@@ -195,18 +207,24 @@ fn tree_cost(
     n: usize,
     k: usize,
     to_leader: &dyn Fn(Blocks) -> f64,
+    multicast: bool,
 ) -> f64 {
     if n <= 1 {
         return 0.0;
     }
     let blocks = Blocks::new(n, k);
-    let h = (blocks.g - 1) as f64 * to_leader(blocks);
-    let step = model.sub_superstep(p, n, h, h * p as f64 / n as f64);
+    let moved = (blocks.g - 1) as f64 * to_leader(blocks);
+    // A broadcast's leader sends one buffer to all the others at once.
+    let h = match multicast {
+        true => model.multicast_h(to_leader(blocks), blocks.g - 1),
+        false => moved,
+    };
+    let step = model.sub_superstep(p, n, h, moved * p as f64 / n as f64);
     if blocks.direct() {
         return step;
     }
     let q = blocks.largest();
-    step + model.split(q) + tree_cost(model, p, q, k - 1, to_leader)
+    step + model.split(q) + tree_cost(model, p, q, k - 1, to_leader, multicast)
 }
 
 /// A queue for combined messages: one message to a destination is a list

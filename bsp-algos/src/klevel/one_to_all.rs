@@ -46,7 +46,10 @@ use crate::model::Model;
 /// straight, h = (p' − 1)m. The root's h is all a sub-machine moves, so
 /// it is charged the lone g ([`Model::sparse_superstep`]). 1 level: 1
 /// superstep, h = (p − 1)m; log p levels: ⌈log₂ p⌉ supersteps of h = m
-/// and one split fewer. Predicted by [`broadcast_k_level_cost`].
+/// and one split fewer. A sender puts its buffer to all its receivers
+/// with one [`Ctx::multicast_area`], so on threads it copies m once and
+/// the receivers copy theirs at once: there its h is m
+/// ([`Model::multicast_h`]). Predicted by [`broadcast_k_level_cost`].
 pub fn broadcast_k_level<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T], levels: Levels) {
     let p = ctx.nprocs();
     assert!(
@@ -84,7 +87,8 @@ fn broadcast_levels<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T], k:
 }
 
 /// The seconds [`broadcast_k_level`] is predicted to take on `p`
-/// processors of `machine` for a message of `bytes` bytes.
+/// processors of `machine` for a message of `bytes` bytes, on the threads
+/// transport (the model of [`Model::new`]).
 ///
 /// # Examples
 ///
@@ -94,11 +98,12 @@ fn broadcast_levels<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T], k:
 ///
 /// let c = Cost { l_seconds: 1e-5, g_seconds_per_byte: 1e-9 };
 /// let m = Machine::new(c, c);
-/// // Long messages: direct sends each byte from the root p − 1 times,
-/// // the binomial tree only log p times.
+/// // Long messages, on threads: the root's one copy is shared by all
+/// // p − 1 receivers, which copy out of it at once; the binomial tree
+/// // spends log p supersteps copying.
 /// let direct = broadcast_k_level_cost(&m, 64, 1 << 20, Levels::One);
 /// let tree = broadcast_k_level_cost(&m, 64, 1 << 20, Levels::Log);
-/// assert!(tree < direct);
+/// assert!(direct < tree);
 /// // Short ones: one superstep beats log p supersteps and splits.
 /// assert!(broadcast_k_level_cost(&m, 64, 8, Levels::One) < broadcast_k_level_cost(&m, 64, 8, Levels::Log));
 /// ```
@@ -112,7 +117,7 @@ pub(crate) fn levels_cost(model: &Model, p: usize, bytes: usize, levels: Levels)
         return 0.0;
     }
     // Each leader gets the whole message.
-    tree_cost(model, p, p, levels.count(p), &|_| bytes as f64)
+    tree_cost(model, p, p, levels.count(p), &|_| bytes as f64, true)
 }
 
 /// Sends `parts[j]` from `root` to processor j with a `levels`-level
@@ -235,5 +240,5 @@ fn scatter_levels<T: Pod>(ctx: &mut Ctx, root: usize, mut parts: Vec<Vec<T>>, k:
 pub fn scatter_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels: Levels) -> f64 {
     // Each leader gets its block's parts, each with its length (8 bytes).
     let to_leader = |blocks: Blocks| blocks.largest() as f64 * (bytes as f64 + 8.0);
-    tree_cost(&auto(machine), p, p, levels.count(p), &to_leader)
+    tree_cost(&auto(machine), p, p, levels.count(p), &to_leader, false)
 }

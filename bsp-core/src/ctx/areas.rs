@@ -7,6 +7,10 @@ use crate::area::{Area, ForeignBytes};
 use crate::error::{Error, ErrorKind};
 use crate::wire::Record;
 
+/// Payloads from this size up are shared by a multicast's destinations
+/// ([`Ctx::multicast_area`]); shorter ones are copied into each stream.
+const MULTICAST_SHARED_BYTES: usize = 4096;
+
 impl Ctx {
     /// Registers `len` bytes at `base`, memory that the program owns, as a
     /// foreign area: the distributed variable whose part on each processor
@@ -192,6 +196,71 @@ impl Ctx {
             bytes: src.len() as u64,
         };
         self.outbox.push(dst, record, src);
+    }
+
+    /// Requests that `src` be written to each of `targets`, a processor,
+    /// one of its areas and a byte offset in it:
+    /// [`put_area`](Ctx::put_area) to each target, with `src` copied once
+    /// and that copy shared by all the targets' records, instead of copied
+    /// once per target. This is what a one-to-many superstep (a
+    /// broadcast's root, an all-gather's block) wants: on the threads
+    /// transport the sender's work falls from `targets·len` bytes copied
+    /// to `len`, and each receiver copies its `len` bytes out of the shared
+    /// copy.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(4, |ctx| {
+    ///     let mut buf = [0u8; 3];
+    ///     ctx.with_area(&mut buf, |ctx, area| {
+    ///         if ctx.pid() == 0 {
+    ///             ctx.multicast_area(&[7, 8, 9], (1..4).map(|q| (q, area, 0)));
+    ///         }
+    ///         ctx.sync();
+    ///     });
+    ///     buf
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, vec![[0, 0, 0], [7, 8, 9], [7, 8, 9], [7, 8, 9]]);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// As [`put_area`](Ctx::put_area), for each target.
+    ///
+    /// # Cost
+    ///
+    /// One copy of `src` now, however many targets; in the h-relation, as
+    /// one [`put_area`](Ctx::put_area) per target: `12 + src.len()` bytes
+    /// sent per target (what crosses under MPI), and received by each.
+    pub fn multicast_area(
+        &mut self,
+        src: &[u8],
+        targets: impl IntoIterator<Item = (usize, Area, usize)>,
+    ) {
+        let targets: Vec<(usize, Area, usize)> = targets.into_iter().collect();
+        let record = |area: Area, offset: usize| Record::Put {
+            array: area.id,
+            offset: offset as u64,
+            bytes: src.len() as u64,
+        };
+        // A short payload travels inside the stream's buffer, where one
+        // more copy costs less than a piece of its own.
+        if targets.len() < 2 || src.len() < MULTICAST_SHARED_BYTES {
+            for (dst, area, offset) in targets {
+                self.put_area(dst, area, offset, src);
+            }
+            return;
+        }
+        for &(dst, _, _) in &targets {
+            self.check_pid("put", dst);
+        }
+        let shared = bytes::Bytes::copy_from_slice(src);
+        for (dst, area, offset) in targets {
+            self.outbox
+                .push_owned(dst, record(area, offset), shared.clone());
+        }
     }
 
     /// Requests `len` bytes of processor `src`'s part of `area` from byte
