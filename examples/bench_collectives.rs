@@ -39,7 +39,7 @@ usage: bench_collectives [--procs 2,4,8,16] [--bytes 8,1024,65536,1048576 | --fu
   --procs        processor counts (threads; under mpirun, -np decides)
   --bytes        message sizes per processor (default 8 B, 1 KiB, 64 KiB, 1 MiB)
   --full         sizes 8 B, 64 B, ... (x8) ... 16 MiB and 64 MiB
-  --reps         timed calls per variant (default: 7 to 30, fewer for long messages)
+  --reps         timed calls per variant (default: 7 to 100, fewer for long messages)
   --collectives  which to measure (barrier: threads only)
   --json         one JSON object per row";
 
@@ -67,6 +67,12 @@ struct Row {
 /// and the 1-factor all-to-all at p = 2, 16 MiB, threads) came out 1.11 to
 /// 1.44x apart in seven runs; with 15, 1.00 and 1.02x.
 const MIN_REPS: usize = 7;
+
+/// The most calls timed per variant (small messages, where a call takes
+/// microseconds): at 30, the single-superstep reduce variants at p = 2
+/// and 4 KiB, the same superstep in all but name, came out up to 1.24×
+/// apart in one sweep and within 1.05× in runs of 200.
+const MAX_REPS: usize = 100;
 
 /// One variant's call: runs the variant once, and with `true` also checks
 /// its result (outside the timed calls).
@@ -386,8 +392,11 @@ fn main() {
                     println!("  (p = {p}, {bytes} B: direct reduce, all-reduce and scan left out: p²·m does not fit in memory)")
                 });
             }
-            let reps =
-                reps_given.unwrap_or((30usize << 20).div_ceil(bytes * p).clamp(MIN_REPS, 30));
+            let reps = reps_given.unwrap_or(
+                (30usize << 20)
+                    .div_ceil(bytes * p)
+                    .clamp(MIN_REPS, MAX_REPS),
+            );
             if !timed.is_empty() {
                 let out = rt
                     .clone()

@@ -149,6 +149,28 @@ impl Model {
         }
     }
 
+    /// What a multicast of `bytes` to `targets` processors weighs in the
+    /// V of [`sparse_superstep`](Model::sparse_superstep) (bytes sent in
+    /// all, each charged g/p for its packing and unpacking both): under
+    /// MPI `targets·bytes`; on threads the payload is packed once and
+    /// unpacked by each target, `(targets + 1)·bytes/2`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_algos::{Model, NOMINAL_MACHINE};
+    /// use bsp_core::Router;
+    ///
+    /// let model = Model::new(NOMINAL_MACHINE, Router::Direct);
+    /// assert_eq!(model.multicast_volume(1000.0, 7), 4000.0);
+    /// ```
+    pub fn multicast_volume(&self, bytes: f64, targets: usize) -> f64 {
+        match self.transport {
+            Transport::Threads => (targets as f64 + 1.0) * bytes / 2.0,
+            _ => bytes * targets as f64,
+        }
+    }
+
     /// Predicted seconds of an all-gather superstep in which every
     /// processor receives `h_bytes` and sends one block (`h_bytes/(p − 1)`)
     /// to all others with one multicast: [`superstep`](Model::superstep)'s

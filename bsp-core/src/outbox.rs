@@ -116,6 +116,9 @@ pub(crate) struct Outbox {
     /// Destinations with a record this superstep, in order of first use.
     touched: Vec<usize>,
     records: u64,
+    /// Buffers of earlier shared payloads ([`shared_copy`](Outbox::shared_copy)),
+    /// kept for reuse once every receiver has dropped them.
+    shared_spare: Vec<Bytes>,
 }
 
 impl Outbox {
@@ -124,7 +127,40 @@ impl Outbox {
             streams: (0..nprocs).map(|_| None).collect(),
             touched: Vec::new(),
             records: 0,
+            shared_spare: Vec::new(),
         }
+    }
+
+    /// A copy of `src` for several records to share
+    /// ([`push_owned`](Outbox::push_owned) of its clones), written into
+    /// the buffer of an earlier one that nobody references any more where
+    /// one is large enough: a processor that multicasts in a loop then
+    /// allocates (and page-faults) its buffer once, as its streams do.
+    pub(crate) fn shared_copy(&mut self, src: &[u8]) -> Bytes {
+        let free = self
+            .shared_spare
+            .iter()
+            .rposition(|b| b.is_unique() && b.len() >= src.len());
+        let copy = match free.map(|i| self.shared_spare.swap_remove(i).try_into_mut()) {
+            Some(Ok(mut unique)) => {
+                unique.clear();
+                unique.extend_from_slice(src);
+                unique.freeze()
+            }
+            _ => Bytes::copy_from_slice(src),
+        };
+        if copy.len() >= MIN_SPARE_BYTES {
+            if self.shared_spare.len() >= MAX_SPARE {
+                // The smallest goes: the next payload is as likely as
+                // not the size of the last.
+                let smallest = (0..self.shared_spare.len())
+                    .min_by_key(|&i| self.shared_spare[i].len())
+                    .expect("a full spare list is not empty");
+                self.shared_spare.swap_remove(smallest);
+            }
+            self.shared_spare.push(copy.clone());
+        }
+        copy
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -274,6 +310,27 @@ mod tests {
             offset: 0,
             bytes,
         }
+    }
+
+    #[test]
+    fn a_shared_copy_reuses_a_buffer_nobody_holds() {
+        let mut out = Outbox::new(2);
+        let first = out.shared_copy(&[1; 8192]);
+        let at = first.as_ptr();
+        // Still held: the next copy gets a buffer of its own.
+        let second = out.shared_copy(&[2; 8192]);
+        let at2 = second.as_ptr();
+        assert_ne!(at2, at);
+        assert!(first.iter().all(|&b| b == 1));
+        drop((first, second));
+        // Released: one of them written into (the spares keep both alive,
+        // so a new allocation could not land at either address).
+        let third = out.shared_copy(&[3; 5000]);
+        assert!(third.as_ptr() == at || third.as_ptr() == at2);
+        assert_eq!(&third[..], &[3; 5000][..]);
+        // Too short for the spares to keep.
+        assert_eq!(&out.shared_copy(&[4; 10])[..], &[4; 10][..]);
+        assert!(out.shared_spare.len() <= MAX_SPARE);
     }
 
     #[test]

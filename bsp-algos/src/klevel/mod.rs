@@ -213,13 +213,16 @@ fn tree_cost(
         return 0.0;
     }
     let blocks = Blocks::new(n, k);
-    let moved = (blocks.g - 1) as f64 * to_leader(blocks);
+    let (targets, bytes) = (blocks.g - 1, to_leader(blocks));
     // A broadcast's leader sends one buffer to all the others at once.
-    let h = match multicast {
-        true => model.multicast_h(to_leader(blocks), blocks.g - 1),
-        false => moved,
+    let (h, volume) = match multicast {
+        true => (
+            model.multicast_h(bytes, targets),
+            model.multicast_volume(bytes, targets),
+        ),
+        false => (targets as f64 * bytes, targets as f64 * bytes),
     };
-    let step = model.sub_superstep(p, n, h, moved * p as f64 / n as f64);
+    let step = model.sub_superstep(p, n, h, volume * p as f64 / n as f64);
     if blocks.direct() {
         return step;
     }

@@ -256,7 +256,7 @@ impl Ctx {
         for &(dst, _, _) in &targets {
             self.check_pid("put", dst);
         }
-        let shared = bytes::Bytes::copy_from_slice(src);
+        let shared = self.outbox.shared_copy(src);
         for (dst, area, offset) in targets {
             self.outbox
                 .push_owned(dst, record(area, offset), shared.clone());
