@@ -288,7 +288,7 @@ pub(crate) fn pass_whole<T: Pod + Send>(
 /// g·B/2p: the root receives nothing in the scatter, so it packs its
 /// block for the all-gather while the others unpack theirs. Each
 /// processor's all-gather block is one [`Ctx::multicast_area`], copied
-/// once on threads ([`Model::all_gather_superstep`]). Every block
+/// once on one node ([`Model::all_gather_superstep`]). Every block
 /// lands straight in the receivers' buffers (no copy out of a coarray).
 pub fn broadcast_two_phase<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
     check_root(ctx, root);

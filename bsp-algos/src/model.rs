@@ -48,6 +48,8 @@ pub struct Model {
     machine: Machine,
     router: Router,
     transport: Transport,
+    /// Whether the processors share one node's memory (always on threads).
+    one_node: bool,
 }
 
 /// What a split costs under MPI, in l: `MPI_Comm_split` and the
@@ -68,6 +70,7 @@ impl Model {
             machine,
             router,
             transport: Transport::Threads,
+            one_node: true,
         }
     }
 
@@ -86,7 +89,34 @@ impl Model {
     /// assert_eq!(model.on(Transport::Threads), model);
     /// ```
     pub fn on(self, transport: Transport) -> Self {
-        Model { transport, ..self }
+        Model {
+            transport,
+            one_node: transport == Transport::Threads,
+            ..self
+        }
+    }
+
+    /// The same model with its processors on one node (`true`) or not:
+    /// on one node a multicast's payload is copied once at the sender and
+    /// once by each receiver, as on threads
+    /// ([`multicast_h`](Model::multicast_h)); across nodes every
+    /// receiver's copy leaves the sender. [`of`](Model::of) takes it from
+    /// [`Ctx::on_one_node`]; a model on threads is always on one node.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_algos::{Model, NOMINAL_MACHINE};
+    /// use bsp_core::Router;
+    ///
+    /// let model = Model::new(NOMINAL_MACHINE, Router::Direct);
+    /// assert_eq!(model.with_one_node(false).multicast_h(1000.0, 7), 1000.0);
+    /// ```
+    pub fn with_one_node(self, one_node: bool) -> Self {
+        Model {
+            one_node: one_node || self.transport == Transport::Threads,
+            ..self
+        }
     }
 
     /// The transport whose sub-machines the model charges.
@@ -103,7 +133,9 @@ impl Model {
     /// not, except in the rounding of operators that are associative only
     /// up to rounding.
     pub fn of(ctx: &Ctx) -> Self {
-        Model::new(ctx.machine().unwrap_or(NOMINAL_MACHINE), ctx.router()).on(ctx.transport())
+        Model::new(ctx.machine().unwrap_or(NOMINAL_MACHINE), ctx.router())
+            .on(ctx.transport())
+            .with_one_node(ctx.on_one_node())
     }
 
     /// The machine's parameters.
@@ -128,9 +160,10 @@ impl Model {
 
     /// The h of a processor that sends the same `bytes` to `targets`
     /// processors with one [`Ctx::multicast_area`](bsp_core::Ctx::multicast_area):
-    /// on threads it copies them once (each receiver copies its own out of
-    /// that copy), so h is `bytes`; under MPI every target's copy leaves
-    /// it, `targets·bytes`.
+    /// on one node (threads, or MPI ranks that share a node,
+    /// [`with_one_node`](Model::with_one_node)) it copies them once and
+    /// each receiver copies its own out of that copy, so h is `bytes`;
+    /// across nodes every target's copy leaves it, `targets·bytes`.
     ///
     /// # Examples
     ///
@@ -143,16 +176,16 @@ impl Model {
     /// assert_eq!(model.multicast_h(1000.0, 7), 1000.0);
     /// ```
     pub fn multicast_h(&self, bytes: f64, targets: usize) -> f64 {
-        match self.transport {
-            Transport::Threads => bytes.min(bytes * targets as f64),
-            _ => bytes * targets as f64,
+        match self.one_node {
+            true => bytes.min(bytes * targets as f64),
+            false => bytes * targets as f64,
         }
     }
 
     /// What a multicast of `bytes` to `targets` processors weighs in the
     /// V of [`sparse_superstep`](Model::sparse_superstep) (bytes sent in
-    /// all, each charged g/p for its packing and unpacking both): under
-    /// MPI `targets·bytes`; on threads the payload is packed once and
+    /// all, each charged g/p for its packing and unpacking both): across
+    /// nodes `targets·bytes`; on one node the payload is packed once and
     /// unpacked by each target, `(targets + 1)·bytes/2`.
     ///
     /// # Examples
@@ -165,18 +198,18 @@ impl Model {
     /// assert_eq!(model.multicast_volume(1000.0, 7), 4000.0);
     /// ```
     pub fn multicast_volume(&self, bytes: f64, targets: usize) -> f64 {
-        match self.transport {
-            Transport::Threads => (targets as f64 + 1.0) * bytes / 2.0,
-            _ => bytes * targets as f64,
+        match self.one_node {
+            true => (targets as f64 + 1.0) * bytes / 2.0,
+            false => bytes * targets as f64,
         }
     }
 
     /// Predicted seconds of an all-gather superstep in which every
     /// processor receives `h_bytes` and sends one block (`h_bytes/(p − 1)`)
     /// to all others with one multicast: [`superstep`](Model::superstep)'s
-    /// `l + g·h`, less, on threads, the half of g·h that pays for packing
-    /// (a sender copies its block once, not once per receiver), for all
-    /// but one block.
+    /// `l + g·h`, less, on one node ([`with_one_node`](Model::with_one_node)),
+    /// the half of g·h that pays for packing (a sender copies its block
+    /// once, not once per receiver), for all but one block.
     ///
     /// # Examples
     ///
@@ -192,7 +225,7 @@ impl Model {
     /// ```
     pub fn all_gather_superstep(&self, p: usize, h_bytes: f64) -> f64 {
         let whole = self.superstep(h_bytes);
-        if p <= 2 || self.transport != Transport::Threads {
+        if p <= 2 || !self.one_node {
             return whole;
         }
         let block = h_bytes / (p - 1) as f64;

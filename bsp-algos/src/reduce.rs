@@ -374,7 +374,7 @@ pub fn all_reduce_direct<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T],
 /// # Cost
 ///
 /// 2 supersteps, h ≈ m(p − 1)/p each: predicted 2 · (l + g·B(p − 1)/p)
-/// for B bytes, less, on threads, what the all-gather saves by sending
+/// for B bytes, less, on one node, what the all-gather saves by sending
 /// each folded block to all others as one multicast
 /// ([`Model::all_gather_superstep`]).
 pub fn all_reduce_two_phase<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T], op: &O) {

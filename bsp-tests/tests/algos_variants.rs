@@ -360,11 +360,17 @@ fn the_choice_follows_l_and_g() {
     // receivers (one superstep of h = B), where the two-phase broadcast
     // moves about as much in two. Under MPI the root sends 15 copies.
     assert_eq!(algos::pick(&typical, 16, 64 << 20, &bv).name, "1-level");
+    // Under MPI across nodes the root sends 15 copies; on one node the
+    // receivers copy out of the root's memory, as on threads.
     #[cfg(feature = "mpi")]
-    assert_eq!(
-        algos::pick(&typical.on(bsp::Transport::Mpi), 16, 64 << 20, &bv).name,
-        "two-phase"
-    );
+    {
+        let mpi = typical.on(bsp::Transport::Mpi);
+        assert_eq!(algos::pick(&mpi, 16, 64 << 20, &bv).name, "two-phase");
+        assert_eq!(mpi.multicast_h(1000.0, 15), 15000.0);
+        let node = mpi.with_one_node(true);
+        assert_eq!(node.multicast_h(1000.0, 15), 1000.0);
+        assert_eq!(algos::pick(&node, 16, 64 << 20, &bv).name, "1-level");
+    }
     let av = algos::all_reduce_variants::<u8, Sum>();
     assert_eq!(algos::pick(&typical, 16, 8, &av).name, "direct");
     assert_eq!(algos::pick(&typical, 16, 64 << 20, &av).name, "two-phase");

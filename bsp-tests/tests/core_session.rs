@@ -254,6 +254,19 @@ fn a_multicast_lands_at_every_target_as_it_was_at_the_call() {
     });
 }
 
+/// Every processor sees the same answer to `on_one_node`: true on threads,
+/// and under MPI whatever `MPI_COMM_TYPE_SHARED` says of the whole world
+/// (these tests run on one machine, so true there too).
+#[test]
+fn every_processor_agrees_that_the_run_is_on_one_node() {
+    on_runtimes(60, &[1, 3], |rt| {
+        let out = rt.run(|ctx: &mut Ctx| ctx.on_one_node()).expect("run");
+        for (pid, one) in out.into_iter_with_pids() {
+            assert!(one, "processor {pid}");
+        }
+    });
+}
+
 /// The failures below end an MPI job (abort mode); they run on threads.
 fn threads_only() -> bool {
     !under_mpi()

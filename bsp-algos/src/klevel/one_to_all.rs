@@ -47,9 +47,9 @@ use crate::model::Model;
 /// it is charged the lone g ([`Model::sparse_superstep`]). 1 level: 1
 /// superstep, h = (p − 1)m; log p levels: ⌈log₂ p⌉ supersteps of h = m
 /// and one split fewer. A sender puts its buffer to all its receivers
-/// with one [`Ctx::multicast_area`], so on threads it copies m once and
-/// the receivers copy theirs at once: there its h is m
-/// ([`Model::multicast_h`]). Predicted by [`broadcast_k_level_cost`].
+/// with one [`Ctx::multicast_area`], so on one node (threads, or MPI
+/// ranks that share a node) it copies m once and the receivers copy
+/// theirs at once: there its h is m ([`Model::multicast_h`]). Predicted by [`broadcast_k_level_cost`].
 pub fn broadcast_k_level<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T], levels: Levels) {
     let p = ctx.nprocs();
     assert!(

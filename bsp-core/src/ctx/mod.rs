@@ -230,6 +230,24 @@ impl Ctx {
         self.transport
     }
 
+    /// Whether every processor of this run is on this processor's node,
+    /// sharing its memory: always on threads; under MPI, when all ranks
+    /// share a node (`MPI_Comm_split_type` with `MPI_COMM_TYPE_SHARED`,
+    /// asked once per process). There an MPI library moves a large
+    /// message with one copy, by the receiver out of the sender's memory,
+    /// much as the threads transport does; the collectives' cost model
+    /// uses it ([`multicast_area`](Ctx::multicast_area)'s cost).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(2, |ctx| ctx.on_one_node()).unwrap();
+    /// assert_eq!(out, vec![true, true]);
+    /// ```
+    pub fn on_one_node(&self) -> bool {
+        self.comm.one_node()
+    }
+
     /// Ends the run on purpose, on every processor, with an
     /// [`ErrorKind::Abort`] error carrying `message`, this processor's id and
     /// the superstep: BSPlib's `bsp_abort`. [`Runtime::run`](crate::Runtime::run)

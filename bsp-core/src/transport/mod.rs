@@ -205,6 +205,12 @@ pub(crate) trait Comm: Send {
     fn shares_memory(&self) -> bool {
         true
     }
+    /// Whether all processors of the run are on one node, sharing its
+    /// memory (under MPI, a large message is then copied once, by the
+    /// receiver, out of the sender's memory, as on threads).
+    fn one_node(&self) -> bool {
+        true
+    }
     /// Whether this transport offers [`exchange_placed`](Comm::exchange_placed)
     /// for a routing of `bytes` bytes in `records` records (over all
     /// processors), where it is expected to beat

@@ -140,6 +140,9 @@ struct World {
     unsent: Mutex<Vec<Vec<u64>>>,
     /// The error of the run in progress, in [`OnFailure::Return`] mode.
     failure: Mutex<Option<Error>>,
+    /// Whether every rank runs on this rank's node
+    /// (`MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)` holds the whole world).
+    one_node: bool,
 }
 
 /// Whether a bsp run is in progress on this rank; read by the exit hook.
@@ -233,8 +236,11 @@ fn world() -> &'static World {
             }
             universe
         };
+        let comm = SimpleCommunicator::world().duplicate();
+        let one_node = comm.split_shared(0).size() == comm.size();
         World {
-            comm: SimpleCommunicator::world().duplicate(),
+            comm,
+            one_node,
             _universe: universe,
             run_lock: Mutex::new(()),
             pool: Pool::new(),
@@ -359,6 +365,10 @@ impl Comm for MpiComm {
 
     fn shares_memory(&self) -> bool {
         false
+    }
+
+    fn one_node(&self) -> bool {
+        self.world.one_node
     }
 
     fn places(&self, bytes: u64, records: u64) -> bool {
