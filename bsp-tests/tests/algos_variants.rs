@@ -276,7 +276,14 @@ fn defaults_take_the_variant_of_least_predicted_cost() {
             };
             let rt = rt.with_router(Router::TwoPhase).with_machine(machine);
             let p = rt.nprocs();
-            let model = Model::new(machine, Router::TwoPhase);
+            // The model the run's defaults use: its machine and router, on
+            // its transport, on one node or not (as the run says).
+            let one_node = support::run_local(&rt, |ctx| ctx.on_one_node())
+                .into_iter()
+                .all(|(_, one)| one);
+            let model = Model::new(machine, Router::TwoPhase)
+                .on(rt.transport())
+                .with_one_node(one_node);
             for m in [1usize, 100, 10_000, 200_000] {
                 let bytes = 8 * m;
                 let out = support::run_local(&rt, |ctx| {
@@ -302,6 +309,7 @@ fn defaults_take_the_variant_of_least_predicted_cost() {
                         .map(|v| steps(ctx, &|ctx| drop((v.run)(ctx, &buf, &Sum))))
                         .collect::<Vec<_>>();
                     buf.clear();
+                    assert_eq!(Model::of(ctx), model);
                     (b, bt, a, at, s, st)
                 });
                 let picked = |names: Vec<&'static str>, costs: Vec<Option<f64>>| {
