@@ -38,15 +38,27 @@ pub fn broadcast_variants<T: Pod + Send>() -> Vec<Variant<BroadcastFn<T>>> {
         // First, as it wins ties (at p = 2 every variant but the two-phase
         // one is the same superstep of h = B, with the same copies): the
         // simplest of them.
-        Variant::new("1-level", tree_levels_cost::<0>, broadcast_levels::<T, 0>),
+        Variant::new(
+            "1-level",
+            tree_levels_cost::<0, true>,
+            broadcast_levels::<T, 0>,
+        ),
         Variant::new("tree", tree_cost, broadcast_tree::<T>),
         Variant::new("two-phase", two_phase_cost, broadcast_two_phase::<T>),
         Variant::new("pipelined", pipelined_cost, broadcast_pipelined::<T>),
-        Variant::new("2-level", tree_levels_cost::<1>, broadcast_levels::<T, 1>),
-        Variant::new("3-level", tree_levels_cost::<2>, broadcast_levels::<T, 2>),
+        Variant::new(
+            "2-level",
+            tree_levels_cost::<1, true>,
+            broadcast_levels::<T, 1>,
+        ),
+        Variant::new(
+            "3-level",
+            tree_levels_cost::<2, true>,
+            broadcast_levels::<T, 2>,
+        ),
         Variant::new(
             "log-p-level",
-            tree_levels_cost::<3>,
+            tree_levels_cost::<3, true>,
             broadcast_levels::<T, 3>,
         ),
     ]
@@ -68,8 +80,9 @@ fn tree_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
 }
 
 /// The scatter moves h from the root alone; the all-gather is a full
-/// h-relation, each processor's block multicast. The root receives nothing in the scatter, so it leaves that
-/// sync as soon as its blocks are out and packs its block for the
+/// h-relation, each processor's block multicast. The root receives
+/// nothing in the scatter, so it leaves that sync as soon as its blocks
+/// are out and packs its block for the
 /// all-gather while the receivers unpack theirs: the packing of one block
 /// (half of what g charges for a byte, which pays for packing and
 /// unpacking both) is off the critical path.

@@ -5,7 +5,7 @@ use bsp_core::Ctx;
 use bytemuck::Pod;
 
 use crate::hypercube::{join_pairs, rounds, Cube};
-use crate::klevel::{gather_levels_cost, reduce_k_level, Levels};
+use crate::klevel::{reduce_k_level, tree_levels_cost, Levels};
 use crate::model::{all_but_own, pick_for, Model, Variant};
 use crate::ops::Op;
 use crate::rows::{
@@ -35,11 +35,19 @@ pub fn reduce_variants<T: Pod + Send, O: Op<T>>() -> Vec<Variant<ReduceFn<T, O>>
     vec![
         Variant::new("direct", reduce_direct_cost, reduce_direct::<T, O>),
         Variant::new("two-phase", reduce_two_phase_cost, reduce_two_phase::<T, O>),
-        Variant::new("2-level", gather_levels_cost::<1>, reduce_levels::<T, O, 1>),
-        Variant::new("3-level", gather_levels_cost::<2>, reduce_levels::<T, O, 2>),
+        Variant::new(
+            "2-level",
+            tree_levels_cost::<1, false>,
+            reduce_levels::<T, O, 1>,
+        ),
+        Variant::new(
+            "3-level",
+            tree_levels_cost::<2, false>,
+            reduce_levels::<T, O, 2>,
+        ),
         Variant::new(
             "log-p-level",
-            gather_levels_cost::<3>,
+            tree_levels_cost::<3, false>,
             reduce_levels::<T, O, 3>,
         ),
     ]
@@ -313,7 +321,8 @@ pub fn reduce_two_phase<T: Pod + Send, O: Op<T>>(
 /// The least of the variants' (B = `data`'s bytes, T(h) = l + g·h):
 /// [`all_reduce_direct`] T((p − 1)B); [`all_reduce_two_phase`]
 /// T(B') + A(B'), B' = B(p − 1)/p, A the
-/// [`all_gather_superstep`](Model::all_gather_superstep); [`all_reduce_hypercube`] log₂ q · T(B), plus
+/// [`all_gather_superstep`](Model::all_gather_superstep);
+/// [`all_reduce_hypercube`] log₂ q · T(B), plus
 /// 2 · T(B) when p is not a power of two (q = 2^⌊log₂ p⌋).
 pub fn all_reduce<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T], op: &O) {
     let variants = all_reduce_variants::<T, O>();

@@ -4,8 +4,7 @@
 use bsp_core::{Ctx, Machine};
 use bytemuck::Pod;
 
-use super::{auto, tree_cost, Blocks, Combined, Levels};
-use crate::model::Model;
+use super::{auto, whole_message_cost, Blocks, Combined, Levels};
 use crate::ops::Op;
 use crate::rows::fold_with_mine;
 use crate::same_len::Lengths;
@@ -209,7 +208,7 @@ fn reduce_levels<T: Pod + Send, O: Op<T>>(
 
 /// The seconds [`reduce_k_level`] is predicted to take on `p` processors
 /// of `machine` for vectors of `bytes` bytes (the combining itself not
-/// counted), on the threads transport (the model of [`Model::new`]): the
+/// counted), on the threads transport (the model of [`Model::new`](crate::Model::new)): the
 /// broadcast's supersteps run backwards, except that a leader receives a
 /// separate vector from each of the others, where the broadcast's sender
 /// shares one copy among its receivers.
@@ -229,15 +228,5 @@ fn reduce_levels<T: Pod + Send, O: Op<T>>(
 /// assert!(reduce_k_level_cost(&m, 32, 4096, Levels::One) > broadcast_k_level_cost(&m, 32, 4096, Levels::One));
 /// ```
 pub fn reduce_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels: Levels) -> f64 {
-    levels_cost(&auto(machine), p, bytes, levels)
-}
-
-/// [`reduce_k_level_cost`] under `model` (and so under its router): the
-/// broadcast's supersteps mirrored, a leader receiving a vector from each
-/// other leader of its level.
-pub(crate) fn levels_cost(model: &Model, p: usize, bytes: usize, levels: Levels) -> f64 {
-    if bytes == 0 {
-        return 0.0;
-    }
-    tree_cost(model, p, p, levels.count(p), &|_| bytes as f64, false)
+    whole_message_cost(&auto(machine), p, bytes, levels, false)
 }

@@ -41,9 +41,7 @@ mod one_to_all;
 
 pub(crate) use all_to_all::levels_cost as all_to_all_levels_cost;
 pub use all_to_all::{all_to_all_k_level, all_to_all_k_level_cost};
-use all_to_one::levels_cost as reduce_levels_cost;
 pub use all_to_one::{gather_k_level, gather_k_level_cost, reduce_k_level, reduce_k_level_cost};
-use one_to_all::levels_cost as broadcast_levels_cost;
 pub use one_to_all::{
     broadcast_k_level, broadcast_k_level_cost, scatter_k_level, scatter_k_level_cost,
 };
@@ -168,25 +166,37 @@ impl Blocks {
 
 /// The cost of the one-to-all (or all-to-one) variant with the levels
 /// `Levels::ALL[K]` in a collective's table (a
-/// [`CostFn`](crate::model::CostFn)): the broadcast's, which the reduce
-/// mirrors.
-pub(crate) fn tree_levels_cost<const K: usize>(
+/// [`CostFn`](crate::model::CostFn)): [`whole_message_cost`], the
+/// broadcast's with `MULTICAST`, the reduce's (its mirror) without.
+pub(crate) fn tree_levels_cost<const K: usize, const MULTICAST: bool>(
     model: &Model,
     p: usize,
     bytes: usize,
 ) -> Option<f64> {
-    Some(broadcast_levels_cost(model, p, bytes, Levels::ALL[K]))
+    Some(whole_message_cost(
+        model,
+        p,
+        bytes,
+        Levels::ALL[K],
+        MULTICAST,
+    ))
 }
 
-/// The cost of the all-to-one variant with the levels `Levels::ALL[K]`
-/// in the reduce's table: [`tree_levels_cost`]'s supersteps, each leader
-/// receiving a vector from each of the others.
-pub(crate) fn gather_levels_cost<const K: usize>(
+/// Predicted seconds of a one-to-all (or all-to-one) algorithm with
+/// `levels` in which every leader sends (or receives) the whole message of
+/// `bytes` bytes: a broadcast's leader sends one buffer to all the others
+/// at once (`multicast`), a reduce's receives one vector from each.
+pub(crate) fn whole_message_cost(
     model: &Model,
     p: usize,
     bytes: usize,
-) -> Option<f64> {
-    Some(reduce_levels_cost(model, p, bytes, Levels::ALL[K]))
+    levels: Levels,
+    multicast: bool,
+) -> f64 {
+    if bytes == 0 {
+        return 0.0;
+    }
+    tree_cost(model, p, p, levels.count(p), &|_| bytes as f64, multicast)
 }
 
 /// The model the `_cost` functions charge on `machine`: its supersteps by

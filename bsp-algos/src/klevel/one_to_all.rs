@@ -3,8 +3,9 @@
 use bsp_core::{Ctx, Machine};
 use bytemuck::Pod;
 
-use super::{auto, tree_cost, Blocks, Combined, Levels};
+use super::{auto, tree_cost, whole_message_cost, Blocks, Combined, Levels};
 use crate::broadcast::pass_whole;
+#[cfg(doc)]
 use crate::model::Model;
 
 /// Broadcasts the root's `buf` into `buf` on every processor with a
@@ -49,7 +50,8 @@ use crate::model::Model;
 /// and one split fewer. A sender puts its buffer to all its receivers
 /// with one [`Ctx::multicast_area`], so on one node (threads, or MPI
 /// ranks that share a node) it copies m once and the receivers copy
-/// theirs at once: there its h is m ([`Model::multicast_h`]). Predicted by [`broadcast_k_level_cost`].
+/// theirs at once: there its h is m ([`Model::multicast_h`]).
+/// Predicted by [`broadcast_k_level_cost`].
 pub fn broadcast_k_level<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T], levels: Levels) {
     let p = ctx.nprocs();
     assert!(
@@ -108,16 +110,7 @@ fn broadcast_levels<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T], k:
 /// assert!(broadcast_k_level_cost(&m, 64, 8, Levels::One) < broadcast_k_level_cost(&m, 64, 8, Levels::Log));
 /// ```
 pub fn broadcast_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels: Levels) -> f64 {
-    levels_cost(&auto(machine), p, bytes, levels)
-}
-
-/// [`broadcast_k_level_cost`] under `model` (and so under its router).
-pub(crate) fn levels_cost(model: &Model, p: usize, bytes: usize, levels: Levels) -> f64 {
-    if bytes == 0 {
-        return 0.0;
-    }
-    // Each leader gets the whole message.
-    tree_cost(model, p, p, levels.count(p), &|_| bytes as f64, true)
+    whole_message_cost(&auto(machine), p, bytes, levels, true)
 }
 
 /// Sends `parts[j]` from `root` to processor j with a `levels`-level
