@@ -31,7 +31,7 @@ use bytes::Bytes;
 
 use crate::delivery::{byte_range, Inbound};
 use crate::segments::{SegmentCursor, SegmentReader, Segments};
-use crate::transport::{Blocks, Region};
+use crate::transport::{blocks_len, Blocks, Region};
 use crate::wire::{Record, RecordReader};
 
 /// Cuts each stream into its heads (the records' headers, copied into one
@@ -69,6 +69,44 @@ pub(crate) fn rejoin(heads: &Segments, bodies: &Segments) -> Segments {
         body_cut.take(record.body_len(), &mut stream);
     }
     stream
+}
+
+/// A processor's outgoing streams, one per destination written to, as
+/// the outbox handed them out or already cut by [`split`] (when their
+/// heads travel in the sync's row).
+pub(crate) enum Streams {
+    Whole(Blocks),
+    Cut { heads: Blocks, bodies: Blocks },
+}
+
+impl Streams {
+    /// The streams, whole (a cut stream is joined back, without copying).
+    pub(crate) fn whole(self) -> Blocks {
+        match self {
+            Streams::Whole(streams) => streams,
+            Streams::Cut { heads, bodies } => heads
+                .into_iter()
+                .zip(bodies)
+                .map(|((dst, head), (_, body))| (dst, rejoin(&head, &body)))
+                .collect(),
+        }
+    }
+
+    /// The streams cut into heads and bodies, as [`split`] returns them.
+    pub(crate) fn cut(self) -> (Blocks, Blocks) {
+        match self {
+            Streams::Whole(streams) => split(streams),
+            Streams::Cut { heads, bodies } => (heads, bodies),
+        }
+    }
+
+    /// Bytes of all the streams.
+    pub(crate) fn len(&self) -> u64 {
+        match self {
+            Streams::Whole(streams) => blocks_len(streams),
+            Streams::Cut { heads, bodies } => blocks_len(heads) + blocks_len(bodies),
+        }
+    }
 }
 
 /// A put as the receiver's plan sees it: bytes `start..end` of coarray

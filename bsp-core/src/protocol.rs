@@ -238,43 +238,81 @@ impl SyncRow {
 /// a placed direct exchange need an exchange of counts.
 pub(crate) const COUNTS_IN_ROW: usize = 64;
 
+/// The most words of record heads one row carries (see [`row_width`]).
+const HEADS_SLOT_MAX: usize = 256;
+
+/// The most words of record heads the rows of one all-gather carry
+/// together: p rows of their slot.
+const HEADS_SLOTS_MAX: usize = 4096;
+
 /// Words of each processor's contribution to the all-gather opening a
-/// sync among `p` processors: the row, then its counts and head counts
-/// when p ≤ [`COUNTS_IN_ROW`].
-pub(crate) fn row_width(p: usize) -> usize {
-    SyncRow::WORDS + if p <= COUNTS_IN_ROW { 2 * p } else { 0 }
+/// sync among `p` processors: the row, then, when p ≤ [`COUNTS_IN_ROW`],
+/// its counts, its head counts and a slot of `slot` words (0 beyond) for
+/// its record heads (see [`heads_slot`]).
+pub(crate) fn row_width(p: usize, slot: usize) -> usize {
+    SyncRow::WORDS + if p <= COUNTS_IN_ROW { 2 * p + slot } else { 0 }
+}
+
+/// The slot for record heads in the rows of a sync that follows one
+/// whose payloads a transport placed with the direct router, where
+/// `most` is the most bytes of heads one processor sent in it: room for
+/// as many, so that a program repeating such supersteps sends their
+/// heads inside the rows and the exchange of heads, one collective, is
+/// spared. 0 (no slot) where they would make the rows too long.
+pub(crate) fn heads_slot(p: usize, most: u64) -> usize {
+    let words = most.div_ceil(8) as usize;
+    if p <= COUNTS_IN_ROW && words <= HEADS_SLOT_MAX && words * p <= HEADS_SLOTS_MAX {
+        words
+    } else {
+        0
+    }
 }
 
 /// This processor's contribution to the all-gather opening a sync among
-/// `p` processors, [`row_width`] words: `row`, then, up to
+/// `p` processors, [`row_width`]`(p, slot)` words: `row`, then, up to
 /// [`COUNTS_IN_ROW`] processors, the bytes it sends each processor
-/// (`bytes_to`) and the bytes of those streams' record heads
-/// (`head_bytes_to`), which [`Matrix`](crate::router::Matrix) reads back.
+/// (`bytes_to`), the bytes of those streams' record heads
+/// (`head_bytes_to`) and the slot, empty until [`put_heads`] fills it,
+/// all of which [`Matrix`](crate::router::Matrix) reads back.
 pub(crate) fn row_words(
     row: &SyncRow,
     p: usize,
+    slot: usize,
     bytes_to: impl Fn(usize) -> u64,
     head_bytes_to: impl Fn(usize) -> u64,
 ) -> Vec<u64> {
-    let width = row_width(p);
+    let width = row_width(p, slot);
     let mut words = Vec::with_capacity(width);
     words.extend_from_slice(&row.to_words());
     if width > SyncRow::WORDS {
         words.extend((0..p).map(bytes_to));
         words.extend((0..p).map(head_bytes_to));
+        words.resize(width, 0);
     }
     debug_assert_eq!(words.len(), width);
     words
 }
 
+/// Writes `heads`, this processor's record heads for every processor in
+/// pid order (as its row counts them), into the slot of its row `words`
+/// among `p` processors.
+///
+/// # Panics
+///
+/// If they do not fit in the slot.
+pub(crate) fn put_heads<'a>(words: &mut [u64], p: usize, heads: impl Iterator<Item = &'a [u8]>) {
+    let room: &mut [u8] = bytemuck::cast_slice_mut(&mut words[SyncRow::WORDS + 2 * p..]);
+    let mut at = 0;
+    for head in heads {
+        room[at..at + head.len()].copy_from_slice(head);
+        at += head.len();
+    }
+}
+
 /// The communication matrix of the sync's requests, from gathered rows of
 /// `width` words that carry counts; `None` if they do not.
 pub(crate) fn matrix(words: &Rows, width: usize) -> Option<Matrix> {
-    (width > SyncRow::WORDS).then(|| Matrix {
-        rows: words.clone(),
-        width,
-        offset: SyncRow::WORDS,
-    })
+    (width > SyncRow::WORDS).then(|| Matrix::new(words.clone(), width, SyncRow::WORDS))
 }
 
 /// Words of one route's figures in a row.
@@ -617,7 +655,7 @@ mod tests {
         // record heads; all to processor 2.
         let counts = [[5, 0, 7], [0, 0, 9], [0, 0, 100]];
         let heads = [[12, 0, 24], [0, 0, 24], [0, 0, 36]];
-        let width = row_width(3);
+        let width = row_width(3, 0);
         let words: Rows = rows
             .iter()
             .zip(counts.iter().zip(heads))
@@ -638,6 +676,71 @@ mod tests {
         );
         assert_eq!(SyncRow::all(&words, width).len(), 3);
         assert!(matrix(&words, SyncRow::WORDS).is_none());
+    }
+
+    #[test]
+    fn heads_in_the_slots_reach_their_receivers_when_all_fit() {
+        // Processor q sends processor j heads[q][j] (bytes), in a slot of
+        // 2 words (16 bytes) per row.
+        let heads: [[&[u8]; 3]; 3] = [
+            [b"ab", b"", b"cdefg"],
+            [b"", b"", b"0123456789abcdef"],
+            [b"x", b"yz", b""],
+        ];
+        let rows_with = |heads: &[[&[u8]; 3]; 3]| -> Rows {
+            heads
+                .iter()
+                .flat_map(|h| {
+                    let mut w = row_words(
+                        &row(Status::Syncing, 1),
+                        3,
+                        2,
+                        |k| 100 + h[k].len() as u64,
+                        |k| h[k].len() as u64,
+                    );
+                    if h.iter().map(|x| x.len()).sum::<usize>() <= 16 {
+                        put_heads(&mut w, 3, h.iter().copied());
+                    }
+                    w
+                })
+                .collect()
+        };
+        let width = row_width(3, 2);
+        assert_eq!(width, SyncRow::WORDS + 6 + 2);
+        let m = matrix(&rows_with(&heads), width).unwrap();
+        assert!(m.heads_in_rows());
+        assert_eq!(m.most_head_bytes(), 16);
+        for (q, h) in heads.iter().enumerate() {
+            for (j, &expected) in h.iter().enumerate() {
+                assert_eq!(m.heads(q, j), expected, "heads from {q} to {j}");
+                assert_eq!(m.bytes(q, j), 100 + expected.len());
+            }
+        }
+        // The exact h counts the bytes (heads included), not the slot.
+        let d = decide(&rows_with(&heads), width, |_| Vec::new()).unwrap();
+        assert_eq!(d.exact_h, Some(200 + 5 + 16));
+        // One processor's heads overflow the slot: none travel in the rows.
+        let mut over = heads;
+        over[2][0] = b"too long for the slot";
+        assert!(!matrix(&rows_with(&over), width).unwrap().heads_in_rows());
+        // No slot, no heads in the rows.
+        let none: Rows = (0..3)
+            .flat_map(|_| row_words(&row(Status::Syncing, 1), 3, 0, |_| 0, |_| 0))
+            .collect();
+        assert!(!matrix(&none, row_width(3, 0)).unwrap().heads_in_rows());
+    }
+
+    #[test]
+    fn the_heads_slot_fits_the_most_heads_within_its_limits() {
+        assert_eq!(heads_slot(2, 0), 0);
+        assert_eq!(heads_slot(2, 17), 3);
+        assert_eq!(heads_slot(2, 8 * HEADS_SLOT_MAX as u64), HEADS_SLOT_MAX);
+        assert_eq!(heads_slot(2, 8 * HEADS_SLOT_MAX as u64 + 1), 0);
+        // p rows of the slot stay within HEADS_SLOTS_MAX words.
+        assert_eq!(heads_slot(64, 8 * 64), 64);
+        assert_eq!(heads_slot(64, 8 * 65), 0);
+        // Beyond COUNTS_IN_ROW processors rows carry no counts, so no heads.
+        assert_eq!(heads_slot(COUNTS_IN_ROW + 1, 8), 0);
     }
 
     #[test]

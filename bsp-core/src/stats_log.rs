@@ -28,8 +28,9 @@ pub(crate) const STATS_HISTORY: usize = 1 << 16;
 /// oldest first. Superstep s's statistics are its work in the rows of
 /// sync s and its sync figures in the rows of the next exchange.
 pub(crate) struct StatsLog {
-    /// Words of each processor's row in the gathered rows.
-    width: usize,
+    /// Processors, each of which contributed a row (of the same width,
+    /// which may change from one exchange to the next) to each exchange.
+    nprocs: usize,
     rows: VecDeque<(Rows, Choice)>,
     /// The superstep of the oldest kept exchange.
     first: usize,
@@ -38,10 +39,10 @@ pub(crate) struct StatsLog {
 }
 
 impl StatsLog {
-    /// A log of gathered rows of `width` words per processor.
-    pub(crate) fn new(width: usize) -> Self {
+    /// A log of the rows gathered from `nprocs` processors.
+    pub(crate) fn new(nprocs: usize) -> Self {
         StatsLog {
-            width,
+            nprocs,
             rows: VecDeque::new(),
             first: 0,
             labels: BTreeMap::new(),
@@ -72,12 +73,12 @@ impl StatsLog {
             .iter()
             .zip(self.rows.iter().skip(1))
             .enumerate()
-            .map(|(k, (now, next))| superstep(self.first + k, now, Some(&next.0), self.width))
+            .map(|(k, (now, next))| superstep(self.first + k, now, Some(&next.0), self.nprocs))
             .collect();
         if finished {
             if let Some(last) = self.rows.back() {
                 let step = self.first + self.rows.len() - 1;
-                out.push(superstep(step, last, None, self.width));
+                out.push(superstep(step, last, None, self.nprocs));
             }
         }
         for s in &mut out {
@@ -93,10 +94,10 @@ fn superstep(
     step: usize,
     (now, choice): &(Rows, Choice),
     next: Option<&Rows>,
-    width: usize,
+    nprocs: usize,
 ) -> SuperstepStats {
-    let now = SyncRow::all(now, width);
-    let next = next.map(|words| SyncRow::all(words, width));
+    let now = SyncRow::all(now, now.len() / nprocs);
+    let next = next.map(|words| SyncRow::all(words, words.len() / nprocs));
     let seconds = |ns: u64| ns as f64 * 1e-9;
     let figure = |f: &dyn Fn(&SyncRow) -> u64| -> Vec<u64> {
         match &next {
@@ -181,7 +182,7 @@ mod tests {
 
     #[test]
     fn a_superstep_pairs_its_work_with_the_next_rows_figures() {
-        let mut log = StatsLog::new(SyncRow::WORDS);
+        let mut log = StatsLog::new(2);
         log.push(words(1000, 0), direct());
         assert!(log.supersteps(false).is_empty());
         log.push(words(2000, 64), direct());

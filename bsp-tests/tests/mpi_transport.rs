@@ -385,3 +385,124 @@ fn large_and_small_segments_in_one_stream() {
         );
     }
 }
+
+/// Bytes of the puts of [`placed_in_a_row`]: 36 KiB, or 4 KiB in the
+/// superstep of many records, large enough for the MPI transport to
+/// place them (4 KiB a record on average, 32 KiB a processor), and odd,
+/// so that the payloads end off the word boundaries.
+const BIG_PIECE: usize = (36 << 10) + 13;
+const SMALL_PIECE: usize = (4 << 10) + 13;
+
+/// The records from every processor to every processor in each
+/// superstep of [`placed_in_a_row`], and their size. From the second
+/// superstep on, the MPI transport sends the record heads of a superstep
+/// placed by the direct router inside the sync rows, in a slot sized by
+/// the superstep before: one record fits a slot sized for one, 3 outgrow
+/// it (their heads are exchanged, and the slot grows), 45 records to
+/// each processor outgrow the most a slot holds (2 KiB), and the
+/// supersteps with a get and a message in them (`step % 5 == 4`) are not
+/// placed at all, and clear the slot.
+const PLACED_PLAN: [(usize, usize); 12] = [
+    (1, BIG_PIECE),
+    (1, BIG_PIECE),
+    (3, BIG_PIECE),
+    (3, BIG_PIECE),
+    (2, BIG_PIECE),
+    (45, SMALL_PIECE),
+    (1, BIG_PIECE),
+    (2, BIG_PIECE),
+    (2, BIG_PIECE),
+    (0, BIG_PIECE),
+    (1, BIG_PIECE),
+    (1, BIG_PIECE),
+];
+
+/// Bytes of the region each processor writes into the others' coarrays.
+fn placed_room() -> usize {
+    PLACED_PLAN
+        .iter()
+        .map(|&(r, len)| r * len)
+        .max()
+        .unwrap_or(0)
+}
+
+/// Large puts, half by `put_from` and half by `put_vec`, with empty
+/// supersteps and other traffic between; returns the hash of this
+/// processor's coarray after each superstep.
+fn placed_in_a_row(ctx: &mut Ctx) -> u64 {
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let room = placed_room();
+    let target = ctx.coarray::<u8>(p * room);
+    let source = ctx.coarray::<u8>(p * room);
+    let q = ctx.queue::<u64>();
+    let mut h = FNV0;
+    for (step, &(records, len)) in PLACED_PLAN.iter().enumerate() {
+        for dst in 0..p {
+            for k in 0..records {
+                let bytes = message(11, step, me, dst, k, len);
+                let at = me * room + k * len;
+                if k % 2 == 0 {
+                    let from = dst * room + k * len;
+                    ctx.local_mut(&source)[from..from + len].copy_from_slice(&bytes);
+                    ctx.put_from(dst, &target, at, &source, from, len);
+                } else {
+                    ctx.put_vec(dst, &target, at, bytes);
+                }
+            }
+        }
+        let ticket = (step % 5 == 4).then(|| {
+            ctx.send((me + 1) % p, &q, &(step as u64));
+            ctx.get(p - 1 - me, &target, 0, 8)
+        });
+        ctx.sync();
+        h = fnv(h, ctx.local(&target));
+        if let Some(ticket) = ticket {
+            h = fnv(h, &ctx.take(ticket));
+            for (s, v) in ctx.receive_with_source(&q) {
+                h = fnv(h, &[s as u8, v as u8]);
+            }
+        }
+        if step % 3 == 1 {
+            ctx.sync();
+        }
+    }
+    h
+}
+
+/// What processor `me` must see from [`placed_in_a_row`].
+fn placed_in_a_row_oracle(p: usize, me: usize) -> u64 {
+    let room = placed_room();
+    let mut target = vec![0u8; p * room];
+    let mut h = FNV0;
+    for (step, &(records, len)) in PLACED_PLAN.iter().enumerate() {
+        // The get reads the first 8 bytes of processor p - 1 - me's
+        // coarray before this superstep's puts: processor 0's first
+        // record of the last superstep that had any.
+        let got = (0..step)
+            .rev()
+            .find(|&s| PLACED_PLAN[s].0 > 0)
+            .map_or(vec![0; 8], |s| {
+                message(11, s, 0, p - 1 - me, 0, PLACED_PLAN[s].1)[..8].to_vec()
+            });
+        for src in 0..p {
+            for k in 0..records {
+                let at = src * room + k * len;
+                target[at..at + len].copy_from_slice(&message(11, step, src, me, k, len));
+            }
+        }
+        h = fnv(h, &target);
+        if step % 5 == 4 {
+            h = fnv(h, &got);
+            let from = (me + p - 1) % p;
+            h = fnv(h, &[from as u8, step as u8]);
+        }
+    }
+    h
+}
+
+#[test]
+fn placed_supersteps_in_a_row_carry_their_heads_in_the_rows() {
+    for rt in support::runtimes_with(&[1, 2, 3, 4], Router::Direct) {
+        support::check(&rt, placed_in_a_row, placed_in_a_row_oracle);
+    }
+}

@@ -131,6 +131,10 @@ pub struct Ctx {
     /// This processor's figures for the last sync, sent in the next row.
     last_sync: SyncFigures,
     stats: StatsLog,
+    /// Words of the slot for record heads in the sync rows
+    /// (`protocol::heads_slot`), agreed by every processor after each
+    /// sync; 0 for none.
+    heads_slot: usize,
     /// Whether the end-of-run exchange has happened.
     finished: bool,
     /// Under [`OnFailure::Return`](crate::OnFailure), the first error found
@@ -169,7 +173,8 @@ impl Ctx {
             has_gets: false,
             lending: Vec::new(),
             last_sync: SyncFigures::default(),
-            stats: StatsLog::new(protocol::row_width(nprocs)),
+            stats: StatsLog::new(nprocs),
+            heads_slot: 0,
             finished: false,
             pending: None,
             announcing: String::new(),
@@ -298,7 +303,7 @@ impl Ctx {
         self.announcing = error.message().to_owned();
         let row = protocol::failure_words(Some(&error));
         // In place of this processor's row: the same width.
-        let width = protocol::row_width(self.nprocs);
+        let width = self.row_width();
         let mut words = vec![0u64; width];
         words[..row.len()].copy_from_slice(&row);
         let all = self.collective(|c| c.allgather(&words));
@@ -394,11 +399,16 @@ impl Ctx {
         }
     }
 
-    /// Exchanges the sync rows, checks them, picks the sync's router and
-    /// logs the rows and the choice for the statistics. Returns the
-    /// decision, the router, and (when the rows carry counts) the bytes
-    /// each processor is about to send to this one.
-    fn exchange_rows(&mut self, status: Status) -> (SyncDecision, Router, Option<Matrix>) {
+    /// Words of this processor's row in the all-gather opening the next
+    /// sync (or split, or the end of the run): the same on every
+    /// processor.
+    pub(crate) fn row_width(&self) -> usize {
+        protocol::row_width(self.nprocs, self.heads_slot)
+    }
+
+    /// This processor's row for the exchange opening a sync (or ending
+    /// the run), its record heads not yet in the slot.
+    fn row_words(&self, status: Status) -> Vec<u64> {
         let row = SyncRow {
             status,
             superstep: self.superstep as u64,
@@ -411,14 +421,22 @@ impl Ctx {
             records: self.outbox.records(),
             previous: self.last_sync,
         };
-        let width = protocol::row_width(self.nprocs);
         let outbox = &self.outbox;
-        let mine = protocol::row_words(
+        protocol::row_words(
             &row,
             self.nprocs,
+            self.heads_slot,
             |k| outbox.bytes_to(k) as u64,
             |k| outbox.head_bytes_to(k),
-        );
+        )
+    }
+
+    /// Exchanges the sync rows (this processor's is `mine`), checks them,
+    /// picks the sync's router and logs the rows and the choice for the
+    /// statistics. Returns the decision, the router, and (when the rows
+    /// carry counts) the communication matrix.
+    fn exchange_rows(&mut self, mine: Vec<u64>) -> (SyncDecision, Router, Option<Matrix>) {
+        let width = mine.len();
         let words = self.collective(|c| c.allgather(&mine));
         let (registry, comm, announcing) = (&self.registry, &mut self.comm, &self.announcing);
         let decision = protocol::decide(&words, width, |texts| {
@@ -497,17 +515,26 @@ impl Ctx {
     /// of the payloads (one more small collective up to 64 processors,
     /// whose rows carry the headers' sizes; two beyond) and receives each
     /// payload straight into its coarray, sparing a copy of every byte
-    /// received.
+    /// received. When the superstep before was placed by the direct
+    /// router too, the headers travel inside the rows (in a slot sized by
+    /// that superstep, up to 2 KiB a processor), and the extra collective
+    /// is spared.
     pub fn sync(&mut self) {
         let start = Instant::now();
-        let (decision, router, expected) = self.exchange_rows(Status::Syncing);
+        let records = self.outbox.records();
+        // The row counts the outbox before the streams are taken out.
+        let mut mine = self.row_words(Status::Syncing);
+        let cut = self.cut_for_row();
+        if let Some(placement::Streams::Cut { heads, .. }) = &cut {
+            let heads = heads.iter().flat_map(|(_, h)| h.iter().map(|b| &b[..]));
+            protocol::put_heads(&mut mine, self.nprocs, heads);
+        }
+        let (decision, router, expected) = self.exchange_rows(mine);
         let mut figures = SyncFigures::default();
-        figures.records.sent = self.outbox.records();
+        figures.records.sent = records;
         if decision.anything {
             let mut deferred = Vec::new();
-            let lent = self.registry.lend(&std::mem::take(&mut self.lending));
-            let streams = self.outbox.take(|id| lent[&id].clone());
-            drop(lent);
+            let streams = cut.unwrap_or_else(|| placement::Streams::Whole(self.take_streams()));
             // Without gets, a transport may write the puts' payloads in
             // place while they arrive (gets must read the data first).
             let placed = matches!(router, Router::Direct | Router::TwoPhase)
@@ -520,6 +547,15 @@ impl Ctx {
                 (false, true) => Arrival::ServeGets,
                 (false, false) => Arrival::Apply,
             };
+            // A program that repeats a superstep placed by the direct
+            // router sends the heads of the next one in the rows; any
+            // other routing clears the slot (every processor alike).
+            let next_slot = match (placed, router, &expected) {
+                (true, Router::Direct, Some(m)) if self.comm.heads_in_row() => {
+                    protocol::heads_slot(self.nprocs, m.most_head_bytes())
+                }
+                _ => 0,
+            };
             let replies = self.deliver(
                 router,
                 streams,
@@ -531,6 +567,7 @@ impl Ctx {
             if let Some((mut replies, requests)) = replies {
                 figures.records.sent += replies.records();
                 let streams = replies.take(|_| unreachable!("replies are copied"));
+                let streams = placement::Streams::Whole(streams);
                 self.deliver(
                     router,
                     streams,
@@ -557,6 +594,7 @@ impl Ctx {
             if self.comm.agrees_on_failure() {
                 self.agree_on_delivery();
             }
+            self.heads_slot = next_slot;
         }
         self.has_gets = false;
         self.superstep += 1;
@@ -580,6 +618,31 @@ impl Ctx {
         if let Some(agreed) = self.agree(&all, protocol::FAILURE_WORDS) {
             self.comm.abort(agreed)
         }
+    }
+
+    /// This superstep's streams, taken from the outbox, the coarrays
+    /// named by `put_from` lent for the sync.
+    fn take_streams(&mut self) -> Blocks {
+        let lent = self.registry.lend(&std::mem::take(&mut self.lending));
+        self.outbox.take(|id| lent[&id].clone())
+    }
+
+    /// This superstep's streams, taken and cut into heads and bodies
+    /// before the rows are exchanged, when the rows have a slot for heads
+    /// and this processor's fit in it: every processor whose heads fit
+    /// sends them in its row, so that all know, from the rows, whether
+    /// the receivers have every head without an exchange.
+    fn cut_for_row(&mut self) -> Option<placement::Streams> {
+        let room = self.heads_slot as u64 * 8;
+        if room == 0 || self.outbox.is_empty() {
+            return None;
+        }
+        let heads: u64 = (0..self.nprocs).map(|k| self.outbox.head_bytes_to(k)).sum();
+        if heads > room {
+            return None;
+        }
+        let (heads, bodies) = placement::split(self.take_streams());
+        Some(placement::Streams::Cut { heads, bodies })
     }
 
     fn inbound(&mut self) -> Inbound<'_> {
@@ -607,7 +670,7 @@ impl Ctx {
     fn route_placed(
         &mut self,
         router: Router,
-        streams: Blocks,
+        cut: (Blocks, Blocks),
         matrix: Option<&Matrix>,
         figures: &mut SyncFigures,
     ) -> (Blocks, u64) {
@@ -616,7 +679,7 @@ impl Ctx {
         let routed = router::route_placed(
             router,
             comm,
-            streams,
+            cut,
             &mut |heads| {
                 let (plans, placed) = inbound.plan(heads);
                 placed_records = placed;
@@ -642,16 +705,17 @@ impl Ctx {
     fn deliver(
         &mut self,
         router: Router,
-        streams: Blocks,
+        streams: placement::Streams,
         matrix: Option<Matrix>,
         arrival: Arrival,
         figures: &mut SyncFigures,
         deferred: &mut Vec<DeferredPut>,
     ) -> Option<(Outbox, Blocks)> {
-        figures.bytes.sent += blocks_len(&streams);
+        figures.bytes.sent += streams.len();
         let (incoming, placed_records) = if arrival == Arrival::Place {
-            self.route_placed(router, streams, matrix.as_ref(), figures)
+            self.route_placed(router, streams.cut(), matrix.as_ref(), figures)
         } else {
+            let streams = streams.whole();
             let (incoming, route) = self.collective(|c| route(router, c, streams, matrix.as_ref()));
             figures.add_route(route);
             figures.bytes.received += blocks_len(&incoming);
@@ -683,7 +747,8 @@ impl Ctx {
             );
             self.fail(ErrorKind::PendingCommunication, self.pid, msg);
         }
-        self.exchange_rows(Status::Returned);
+        let mine = self.row_words(Status::Returned);
+        self.exchange_rows(mine);
         self.finished = true;
     }
 }

@@ -74,7 +74,7 @@ impl Ctx {
     /// Then `f`'s own cost on p' = the sub-machine's size, ending with one
     /// all-gather among its members (the end-of-machine check).
     pub fn split<R>(&mut self, color: usize, key: usize, f: impl FnOnce(&mut Ctx) -> R) -> R {
-        let width = protocol::row_width(self.nprocs);
+        let width = self.row_width();
         let row = protocol::split_words(self.superstep as u64, color as u64, key as u64, width);
         let words = self.collective(|c| c.allgather(&row));
         let (comm, announcing) = (&mut self.comm, &self.announcing);

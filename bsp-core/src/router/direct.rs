@@ -1,7 +1,6 @@
 //! Single-phase delivery: one irregular all-to-all.
 
 use super::{words, Matrix, RouteFigures, Router};
-use crate::placement;
 use crate::segments::segments_len;
 use crate::transport::{Aborted, Blocks, Comm, Placed, Plan};
 
@@ -52,20 +51,25 @@ pub(super) fn route(
 
 /// Single-phase delivery in which the receivers place the payloads
 /// ([`Comm::exchange_placed`], see `placement.rs`): each stream goes as
-/// its heads, then its bodies. Returns what arrived and the figures, as
-/// [`route`].
+/// its heads, then its bodies (`heads` and `bodies` as
+/// [`placement::split`](crate::placement::split) cuts the streams).
+/// Returns what arrived and the figures, as [`route`].
 ///
 /// `matrix`, when known, also gives the bytes of the heads each processor
-/// sends this one, so that the heads need no exchange of counts.
+/// sends this one, so that the heads need no exchange of counts, and may
+/// carry the heads themselves, so that they need no exchange at all.
 pub(super) fn route_placed(
     comm: &mut dyn Comm,
-    streams: Blocks,
+    (heads, bodies): (Blocks, Blocks),
     plan: Plan<'_>,
     matrix: Option<&Matrix>,
 ) -> Result<(Vec<Placed>, RouteFigures), Aborted> {
     let me = comm.pid();
-    let mut figures = sent_figures(me, block_lens(&streams));
-    let (heads, bodies) = placement::split(streams);
+    let lens = heads
+        .iter()
+        .zip(&bodies)
+        .map(|((q, h), (_, b))| (*q, segments_len(h) + segments_len(b)));
+    let mut figures = sent_figures(me, lens);
     debug_assert!(
         matrix.is_none_or(|m| heads
             .iter()

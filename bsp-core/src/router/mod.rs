@@ -140,16 +140,34 @@ pub(crate) struct RouteFigures {
 
 /// The communication matrix of a routing, known to every processor
 /// before it starts: the bytes each processor sends to each, read from
-/// the gathered sync rows (row q's `offset`-th word on is q's counts).
-/// With it, every processor can compute the length of every block it will
-/// receive, and a transport needs no exchange of counts.
+/// the gathered sync rows (row q's `offset`-th word on is q's counts, then
+/// its head counts, then the slot for its record heads, see
+/// `protocol::row_width`). With it, every processor can compute the
+/// length of every block it will receive, and a transport needs no
+/// exchange of counts.
 pub(crate) struct Matrix {
-    pub(crate) rows: Rows,
-    pub(crate) width: usize,
-    pub(crate) offset: usize,
+    rows: Rows,
+    width: usize,
+    offset: usize,
+    /// Whether every row's slot holds its processor's record heads.
+    heads_in_rows: bool,
 }
 
 impl Matrix {
+    /// The matrix of gathered `rows` of `width` words, whose counts start
+    /// at word `offset`.
+    pub(crate) fn new(rows: Rows, width: usize, offset: usize) -> Matrix {
+        let mut m = Matrix {
+            rows,
+            width,
+            offset,
+            heads_in_rows: false,
+        };
+        let room = m.slot_words() as u64 * 8;
+        m.heads_in_rows = room > 0 && (0..m.procs()).all(|i| m.all_head_bytes(i) <= room);
+        m
+    }
+
     /// Bytes processor `from` sends to processor `to`.
     pub(crate) fn bytes(&self, from: usize, to: usize) -> usize {
         self.rows[from * self.width + self.offset + to] as usize
@@ -161,13 +179,51 @@ impl Matrix {
         self.rows[from * self.width + self.offset + self.procs() + to]
     }
 
+    /// Bytes of the record heads `from` sends to all processors.
+    pub(crate) fn all_head_bytes(&self, from: usize) -> u64 {
+        (0..self.procs()).map(|to| self.head_bytes(from, to)).sum()
+    }
+
+    /// The most bytes of record heads one processor sends.
+    pub(crate) fn most_head_bytes(&self) -> u64 {
+        (0..self.procs())
+            .map(|from| self.all_head_bytes(from))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Whether every processor's row carries its record heads, so that
+    /// the receivers of a placed exchange have them without an exchange
+    /// (a processor puts them in its row's slot whenever they fit).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // only MPI reads heads from rows
+    pub(crate) fn heads_in_rows(&self) -> bool {
+        self.heads_in_rows
+    }
+
+    /// The record heads `from` sends to `to`, as its row carries them;
+    /// only where [`heads_in_rows`](Matrix::heads_in_rows).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // only MPI reads heads from rows
+    pub(crate) fn heads(&self, from: usize, to: usize) -> &[u8] {
+        debug_assert!(self.heads_in_rows, "bsp: the rows carry no heads");
+        let start = from * self.width + self.offset + 2 * self.procs();
+        let slot: &[u8] = bytemuck::cast_slice(&self.rows[start..start + self.slot_words()]);
+        let at: u64 = (0..to).map(|k| self.head_bytes(from, k)).sum();
+        &slot[at as usize..(at + self.head_bytes(from, to)) as usize]
+    }
+
     /// The number of processors.
     pub(crate) fn procs(&self) -> usize {
         self.rows.len() / self.width
     }
+
+    /// Words of each row's slot for record heads.
+    fn slot_words(&self) -> usize {
+        self.width - self.offset - 2 * self.procs()
+    }
 }
 
-/// Delivers this processor's streams, listed by destination, with the
+/// Delivers this processor's streams, listed by destination and cut into
+/// heads and bodies (`placement::split`), with the
 /// receivers writing the payloads of puts straight into their coarrays
 /// where `plan` says ([`Comm::exchange_placed`]; see `placement.rs`).
 /// Returns what arrived from each sender and the figures. `matrix`, when
@@ -175,13 +231,13 @@ impl Matrix {
 pub(crate) fn route_placed(
     router: Router,
     comm: &mut dyn Comm,
-    streams: Blocks,
+    cut: (Blocks, Blocks),
     plan: Plan<'_>,
     matrix: Option<&Matrix>,
 ) -> Result<(Vec<Placed>, RouteFigures), Aborted> {
     match router {
-        Router::Direct => direct::route_placed(comm, streams, plan, matrix),
-        Router::TwoPhase => two_phase::route_placed(comm, streams, plan, matrix),
+        Router::Direct => direct::route_placed(comm, cut, plan, matrix),
+        Router::TwoPhase => two_phase::route_placed(comm, cut, plan, matrix),
         _ => unreachable!("bsp: only the direct and two-phase routers place payloads"),
     }
 }

@@ -32,7 +32,6 @@ use super::two_stage::{
     Part, Piece, Stage,
 };
 use super::{words, Matrix, RouteFigures, Router, WORD_BYTES};
-use crate::placement;
 use crate::segments::{segments_len, SegmentCursor};
 use crate::transport::{Aborted, Blocks, Comm, Placed, Plan};
 
@@ -277,13 +276,12 @@ pub(super) fn route(
 /// those of the whole streams, heads included.
 pub(super) fn route_placed(
     comm: &mut dyn Comm,
-    streams: Blocks,
+    (heads, bodies): (Blocks, Blocks),
     plan: Plan<'_>,
     matrix: Option<&Matrix>,
 ) -> Result<(Vec<Placed>, RouteFigures), Aborted> {
     let (p, me) = (comm.nprocs(), comm.pid());
     let mut figures = RouteFigures::default();
-    let (heads, bodies) = placement::split(streams);
     // Stage 1's blocks, by intermediate: their parts and payload.
     let mut first: Vec<Vec<Part>> = vec![Vec::new(); p];
     let mut dealt_body_words = 0;

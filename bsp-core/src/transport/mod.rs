@@ -211,6 +211,14 @@ pub(crate) trait Comm: Send {
     fn one_node(&self) -> bool {
         true
     }
+    /// Whether a placed exchange by the direct router takes the record
+    /// heads from the sync's rows when they carry them
+    /// ([`Matrix::heads_in_rows`]), so that the rows are worth giving a
+    /// slot for them: a transport whose every collective costs a latency
+    /// (MPI) saves the exchange of heads.
+    fn heads_in_row(&self) -> bool {
+        false
+    }
     /// Whether this transport offers [`exchange_placed`](Comm::exchange_placed)
     /// for a routing of `bytes` bytes in `records` records (over all
     /// processors), where it is expected to beat

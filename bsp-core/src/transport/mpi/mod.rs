@@ -371,6 +371,10 @@ impl Comm for MpiComm {
         self.world.one_node
     }
 
+    fn heads_in_row(&self) -> bool {
+        self.receive != ReceiveMode::Staged
+    }
+
     fn places(&self, bytes: u64, records: u64) -> bool {
         self.placing(bytes, records)
     }

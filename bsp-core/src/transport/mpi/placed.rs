@@ -98,6 +98,7 @@ impl Landing {
 /// them when it has heads for itself): each sender's heads, the length of
 /// its bodies, the bytes it put in front of its heads (see
 /// [`MpiComm::exchange_heads`]) and where its bodies land.
+#[derive(Default)]
 pub(super) struct Arrived {
     pub(super) heads: Vec<(usize, Segments)>,
     pub(super) body_lens: Vec<usize>,
@@ -108,6 +109,71 @@ pub(super) struct Arrived {
 }
 
 impl Arrived {
+    /// Asks `plan` where the bodies of each sender go, and lays out the
+    /// staging buffer of those received as bytes; `me` is this rank.
+    pub(super) fn plan(&mut self, plan: Plan<'_>, me: usize) {
+        let plans = plan(&self.heads);
+        for ((&(src, _), &len), regions) in self.heads.iter().zip(&self.body_lens).zip(plans) {
+            // A plan that does not cover its bodies exactly would be a bug
+            // in the runtime; receive those bodies as bytes rather than
+            // write outside the regions.
+            let covered = regions
+                .as_ref()
+                .map(|r| r.iter().map(|r| r.len).sum::<usize>());
+            debug_assert!(
+                covered.is_none_or(|c| c == len),
+                "bsp: a plan of the wrong length"
+            );
+            let landing = match regions {
+                _ if src == me => Landing::Own,
+                Some(regions) if covered == Some(len) => {
+                    let ends = regions
+                        .iter()
+                        .scan(0, |end, r| {
+                            *end += r.len;
+                            Some(*end)
+                        })
+                        .collect();
+                    Landing::Placed { regions, ends }
+                }
+                _ => {
+                    self.staged_len += len;
+                    Landing::Staged(self.staged_len - len)
+                }
+            };
+            self.landings.push(landing);
+        }
+    }
+
+    /// The heads of a placed exchange by the direct router as the sync's
+    /// rows carry them (`m`: [`Matrix::heads_in_rows`]), with this rank's
+    /// own (`own_heads`, `own_body_len` bytes of bodies): nothing is
+    /// exchanged. Each sender's heads are copied out of its row.
+    pub(super) fn from_rows(
+        m: &Matrix,
+        me: usize,
+        own_heads: Segments,
+        own_body_len: usize,
+    ) -> Self {
+        let mut arrived = Arrived::default();
+        let mut own_heads = Some(own_heads);
+        for i in 0..m.procs() {
+            let (heads, body_len) = if i == me {
+                (own_heads.take().unwrap_or_default(), own_body_len)
+            } else {
+                let heads = m.heads(i, me);
+                let body_len = m.bytes(i, me) - heads.len();
+                (vec![Bytes::copy_from_slice(heads)], body_len)
+            };
+            if segments_len(&heads) > 0 {
+                arrived.heads.push((i, heads));
+                arrived.body_lens.push(body_len);
+                arrived.fronts.push(Segments::new());
+            }
+        }
+        arrived
+    }
+
     /// The index of `src` among the senders, if it sent heads.
     pub(super) fn index(&self, src: usize) -> Option<usize> {
         self.heads.binary_search_by_key(&src, |(s, _)| *s).ok()
@@ -249,13 +315,7 @@ impl MpiComm {
                 head.splice(0..0, [Bytes::copy_from_slice(&lead), extra]);
             }
         }
-        let mut arrived = Arrived {
-            heads: Vec::new(),
-            body_lens: Vec::new(),
-            fronts: Vec::new(),
-            landings: Vec::new(),
-            staged_len: 0,
-        };
+        let mut arrived = Arrived::default();
         for (k, message) in self
             .counted_alltoallv(heads, expected)
             .into_iter()
@@ -284,38 +344,7 @@ impl MpiComm {
                 arrived.fronts.push(front);
             }
         }
-        let plans = plan(&arrived.heads);
-        for ((&(src, _), &len), regions) in arrived.heads.iter().zip(&arrived.body_lens).zip(plans)
-        {
-            // A plan that does not cover its bodies exactly would be a bug
-            // in the runtime; receive those bodies as bytes rather than
-            // write outside the regions.
-            let covered = regions
-                .as_ref()
-                .map(|r| r.iter().map(|r| r.len).sum::<usize>());
-            debug_assert!(
-                covered.is_none_or(|c| c == len),
-                "bsp: a plan of the wrong length"
-            );
-            let landing = match regions {
-                _ if src == me => Landing::Own,
-                Some(regions) if covered == Some(len) => {
-                    let ends = regions
-                        .iter()
-                        .scan(0, |end, r| {
-                            *end += r.len;
-                            Some(*end)
-                        })
-                        .collect();
-                    Landing::Placed { regions, ends }
-                }
-                _ => {
-                    arrived.staged_len += len;
-                    Landing::Staged(arrived.staged_len - len)
-                }
-            };
-            arrived.landings.push(landing);
-        }
+        arrived.plan(plan, me);
         arrived
     }
 
@@ -339,12 +368,13 @@ impl MpiComm {
 
     /// The direct router's placed exchange: the heads (each led by its
     /// bodies' length) in a counted exchange, or, given the `matrix`
-    /// (which every rank has from the sync's rows), without the counts;
-    /// then the bodies in one `MPI_Alltoallw`. A rank's blocks to itself
-    /// stay here, and come back as bytes.
+    /// (which every rank has from the sync's rows), without the counts,
+    /// or not at all where the rows carry them; then the bodies in one
+    /// `MPI_Alltoallw`. A rank's blocks to itself stay here, and come
+    /// back as bytes.
     fn placed_alltoallv(
         &mut self,
-        out: Outgoing,
+        mut out: Outgoing,
         plan: Plan<'_>,
         matrix: Option<&Matrix>,
     ) -> Vec<Placed> {
@@ -353,14 +383,24 @@ impl MpiComm {
         for k in (0..p).filter(|&k| k != me && !out.heads[k].is_empty()) {
             send_counts[k] = self.count(out.body_lens[k], "a block");
         }
-        let expected = matrix.map(|m| self.heads_expected(m, |_| 0));
-        let arrived = self.exchange_heads(
-            out.heads,
-            &out.body_lens,
-            |_| Bytes::new(),
-            plan,
-            expected.as_deref(),
-        );
+        let arrived = match matrix {
+            Some(m) if m.heads_in_rows() => {
+                let own_heads = std::mem::take(&mut out.heads[me]);
+                let mut arrived = Arrived::from_rows(m, me, own_heads, out.body_lens[me]);
+                arrived.plan(plan, me);
+                arrived
+            }
+            _ => {
+                let expected = matrix.map(|m| self.heads_expected(m, |_| 0));
+                self.exchange_heads(
+                    out.heads,
+                    &out.body_lens,
+                    |_| Bytes::new(),
+                    plan,
+                    expected.as_deref(),
+                )
+            }
+        };
         self.count(arrived.staged_len, "a receive buffer");
         let mut staging = self.world.pool.take(arrived.staged_len);
         let mut into = Scatter::new(p);
