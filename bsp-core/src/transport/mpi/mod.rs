@@ -70,6 +70,7 @@
 
 mod alltoallw;
 mod eager;
+mod p2p;
 mod placed;
 mod placed_two_phase;
 mod pool;

@@ -10,13 +10,10 @@
 //! two (`placed_two_phase.rs`).
 
 use std::ops::Range;
-use std::os::raw::c_int;
 
 use bytes::Bytes;
 
-use mpi::Count;
-
-use super::alltoallw::{byte_type, free_types, hindexed_bytes, Receive};
+use super::p2p::Scatter;
 use super::{MpiComm, ReceiveMode};
 use crate::router::{Matrix, Router};
 use crate::segments::{segments_len, SegmentReader, Segments};
@@ -231,32 +228,6 @@ impl Outgoing {
     }
 }
 
-/// The receive side of an exchange into memory listed piece by piece:
-/// from each sender, one element of an hindexed datatype over the pieces'
-/// absolute addresses (from `MPI_BOTTOM`), or nothing.
-pub(super) struct Scatter {
-    counts: Vec<c_int>,
-    types: Vec<mpi::ffi::MPI_Datatype>,
-}
-
-impl Scatter {
-    /// Nothing from any of `p` ranks.
-    pub(super) fn new(p: usize) -> Self {
-        Scatter {
-            counts: vec![0; p],
-            types: vec![byte_type(); p],
-        }
-    }
-
-    /// What `src` sends lands in `pieces` (address and length), in order.
-    pub(super) fn from(&mut self, src: usize, pieces: &[(*const u8, usize)]) {
-        if pieces.iter().any(|&(_, len)| len > 0) {
-            self.counts[src] = 1;
-            self.types[src] = hindexed_bytes(pieces.iter().copied());
-        }
-    }
-}
-
 impl MpiComm {
     /// Whether a routing of `bytes` bytes in `records` records (over all
     /// ranks) takes the placed exchange.
@@ -417,39 +388,10 @@ impl MpiComm {
         // sends (announced in its heads), over the plan's regions, which
         // `Plan`'s contract keeps valid, disjoint and untouched until this
         // returns, or over its part of `staging`, which is owned here.
-        unsafe { self.alltoallw_into(&out.bodies, &send_counts, into) };
+        unsafe { self.exchange_into(&out.bodies, &send_counts, into) };
         drop(out.bodies);
         let staging = self.world.pool.share(staging);
         arrived.into_placed(&staging, out.own_body)
-    }
-
-    /// One `MPI_Alltoallw` that sends `blocks[k]` (`send_counts[k]` bytes)
-    /// to each rank k straight from its segments and receives as `into`
-    /// lists.
-    ///
-    /// # Safety
-    ///
-    /// The pieces of `into` must be valid for writes and untouched by
-    /// anything else until this returns, and the pieces for each sender
-    /// must add up to exactly the bytes it sends here. Every rank must
-    /// call this collective with matching counts.
-    pub(super) unsafe fn alltoallw_into(
-        &self,
-        blocks: &[Segments],
-        send_counts: &[Count],
-        mut into: Scatter,
-    ) {
-        let zeros: Vec<c_int> = vec![0; self.nprocs];
-        let receive = Receive {
-            base: std::ptr::null_mut(),
-            counts: &into.counts,
-            displs: &zeros,
-            types: &into.types,
-        };
-        // SAFETY: the receive side is `MPI_BOTTOM` with absolute-address
-        // datatypes, under this function's contract.
-        unsafe { self.alltoallw_from_segments(blocks, send_counts, receive) };
-        free_types(&mut into.types, &into.counts);
     }
 }
 

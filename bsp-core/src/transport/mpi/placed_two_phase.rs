@@ -27,7 +27,8 @@ use std::ops::Range;
 
 use bytes::Bytes;
 
-use super::placed::{Outgoing, Scatter};
+use super::p2p::Scatter;
+use super::placed::Outgoing;
 use super::MpiComm;
 use crate::router::{
     decode_header, encode_header, parts, placed_front_lens, through, Matrix, Part,
@@ -150,7 +151,7 @@ impl MpiComm {
         // sends), over the plan's regions (valid, disjoint and untouched
         // until this returns, by `Plan`'s contract), `staging` or
         // `forwarded`, both owned here.
-        unsafe { self.alltoallw_into(&first, &send_counts, into) };
+        unsafe { self.exchange_into(&first, &send_counts, into) };
         drop(first);
         let forwarded = self.world.pool.share(forwarded);
 
@@ -195,7 +196,7 @@ impl MpiComm {
         // bodies to this rank dealt to it, whose lengths this rank
         // computes as the intermediate does (both from the body lengths in
         // the heads), over the plan's regions or `staging`.
-        unsafe { self.alltoallw_into(&second, &send_counts, into) };
+        unsafe { self.exchange_into(&second, &send_counts, into) };
         drop(second);
         drop(forwarded);
         let staging = self.world.pool.share(staging);
