@@ -254,7 +254,7 @@ pub(crate) fn row_width(p: usize, slot: usize) -> usize {
 }
 
 /// The slot for record heads in the rows of a sync that follows one
-/// whose payloads a transport placed with the direct router, where
+/// whose payloads a transport placed (see `placement.rs`), where
 /// `most` is the most bytes of heads one processor sent in it: room for
 /// as many, so that a program repeating such supersteps sends their
 /// heads inside the rows and the exchange of heads, one collective, is

@@ -395,9 +395,9 @@ const SMALL_PIECE: usize = (4 << 10) + 13;
 
 /// The records from every processor to every processor in each
 /// superstep of [`placed_in_a_row`], and their size. From the second
-/// superstep on, the MPI transport sends the record heads of a superstep
-/// placed by the direct router inside the sync rows, in a slot sized by
-/// the superstep before: one record fits a slot sized for one, 3 outgrow
+/// superstep on, the MPI transport sends the record heads of a placed
+/// superstep (direct or two-phase) inside the sync rows, in a slot sized
+/// by the superstep before: one record fits a slot sized for one, 3 outgrow
 /// it (their heads are exchanged, and the slot grows), 45 records to
 /// each processor outgrow the most a slot holds (2 KiB), and the
 /// supersteps with a get and a message in them (`step % 5 == 4`) are not
@@ -502,7 +502,9 @@ fn placed_in_a_row_oracle(p: usize, me: usize) -> u64 {
 
 #[test]
 fn placed_supersteps_in_a_row_carry_their_heads_in_the_rows() {
-    for rt in support::runtimes_with(&[1, 2, 3, 4], Router::Direct) {
-        support::check(&rt, placed_in_a_row, placed_in_a_row_oracle);
+    for router in [Router::Direct, Router::TwoPhase] {
+        for rt in support::runtimes_with(&[1, 2, 3, 4], router) {
+            support::check(&rt, placed_in_a_row, placed_in_a_row_oracle);
+        }
     }
 }

@@ -515,10 +515,9 @@ impl Ctx {
     /// of the payloads (one more small collective up to 64 processors,
     /// whose rows carry the headers' sizes; two beyond) and receives each
     /// payload straight into its coarray, sparing a copy of every byte
-    /// received. When the superstep before was placed by the direct
-    /// router too, the headers travel inside the rows (in a slot sized by
-    /// that superstep, up to 2 KiB a processor), and the extra collective
-    /// is spared.
+    /// received. When the superstep before was placed too, the headers
+    /// travel inside the rows (in a slot sized by that superstep, up to 2
+    /// KiB a processor), and the extra collective is spared.
     pub fn sync(&mut self) {
         let start = Instant::now();
         let records = self.outbox.records();
@@ -547,11 +546,11 @@ impl Ctx {
                 (false, true) => Arrival::ServeGets,
                 (false, false) => Arrival::Apply,
             };
-            // A program that repeats a superstep placed by the direct
-            // router sends the heads of the next one in the rows; any
-            // other routing clears the slot (every processor alike).
-            let next_slot = match (placed, router, &expected) {
-                (true, Router::Direct, Some(m)) if self.comm.heads_in_row() => {
+            // A program that repeats a placed superstep sends the heads of
+            // the next one in the rows; any other routing clears the slot
+            // (every processor alike).
+            let next_slot = match (placed, &expected) {
+                (true, Some(m)) if self.comm.heads_in_row() => {
                     protocol::heads_slot(self.nprocs, m.most_head_bytes())
                 }
                 _ => 0,

@@ -11,7 +11,7 @@ use std::str::FromStr;
 use crate::transport::{Aborted, Blocks, Comm, Placed, Plan, Rows};
 #[cfg(feature = "mpi")] // the MPI transport's placed two-phase exchange
 pub(crate) use {
-    two_phase::{decode_header, encode_header, parts, placed_front_lens, through},
+    two_phase::{decode_header, encode_header, parts, placed_front, placed_front_lens, through},
     two_stage::Part,
 };
 

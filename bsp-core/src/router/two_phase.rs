@@ -106,14 +106,19 @@ fn expected(m: &Matrix, me: usize) -> [Vec<u64>; 2] {
 /// Cost O(p²).
 #[cfg(feature = "mpi")]
 pub(crate) fn placed_front_lens(m: &Matrix, me: usize) -> Vec<usize> {
-    let p = m.procs();
-    let body = |i: usize, j: usize| m.bytes(i, j) - m.head_bytes(i, j) as usize;
-    (0..p)
-        .map(|i| {
-            let parts = nonempty_parts(p, |j| through(body(i, j), i, j, me, p).len());
-            block_header_len(&parts)
-        })
+    (0..m.procs())
+        .map(|i| block_header_len(&placed_front(m, i, me)))
         .collect()
+}
+
+/// The parts of processor `i`'s bodies dealt to `me` in stage 1 of a
+/// placed two-phase routing, as the header of `i`'s stage-1 block to `me`
+/// lists them, from the matrix. Cost O(p).
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // the MPI transport's placed exchange
+pub(crate) fn placed_front(m: &Matrix, i: usize, me: usize) -> Vec<Part> {
+    let p = m.procs();
+    let body = |j: usize| m.bytes(i, j) - m.head_bytes(i, j) as usize;
+    nonempty_parts(p, |j| through(body(j), i, j, me, p).len())
 }
 
 /// The parts with peers 0..p whose length `len_of(peer)` is not zero.

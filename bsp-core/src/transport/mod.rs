@@ -211,8 +211,8 @@ pub(crate) trait Comm: Send {
     fn one_node(&self) -> bool {
         true
     }
-    /// Whether a placed exchange by the direct router takes the record
-    /// heads from the sync's rows when they carry them
+    /// Whether a placed exchange takes the record heads from the sync's
+    /// rows when they carry them
     /// ([`Matrix::heads_in_rows`]), so that the rows are worth giving a
     /// slot for them: a transport whose every collective costs a latency
     /// (MPI) saves the exchange of heads.

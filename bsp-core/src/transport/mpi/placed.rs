@@ -142,30 +142,34 @@ impl Arrived {
         }
     }
 
-    /// The heads of a placed exchange by the direct router as the sync's
-    /// rows carry them (`m`: [`Matrix::heads_in_rows`]), with this rank's
-    /// own (`own_heads`, `own_body_len` bytes of bodies): nothing is
-    /// exchanged. Each sender's heads are copied out of its row.
+    /// The heads of a placed exchange as the sync's rows carry them (`m`:
+    /// [`Matrix::heads_in_rows`]), with this rank's own (`own_heads`,
+    /// `own_body_len` bytes of bodies): nothing is exchanged. Each
+    /// sender's heads are copied out of its row; `front(i)` gives what
+    /// sender i would have put in front of them, worked out from the
+    /// matrix.
     pub(super) fn from_rows(
         m: &Matrix,
         me: usize,
         own_heads: Segments,
         own_body_len: usize,
+        front: impl Fn(usize) -> Segments,
     ) -> Self {
         let mut arrived = Arrived::default();
         let mut own_heads = Some(own_heads);
         for i in 0..m.procs() {
-            let (heads, body_len) = if i == me {
-                (own_heads.take().unwrap_or_default(), own_body_len)
+            let (heads, body_len, front) = if i == me {
+                let heads = own_heads.take().unwrap_or_default();
+                (heads, own_body_len, Segments::new())
             } else {
                 let heads = m.heads(i, me);
                 let body_len = m.bytes(i, me) - heads.len();
-                (vec![Bytes::copy_from_slice(heads)], body_len)
+                (vec![Bytes::copy_from_slice(heads)], body_len, front(i))
             };
-            if segments_len(&heads) > 0 {
+            if segments_len(&heads) > 0 || !front.is_empty() {
                 arrived.heads.push((i, heads));
                 arrived.body_lens.push(body_len);
-                arrived.fronts.push(Segments::new());
+                arrived.fronts.push(front);
             }
         }
         arrived
@@ -357,7 +361,9 @@ impl MpiComm {
         let arrived = match matrix {
             Some(m) if m.heads_in_rows() => {
                 let own_heads = std::mem::take(&mut out.heads[me]);
-                let mut arrived = Arrived::from_rows(m, me, own_heads, out.body_lens[me]);
+                let own_body_len = out.body_lens[me];
+                let no_front = |_| Segments::new();
+                let mut arrived = Arrived::from_rows(m, me, own_heads, own_body_len, no_front);
                 arrived.plan(plan, me);
                 arrived
             }

@@ -28,10 +28,10 @@ use std::ops::Range;
 use bytes::Bytes;
 
 use super::p2p::Scatter;
-use super::placed::Outgoing;
+use super::placed::{Arrived, Outgoing};
 use super::MpiComm;
 use crate::router::{
-    decode_header, encode_header, parts, placed_front_lens, through, Matrix, Part,
+    decode_header, encode_header, parts, placed_front, placed_front_lens, through, Matrix, Part,
 };
 use crate::segments::{segments_len, SegmentCursor, Segments};
 use crate::transport::{Placed, Plan};
@@ -42,7 +42,7 @@ impl MpiComm {
     /// on MPI; see the module docs).
     pub(super) fn placed_two_phase(
         &mut self,
-        out: Outgoing,
+        mut out: Outgoing,
         plan: Plan<'_>,
         matrix: Option<&Matrix>,
     ) -> Vec<Placed> {
@@ -83,20 +83,38 @@ impl MpiComm {
                 encode_header(parts.iter().copied())
             }
         };
-        // With the matrix, every rank works out the stage-1 headers it will
-        // receive, and the heads need no count exchange.
-        let expected = matrix.map(|m| {
-            debug_assert!(
-                (0..p)
-                    .filter(|&k| k != me)
-                    .all(|k| front(k).len() == placed_front_lens(m, k)[me]),
-                "bsp: the matrix gives other stage-1 headers than are sent"
-            );
-            let fronts = placed_front_lens(m, me);
-            self.heads_expected(m, |i| fronts[i])
-        });
-        let arrived =
-            self.exchange_heads(out.heads, &out.body_lens, front, plan, expected.as_deref());
+        debug_assert!(
+            matrix.is_none_or(|m| (0..p)
+                .filter(|&k| k != me)
+                .all(|k| front(k) == stage_one_header(m, me, k))),
+            "bsp: the matrix gives other stage-1 headers than are sent"
+        );
+        let arrived = match matrix {
+            // Where the rows carry the heads, every rank works out the
+            // stage-1 headers it will receive from the matrix, and nothing
+            // is exchanged.
+            Some(m) if m.heads_in_rows() => {
+                let own_heads = std::mem::take(&mut out.heads[me]);
+                let own_body_len = out.body_lens[me];
+                let front = |i| match stage_one_header(m, i, me) {
+                    header if header.is_empty() => Segments::new(),
+                    header => vec![header],
+                };
+                let mut arrived = Arrived::from_rows(m, me, own_heads, own_body_len, front);
+                arrived.plan(plan, me);
+                arrived
+            }
+            // With the matrix, every rank works out the lengths of the
+            // stage-1 headers it will receive, and the heads need no count
+            // exchange.
+            _ => {
+                let expected = matrix.map(|m| {
+                    let fronts = placed_front_lens(m, me);
+                    self.heads_expected(m, |i| fronts[i])
+                });
+                self.exchange_heads(out.heads, &out.body_lens, front, plan, expected.as_deref())
+            }
+        };
 
         // Stage 1's receive: from each sender, its parts in the order of
         // its header; the part for this rank lands where its plan says,
@@ -201,5 +219,16 @@ impl MpiComm {
         drop(forwarded);
         let staging = self.world.pool.share(staging);
         arrived.into_placed(&staging, out.own_body)
+    }
+}
+
+/// The header of the stage-1 block rank `i` sends rank `me` (empty when
+/// it sends none), worked out from the matrix.
+fn stage_one_header(m: &Matrix, i: usize, me: usize) -> Bytes {
+    let parts = placed_front(m, i, me);
+    if parts.is_empty() {
+        Bytes::new()
+    } else {
+        encode_header(parts.into_iter())
     }
 }
