@@ -30,16 +30,13 @@ const TAG: c_int = 0x6274;
 
 /// The receive side of an exchange into memory listed piece by piece: for
 /// each sender, the pieces (address, length) its bytes land in, in order.
+/// Made empty (nothing from any rank).
+#[derive(Default)]
 pub(super) struct Scatter {
     from: Vec<(usize, Vec<(*const u8, usize)>)>,
 }
 
 impl Scatter {
-    /// Nothing from any rank yet.
-    pub(super) fn new(_p: usize) -> Self {
-        Scatter { from: Vec::new() }
-    }
-
     /// What `src` sends lands in `pieces` (address and length), in order.
     pub(super) fn from(&mut self, src: usize, pieces: &[(*const u8, usize)]) {
         let pieces: Vec<_> = pieces.iter().copied().filter(|&(_, len)| len > 0).collect();

@@ -1,13 +1,13 @@
 //! The placed exchanges (see `placement.rs`): the heads of every block
-//! travel first, in a counted exchange; then the bodies follow, straight
-//! from their segments, and each sender's bodies are received either
-//! straight into the regions the receiver's plan gives (an hindexed
-//! receive datatype over their absolute addresses) or, where the plan
-//! says no, into one staging buffer.
+//! travel first, in a counted exchange, or not at all where the sync rows
+//! carry them (`Matrix::heads_in_rows`, after a placed superstep); then
+//! the bodies follow, straight from their segments, and each sender's
+//! bodies are received either straight into the regions the receiver's
+//! plan gives or, where the plan says no, into one staging buffer.
 //!
-//! The direct router's bodies go in one `MPI_Alltoallw` (here); the
-//! two-phase router's are dealt over the intermediates and forwarded, in
-//! two (`placed_two_phase.rs`).
+//! The direct router's bodies go in one round of point-to-point messages
+//! (`p2p.rs`); the two-phase router's are dealt over the intermediates
+//! and forwarded, in two (`placed_two_phase.rs`).
 
 use std::ops::Range;
 
@@ -380,7 +380,7 @@ impl MpiComm {
         };
         self.count(arrived.staged_len, "a receive buffer");
         let mut staging = self.world.pool.take(arrived.staged_len);
-        let mut into = Scatter::new(p);
+        let mut into = Scatter::default();
         let mut pieces = Vec::new();
         for (i, &(src, _)) in arrived.heads.iter().enumerate() {
             if src != me {

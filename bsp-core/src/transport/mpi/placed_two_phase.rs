@@ -7,7 +7,10 @@
 //! direct placed exchange (`placed.rs`), and carry, in front of them,
 //! the header of the stage-1 block their sender will send to that rank
 //! (up to 64 ranks, every receiver works out those headers' lengths from
-//! the sync rows, so the heads need no exchange of counts either).
+//! the sync rows, so the heads need no exchange of counts either). Where
+//! the rows carry the heads themselves, nothing is exchanged: every
+//! receiver works out the headers, not only their lengths, from the
+//! matrix.
 //! After it every rank knows, for each of its senders, where the sender's
 //! bodies go (its plan) and how long each part is, so both transposes
 //! need no exchange of counts:
@@ -21,7 +24,8 @@
 //!   destination receives every part into place.
 //!
 //! Against the streaming router under MPI that is one more exchange (the
-//! heads), and one copy less of every byte delivered.
+//! heads, unless the rows carry them), and one copy less of every byte
+//! delivered. Both stages go as point-to-point messages (`p2p.rs`).
 
 use std::ops::Range;
 
@@ -140,7 +144,7 @@ impl MpiComm {
         let mut forwarded = self.world.pool.take(forward_len);
         let mut staging = self.world.pool.take(arrived.staged_len);
         let staging_at = staging.as_mut_ptr();
-        let mut into = Scatter::new(p);
+        let mut into = Scatter::default();
         let mut pieces = Vec::new();
         let mut at = 0;
         for (src, parts) in &stage_one {
@@ -202,7 +206,7 @@ impl MpiComm {
                 }
             }
         }
-        let mut into = Scatter::new(p);
+        let mut into = Scatter::default();
         for (k, ranges) in through_k.into_iter().enumerate() {
             pieces.clear();
             for (i, range) in ranges {
