@@ -339,14 +339,17 @@ impl Registry {
     /// in the runtime: call it after every reader has finished.
     pub(crate) fn reclaim(&mut self) {
         for entry in &mut self.entries {
-            if let Entry::Lent(shared) = entry {
-                let shared =
-                    std::mem::replace(shared, Arc::new(Box::new(PodVec(Vec::<u8>::new()))));
-                let storage = Arc::try_unwrap(shared).unwrap_or_else(|_| {
-                    unreachable!("bsp: a lent coarray is still referenced after the barrier")
-                });
-                *entry = Entry::Array(storage);
+            if !matches!(entry, Entry::Lent(_)) {
+                continue;
             }
+            // Taken out without allocating a stand-in.
+            let Entry::Lent(shared) = std::mem::replace(entry, Entry::Released(0)) else {
+                unreachable!("matched above")
+            };
+            let storage = Arc::try_unwrap(shared).unwrap_or_else(|_| {
+                unreachable!("bsp: a lent coarray is still referenced after the barrier")
+            });
+            *entry = Entry::Array(storage);
         }
     }
 }
