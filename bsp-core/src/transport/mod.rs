@@ -240,7 +240,8 @@ pub(crate) trait Comm: Send {
     /// `matrix`, when every processor passes it, is the routing's
     /// communication matrix, heads' bytes included, from which every
     /// processor knows what the heads weigh, so that they need no
-    /// exchange of counts.
+    /// exchange of counts; where it carries the heads themselves
+    /// ([`Matrix::heads_in_rows`]), they need no exchange at all.
     fn exchange_placed(
         &mut self,
         router: Router,
