@@ -176,9 +176,10 @@ impl Model {
     /// assert_eq!(model.multicast_h(1000.0, 7), 1000.0);
     /// ```
     pub fn multicast_h(&self, bytes: f64, targets: usize) -> f64 {
-        match self.one_node {
-            true => bytes.min(bytes * targets as f64),
-            false => bytes * targets as f64,
+        if self.one_node && targets > 0 {
+            bytes
+        } else {
+            bytes * targets as f64
         }
     }
 
@@ -198,9 +199,10 @@ impl Model {
     /// assert_eq!(model.multicast_volume(1000.0, 7), 4000.0);
     /// ```
     pub fn multicast_volume(&self, bytes: f64, targets: usize) -> f64 {
-        match self.one_node {
-            true => (targets as f64 + 1.0) * bytes / 2.0,
-            false => bytes * targets as f64,
+        if self.one_node {
+            (targets as f64 + 1.0) * bytes / 2.0
+        } else {
+            bytes * targets as f64
         }
     }
 

@@ -272,6 +272,20 @@ fn threads_only() -> bool {
     !under_mpi()
 }
 
+/// The error that ends a run of `body` on `p` threads, under the
+/// watchdog; `None` under MPI, where such a failure ends the job.
+fn threads_run_error<R: Send + std::fmt::Debug + 'static>(
+    p: usize,
+    body: impl Fn(&mut Ctx) -> R + Send + Sync + 'static,
+) -> Option<bsp::Error> {
+    if !threads_only() {
+        return None;
+    }
+    Some(watchdog(60, move || {
+        Runtime::threads(p).run(body).unwrap_err()
+    }))
+}
+
 #[test]
 fn a_put_beyond_a_foreign_area_names_the_sender_and_superstep() {
     if !threads_only() {
@@ -399,74 +413,59 @@ fn a_session_holds_its_results_like_a_run() {
 
 #[test]
 fn a_put_to_a_scoped_area_after_its_closure_ends_the_run() {
-    if !threads_only() {
+    let Some(err) = threads_run_error(2, |ctx: &mut Ctx| {
+        let mut mine = [0u8; 4];
+        let area = ctx.with_area(&mut mine, |ctx, area| {
+            ctx.sync();
+            area
+        });
+        if ctx.pid() == 1 {
+            ctx.put_area(0, area, 0, &[9]);
+        }
+        ctx.sync();
+        mine
+    }) else {
         return;
-    }
-    watchdog(60, || {
-        let err = Runtime::threads(2)
-            .run(|ctx: &mut Ctx| {
-                let mut mine = [0u8; 4];
-                let area = ctx.with_area(&mut mine, |ctx, area| {
-                    ctx.sync();
-                    area
-                });
-                if ctx.pid() == 1 {
-                    ctx.put_area(0, area, 0, &[9]);
-                }
-                ctx.sync();
-                mine
-            })
-            .unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::Released, "{err}");
-        assert_eq!((err.pid(), err.superstep()), (Some(1), Some(1)), "{err}");
-    });
+    };
+    assert_eq!(err.kind(), ErrorKind::Released, "{err}");
+    assert_eq!((err.pid(), err.superstep()), (Some(1), Some(1)), "{err}");
 }
 
 #[test]
 fn a_multicast_to_a_bad_pid_names_the_sender() {
-    if !threads_only() {
+    let Some(err) = threads_run_error(3, |ctx: &mut Ctx| {
+        let mut mine = [0u8; 8192];
+        ctx.with_area(&mut mine, |ctx, area| {
+            if ctx.pid() == 1 {
+                let payload = [5u8; 8192];
+                ctx.multicast_area(&payload, [(0, area, 0), (7, area, 0)]);
+            }
+            ctx.sync();
+        });
+    }) else {
         return;
-    }
-    watchdog(60, || {
-        let err = Runtime::threads(3)
-            .run(|ctx: &mut Ctx| {
-                let mut mine = [0u8; 8192];
-                ctx.with_area(&mut mine, |ctx, area| {
-                    if ctx.pid() == 1 {
-                        let payload = [5u8; 8192];
-                        ctx.multicast_area(&payload, [(0, area, 0), (7, area, 0)]);
-                    }
-                    ctx.sync();
-                });
-            })
-            .unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::BadPid, "{err}");
-        assert_eq!((err.pid(), err.superstep()), (Some(1), Some(0)), "{err}");
-    });
+    };
+    assert_eq!(err.kind(), ErrorKind::BadPid, "{err}");
+    assert_eq!((err.pid(), err.superstep()), (Some(1), Some(0)), "{err}");
 }
 
 #[test]
 fn a_panic_inside_a_scoped_area_ends_the_run_with_that_panic() {
-    if !threads_only() {
+    let Some(err) = threads_run_error(3, |ctx: &mut Ctx| {
+        let mut mine = [0u8; 4];
+        ctx.with_area(&mut mine, |ctx, area| {
+            if ctx.pid() == 2 {
+                panic!("processor 2 fails with its area registered");
+            }
+            ctx.put_area(2, area, 0, &[1, 2]);
+            ctx.sync();
+        });
+        ctx.sync();
+        mine
+    }) else {
         return;
-    }
-    watchdog(60, || {
-        let err = Runtime::threads(3)
-            .run(|ctx: &mut Ctx| {
-                let mut mine = [0u8; 4];
-                ctx.with_area(&mut mine, |ctx, area| {
-                    if ctx.pid() == 2 {
-                        panic!("processor 2 fails with its area registered");
-                    }
-                    ctx.put_area(2, area, 0, &[1, 2]);
-                    ctx.sync();
-                });
-                ctx.sync();
-                mine
-            })
-            .unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::Panic, "{err}");
-        assert_eq!(err.pid(), Some(2), "{err}");
-        assert!(err.message().contains("fails with its area"), "{err}");
-    });
+    };
+    assert_eq!(err.kind(), ErrorKind::Panic, "{err}");
+    assert_eq!(err.pid(), Some(2), "{err}");
+    assert!(err.message().contains("fails with its area"), "{err}");
 }

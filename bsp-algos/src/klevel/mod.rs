@@ -225,12 +225,11 @@ fn tree_cost(
     let blocks = Blocks::new(n, k);
     let (targets, bytes) = (blocks.g - 1, to_leader(blocks));
     // A broadcast's leader sends one buffer to all the others at once.
-    let (h, volume) = match multicast {
-        true => (
-            model.multicast_h(bytes, targets),
-            model.multicast_volume(bytes, targets),
-        ),
-        false => (targets as f64 * bytes, targets as f64 * bytes),
+    let (h, volume) = if multicast {
+        let h = model.multicast_h(bytes, targets);
+        (h, model.multicast_volume(bytes, targets))
+    } else {
+        (targets as f64 * bytes, targets as f64 * bytes)
     };
     let step = model.sub_superstep(p, n, h, volume * p as f64 / n as f64);
     if blocks.direct() {
