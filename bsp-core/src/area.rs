@@ -11,6 +11,7 @@
 use std::any::Any;
 
 use crate::coarray::Storage;
+use crate::scope::{Scope, Scoped};
 
 /// A handle to a registered foreign area: `len` bytes at an address that
 /// the program owns, registered with
@@ -20,10 +21,22 @@ use crate::coarray::Storage;
 /// registration (of a coarray, queue or area) on every processor names the
 /// same distributed variable, and local lengths may differ. Puts and gets
 /// address processor `pid`'s area by a byte offset from the start of *its*
-/// registration, whatever its address there.
+/// registration, whatever its address there. Like a coarray's, the handle
+/// belongs to the machine that registered it.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Area {
     pub(crate) id: u32,
+    pub(crate) scope: Scope,
+}
+
+impl Scoped for Area {
+    const WHAT: &'static str = "area";
+    fn id(&self) -> u32 {
+        self.id
+    }
+    fn scope(&self) -> Scope {
+        self.scope
+    }
 }
 
 impl std::fmt::Debug for Area {

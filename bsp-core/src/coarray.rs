@@ -6,23 +6,42 @@ use std::marker::PhantomData;
 
 use bytemuck::Pod;
 
+use crate::scope::{Scope, Scoped};
+
 /// A handle to a registered coarray of `T`.
 ///
 /// Handles are cheap `Copy` ids; the data lives in the [`Ctx`](crate::Ctx)
 /// and is borrowed with [`Ctx::local`](crate::Ctx::local) and
 /// [`Ctx::local_mut`](crate::Ctx::local_mut). The i-th registration on every
 /// processor names the same distributed variable.
+///
+/// A handle belongs to the machine that registered it: using it on another
+/// (a sub-machine of a [`split`](crate::Ctx::split), the parent of one, or
+/// another run) ends the run with an error of kind
+/// [`RegistrationMismatch`](crate::ErrorKind::RegistrationMismatch).
 pub struct Coarray<T> {
     pub(crate) id: u32,
+    scope: Scope,
     _elem: PhantomData<fn() -> T>,
 }
 
 impl<T> Coarray<T> {
-    pub(crate) fn new(id: u32) -> Self {
+    pub(crate) fn new(id: u32, scope: Scope) -> Self {
         Coarray {
             id,
+            scope,
             _elem: PhantomData,
         }
+    }
+}
+
+impl<T> Scoped for Coarray<T> {
+    const WHAT: &'static str = "coarray";
+    fn id(&self) -> u32 {
+        self.id
+    }
+    fn scope(&self) -> Scope {
+        self.scope
     }
 }
 
@@ -46,14 +65,16 @@ impl<T> std::fmt::Debug for Coarray<T> {
 pub struct GetHandle<T> {
     pub(crate) id: u64,
     pub(crate) ready_at: usize,
+    pub(crate) scope: Scope,
     _elem: PhantomData<fn() -> T>,
 }
 
 impl<T> GetHandle<T> {
-    pub(crate) fn new(id: u64, ready_at: usize) -> Self {
+    pub(crate) fn new(id: u64, ready_at: usize, scope: Scope) -> Self {
         GetHandle {
             id,
             ready_at,
+            scope,
             _elem: PhantomData,
         }
     }

@@ -11,6 +11,7 @@ use crate::machine::Machine;
 use crate::panic_hook;
 use crate::profile::{self, Profile};
 use crate::router::Router;
+use crate::scope::Scope;
 use crate::transport::{Aborted, Comm, Transport};
 
 /// Text of a panic payload.
@@ -55,13 +56,14 @@ pub(crate) fn processor<F, R>(
     router: Router,
     machine: Option<Machine>,
     transport: Transport,
+    scope: Scope,
     f: &F,
 ) -> Option<R>
 where
     F: Fn(&mut Ctx) -> R,
 {
     let _quiet = panic_hook::ProcessorThread::enter();
-    let mut ctx = Ctx::new(comm, router, machine, transport);
+    let mut ctx = Ctx::new(comm, router, machine, transport, scope);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let result = f(&mut ctx);
         ctx.finish();

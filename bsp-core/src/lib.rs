@@ -61,6 +61,7 @@ mod queue;
 mod registry;
 mod router;
 mod runtime;
+mod scope;
 mod segments;
 mod session;
 mod stats;

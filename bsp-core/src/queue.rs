@@ -9,6 +9,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::codec;
+use crate::scope::{Scope, Scoped};
 
 /// A handle to a registered queue carrying messages of type `T`, encoded by `E`.
 ///
@@ -16,17 +17,33 @@ use crate::codec;
 /// [`Serde`] for serde types (from [`Ctx::serde_queue`](crate::Ctx::serde_queue))
 /// and [`Tag`] for a tag with a payload slice (from
 /// [`Ctx::tagged_queue`](crate::Ctx::tagged_queue)).
+///
+/// Like a [`Coarray`](crate::Coarray), a queue belongs to the machine that
+/// registered it; using it on another ends the run with an error of kind
+/// [`RegistrationMismatch`](crate::ErrorKind::RegistrationMismatch).
 pub struct Queue<T, E = Raw> {
     pub(crate) id: u32,
+    scope: Scope,
     _marker: PhantomData<fn() -> (T, E)>,
 }
 
 impl<T, E> Queue<T, E> {
-    pub(crate) fn new(id: u32) -> Self {
+    pub(crate) fn new(id: u32, scope: Scope) -> Self {
         Queue {
             id,
+            scope,
             _marker: PhantomData,
         }
+    }
+}
+
+impl<T, E> Scoped for Queue<T, E> {
+    const WHAT: &'static str = "queue";
+    fn id(&self) -> u32 {
+        self.id
+    }
+    fn scope(&self) -> Scope {
+        self.scope
     }
 }
 

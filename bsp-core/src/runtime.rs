@@ -12,7 +12,8 @@ use crate::launch;
 use crate::machine::Machine;
 use crate::outcome::Outcome;
 use crate::router::Router;
-use crate::transport::{self, Comm, OnFailure, RunLimits, Transport};
+use crate::scope::Scope;
+use crate::transport::{self, Comm, OnFailure, Program, RunLimits, Transport};
 
 /// Whether this process was started by `mpirun` / `mpiexec` (OpenMPI, MPICH
 /// with Hydra, or any PMIx launcher), judged from the launcher's
@@ -309,6 +310,7 @@ impl Runtime {
             sync_timeout,
             on_failure,
             report: self.report,
+            program: Program::default(),
         })
     }
 
@@ -377,12 +379,19 @@ impl Runtime {
     /// out-of-range pid or offset, or zero processors. Every other
     /// processor is released and the run ends; nothing hangs.
     ///
+    /// Under MPI, runs start one at a time and in the same order on every
+    /// rank: a run started while another thread's run is in progress on
+    /// this rank is refused, and so is, on every rank, a run whose closure
+    /// type, call site or number differs between the ranks
+    /// ([`ErrorKind::Config`]).
+    ///
     /// # Examples
     ///
     /// ```
     /// let err = bsp_core::Runtime::threads(0).run(|ctx| ctx.pid()).unwrap_err();
     /// assert_eq!(err.kind(), bsp_core::ErrorKind::Config);
     /// ```
+    #[track_caller]
     pub fn run<F, R>(&self, f: F) -> Result<Outcome<R>>
     where
         F: Fn(&mut Ctx) -> R + Sync,
@@ -391,15 +400,19 @@ impl Runtime {
         if let Some(msg) = &self.config_error {
             return Err(Error::new(ErrorKind::Config, None, None, msg.clone()));
         }
-        let limits = self.limits()?;
+        let limits = RunLimits {
+            program: Program::of::<F>(),
+            ..self.limits()?
+        };
         let (router, transport) = (self.router, self.transport);
         let machine = match (self.machine, router) {
             (None, Router::Auto) => Some(Machine::of(self)?),
             (given, _) => given,
         };
+        let scope = Scope::run();
         let body = |comm: Box<dyn Comm>| {
             let (pid, nprocs) = (comm.pid(), comm.nprocs());
-            launch::processor(comm, router, machine, transport, &f).map(|r| (pid, nprocs, r))
+            launch::processor(comm, router, machine, transport, scope, &f).map(|r| (pid, nprocs, r))
         };
         let held = transport::launch(transport, self.procs, limits, &body)?;
         let (first, nprocs) = (held[0].0, held[0].1);
@@ -431,6 +444,7 @@ impl Runtime {
     /// One superstep after `f` returns (on every transport, so that the
     /// statistics agree): an all-gather of the results through a serde
     /// queue, h = p · the largest encoded result.
+    #[track_caller]
     pub fn run_all<F, R>(&self, f: F) -> Result<Vec<R>>
     where
         F: Fn(&mut Ctx) -> R + Sync,
@@ -479,6 +493,7 @@ impl Runtime {
     /// # Errors
     ///
     /// As [`run`](Runtime::run), plus the application's error.
+    #[track_caller]
     pub fn try_run<F, R, E>(&self, f: F) -> Result<Outcome<R>>
     where
         F: Fn(&mut Ctx) -> std::result::Result<R, E> + Sync,
@@ -522,6 +537,7 @@ impl Runtime {
 /// As [`Runtime::run`]; also an [`ErrorKind::Config`] error, before
 /// anything runs, when started by `mpirun` with other than `p` ranks, or
 /// by `mpirun` without the `mpi` feature (every rank would repeat the run).
+#[track_caller]
 pub fn run<F, R>(p: usize, f: F) -> Result<Outcome<R>>
 where
     F: Fn(&mut Ctx) -> R + Sync,

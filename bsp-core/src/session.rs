@@ -11,6 +11,7 @@ use crate::launch::panic_message;
 use crate::panic_hook;
 use crate::profile::{self, Profile};
 use crate::runtime::Runtime;
+use crate::scope::Scope;
 use crate::transport::{self, Aborted, Comm, Opened, Transport};
 
 /// Where a session is.
@@ -95,6 +96,7 @@ impl Runtime {
     ///
     /// A configuration error, as [`run`](Runtime::run) (before any
     /// processor starts), or a thread that cannot be started.
+    #[track_caller]
     pub fn begin<F>(&self, others: F) -> Result<Session>
     where
         F: Fn(&mut Session) + Send + Sync + 'static,
@@ -125,20 +127,26 @@ impl Runtime {
     ///
     /// As [`begin`](Runtime::begin); under MPI also a `p` of 0 or above
     /// the number of ranks ([`ErrorKind::Config`]).
+    #[track_caller]
     pub fn begin_first<F>(&self, p: usize, others: F) -> Result<Option<Session>>
     where
         F: Fn(&mut Session) + Send + Sync + 'static,
     {
         let runtime = self.clone().with_procs(p);
         let (limits, router, machine, transport, procs) = runtime.prepare()?;
+        let limits = transport::RunLimits {
+            program: transport::Program::of::<F>(),
+            ..limits
+        };
         let procs = match transport {
             Transport::Threads => procs,
             #[cfg(feature = "mpi")]
             Transport::Mpi => p,
         };
+        let scope = Scope::run();
         let worker: transport::Worker = Arc::new(move |comm: Box<dyn Comm>| {
             let _quiet = panic_hook::ProcessorThread::enter();
-            let ctx = Ctx::new(comm, router, machine, transport);
+            let ctx = Ctx::new(comm, router, machine, transport, scope);
             let mut session = Session::new(ctx, None);
             match catch_unwind(AssertUnwindSafe(|| others(&mut session))) {
                 Ok(()) => {
@@ -152,7 +160,7 @@ impl Runtime {
         let Some((comm, opened)) = transport::start(transport, procs, limits, worker)? else {
             return Ok(None);
         };
-        let ctx = Ctx::new(comm, router, machine, transport);
+        let ctx = Ctx::new(comm, router, machine, transport, scope);
         Ok(Some(Session::new(ctx, Some(opened))))
     }
 }

@@ -511,3 +511,121 @@ fn a_panic_message_carries_its_location() {
         ctx.sync();
     });
 }
+
+/// A handle made by one run: used in any later run it ends that run.
+#[test]
+fn a_handle_from_an_earlier_run_is_refused() {
+    let earlier = bsp::run(2, |ctx| (ctx.coarray::<u32>(4), ctx.queue::<u32>())).unwrap();
+    let (a, q) = *earlier.local();
+    let want = Failure::at(ErrorKind::RegistrationMismatch, 0, 0)
+        .says(&["coarray #0 was registered by another machine"]);
+    fails(2, want, move |ctx| {
+        let b = ctx.coarray::<u32>(4);
+        if ctx.pid() == 0 {
+            ctx.put(1, &a, 0, &[7]);
+        }
+        ctx.sync();
+        assert_eq!(
+            ctx.local(&b),
+            [0; 4],
+            "the put landed in this run's coarray"
+        );
+    });
+    let want = Failure::at(ErrorKind::RegistrationMismatch, 1, 1)
+        .says(&["queue #1 was registered by another machine"]);
+    fails(2, want, move |ctx| {
+        let _mine = ctx.coarray::<u32>(1);
+        let _ours = ctx.queue::<u32>();
+        ctx.sync();
+        if ctx.pid() == 1 {
+            ctx.send(0, &q, &5);
+        }
+        ctx.sync();
+    });
+    // Reading the local part of a foreign handle is refused too, not only
+    // communication.
+    let want = Failure::at(ErrorKind::RegistrationMismatch, 1, 0).says(&["coarray #0"]);
+    fails(2, want, move |ctx| {
+        let _b = ctx.coarray::<u32>(4);
+        if ctx.pid() == 1 {
+            let _ = ctx.local(&a);
+        }
+        ctx.sync();
+    });
+}
+
+/// The parent's handles do not reach into a sub-machine, and a
+/// sub-machine's handles do not survive it.
+#[test]
+fn handles_do_not_cross_a_split() {
+    let want = Failure::at(ErrorKind::RegistrationMismatch, 3, 1).says(&[
+        "coarray #0 was registered by another machine",
+        "sub-machine of color 1",
+    ]);
+    fails(4, want, |ctx| {
+        let parent = ctx.coarray::<u8>(4);
+        ctx.sync();
+        let me = ctx.pid();
+        ctx.split(me % 2, 0, |sub| {
+            let own = sub.coarray::<u8>(4);
+            if me == 3 {
+                sub.put(0, &parent, 0, &[1]);
+            }
+            sub.sync();
+            sub.local(&own).to_vec()
+        });
+        ctx.sync();
+    });
+    let want = Failure::at(ErrorKind::RegistrationMismatch, 1, 1)
+        .says(&["coarray #0 was registered by another machine"]);
+    fails(2, want, |ctx| {
+        let parent = ctx.coarray::<u8>(4);
+        ctx.sync();
+        let escaped = ctx.split(0, 0, |sub| sub.coarray::<u8>(4));
+        if ctx.pid() == 1 {
+            ctx.put(0, &escaped, 0, &[1]);
+        }
+        ctx.sync();
+        assert_eq!(
+            ctx.local(&parent),
+            [0; 4],
+            "the put landed in the parent's coarray"
+        );
+    });
+    // A get requested in a sub-machine cannot be taken by the parent.
+    let want =
+        Failure::at(ErrorKind::RegistrationMismatch, 0, 1).says(&["requested on another machine"]);
+    fails(2, want, |ctx| {
+        let _parent = ctx.coarray::<u8>(1);
+        let got = ctx.split(0, 0, |sub| {
+            let a = sub.coarray::<u8>(1);
+            let got = sub.get(1 - sub.pid(), &a, 0, 1);
+            sub.sync();
+            got
+        });
+        ctx.sync();
+        if ctx.pid() == 0 {
+            let _ = ctx.take(got);
+        }
+        ctx.sync();
+    });
+    // Nor does a sub-machine's area (successive splits differ too).
+    let want = Failure::at(ErrorKind::RegistrationMismatch, 0, 0).says(&["area #0"]);
+    fails(2, want, |ctx| {
+        let mut first = [0u8; 4];
+        let area = ctx.split(0, 0, |sub| {
+            // SAFETY: `first` outlives the area, which no put reaches
+            // before the run ends.
+            unsafe { sub.register_area(first.as_mut_ptr(), first.len()) }
+        });
+        ctx.split(0, 0, |sub| {
+            let mut second = [0u8; 4];
+            // SAFETY: as above, for `second`.
+            let _own = unsafe { sub.register_area(second.as_mut_ptr(), second.len()) };
+            if sub.pid() == 0 {
+                sub.put_area(1, area, 0, &[1]);
+            }
+            sub.sync();
+        });
+    });
+}

@@ -103,6 +103,75 @@ fn scenario() {
             })
             .unwrap();
         }
+        // A handle of the parent used inside a sub-machine (issue: it wrote
+        // into the sub-machine's coarray of the same index).
+        "foreign-handle" => {
+            rt.run(|ctx| {
+                let parent = ctx.coarray::<u8>(4);
+                ctx.sync();
+                ctx.split(0, 0, |sub| {
+                    let _own = sub.coarray::<u8>(4);
+                    if sub.pid() == sub.nprocs() - 1 {
+                        sub.put(0, &parent, 0, &[1]);
+                    }
+                    sub.sync();
+                });
+            })
+            .unwrap();
+        }
+        // A handle of an earlier run used in the next one.
+        "earlier-run-handle" => {
+            let earlier = *rt.run(|ctx| ctx.coarray::<u32>(4)).unwrap().local();
+            rt.run(move |ctx| {
+                let _b = ctx.coarray::<u32>(4);
+                if ctx.pid() == 0 {
+                    ctx.put(last, &earlier, 0, &[7]);
+                }
+                ctx.sync();
+            })
+            .unwrap();
+        }
+        // Two threads per rank start different runs at once, in opposite
+        // orders on even and odd ranks: every run must fail (or be right),
+        // never pair with another rank's other run.
+        "concurrent" => {
+            let runs = |first: bool| {
+                let rt = rt.clone();
+                move || {
+                    let rank =
+                        std::env::var("OMPI_COMM_WORLD_RANK").map_or(0, |r| r.parse().unwrap_or(0));
+                    let odd = rank % 2 == 1;
+                    if first == odd {
+                        std::thread::sleep(Duration::from_millis(300));
+                    }
+                    let (name, outcome) = if first {
+                        ("A", rt.run(|ctx| sum_of_pids(ctx, 1)))
+                    } else {
+                        ("B", rt.run(|ctx| sum_of_pids(ctx, 100)))
+                    };
+                    let want = if first { 1 } else { 100 } * sum_below(rt.nprocs());
+                    match outcome {
+                        Ok(got) if *got.local() == want => println!("concurrent {name}: right"),
+                        Ok(got) => println!("concurrent {name}: WRONG {}", got.local()),
+                        Err(e) => println!("concurrent {name}: refused: {e}"),
+                    }
+                }
+            };
+            let a = std::thread::spawn(runs(true));
+            let b = std::thread::spawn(runs(false));
+            a.join().unwrap();
+            b.join().unwrap();
+            // A run started from another thread while this one is in its
+            // closure is refused at once.
+            rt.run(|ctx| {
+                let other = Runtime::mpi();
+                let refused = std::thread::spawn(move || other.run(|c| c.pid()).unwrap_err());
+                println!("concurrent C: refused: {}", refused.join().unwrap());
+                ctx.sync();
+            })
+            .unwrap();
+            println!("scenario concurrent done");
+        }
         "nested" => {
             rt.run(|ctx| {
                 let inner = Runtime::mpi().run(|c| c.pid());
@@ -222,6 +291,25 @@ fn scenario() {
         }
         other => panic!("unknown scenario {other:?}"),
     }
+}
+
+/// Every processor puts `scale · pid` to every other; returns the sum it
+/// received. Sleeps first, so that a run started on another thread meets
+/// this one in progress.
+fn sum_of_pids(ctx: &mut bsp::Ctx, scale: u64) -> u64 {
+    std::thread::sleep(Duration::from_millis(600));
+    let p = ctx.nprocs();
+    let a = ctx.coarray::<u64>(p);
+    for t in 0..p {
+        ctx.put(t, &a, ctx.pid(), &[scale * ctx.pid() as u64]);
+    }
+    ctx.sync();
+    ctx.local(&a).iter().sum()
+}
+
+/// 0 + 1 + ... + (p − 1).
+fn sum_below(p: usize) -> u64 {
+    (p * p.saturating_sub(1) / 2) as u64
 }
 
 /// Runs `name` on `np` ranks; `None` when MPI tests are skipped.
@@ -594,4 +682,51 @@ fn in_return_mode_the_waiting_ranks_return_a_timeout() {
         np - 1,
         "processor 2, superstep 1: sync timeout",
     );
+}
+
+#[test]
+fn a_handle_used_on_another_machine_ends_the_job() {
+    for (name, np, rank, superstep, what) in [
+        ("foreign-handle", 2, 1, 1, "coarray #0"),
+        ("foreign-handle", 3, 2, 1, "coarray #0"),
+        ("earlier-run-handle", 2, 0, 0, "coarray #0"),
+    ] {
+        let Some(run) = job(name, np) else { return };
+        let lines = assert_failed(name, np, &run);
+        let want = format!(
+            "bsp: processor {rank}, superstep {superstep}: registration mismatch: {what} was \
+             registered by another machine"
+        );
+        assert!(
+            lines.iter().any(|l| l.starts_with(&want)),
+            "{name}, np = {np}: no {want:?} in\n{}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn concurrent_runs_are_refused_never_paired() {
+    let np = 2;
+    let Some(run) = job("concurrent", np) else {
+        return;
+    };
+    assert_eq!(
+        run.status.map(|s| s.success()),
+        Some(true),
+        "stdout:\n{}\nstderr:\n{}",
+        run.stdout,
+        run.stderr
+    );
+    assert!(!run.stdout.contains("WRONG"), "stdout:\n{}", run.stdout);
+    let refused = run.stdout.matches("refused: configuration error").count();
+    assert_eq!(refused, 3 * np, "every run fails cleanly:\n{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("another MPI run (or session) is in progress on this rank")
+            && run.stdout.contains("the ranks start different runs"),
+        "stdout:\n{}",
+        run.stdout
+    );
+    assert_eq!(run.stdout.matches("scenario concurrent done").count(), np);
 }

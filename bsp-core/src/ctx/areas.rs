@@ -58,6 +58,7 @@ impl Ctx {
         let local = unsafe { ForeignBytes::new(base, len) };
         Area {
             id: self.registry.register_area(local),
+            scope: self.scope,
         }
     }
 
@@ -77,7 +78,10 @@ impl Ctx {
     ///
     /// Local, O(1).
     pub fn release_area(&mut self, area: Area) {
-        if let Err(why) = self.registry.release_area(area.id, self.superstep) {
+        if let Err(why) = self
+            .registry
+            .release_area(self.id_of(&area), self.superstep)
+        {
             unusable(self.pid, self.superstep, why, "area", area.id)
         }
     }
@@ -163,9 +167,9 @@ impl Ctx {
     ///
     /// # Panics
     ///
-    /// Ends the run if `area` was released or comes from another run.
+    /// Ends the run if `area` was released or was registered on another machine (another run, a split's sub-machine or its parent).
     pub fn area_len(&self, area: Area) -> usize {
-        match self.registry.area_len(area.id) {
+        match self.registry.area_len(self.id_of(&area)) {
             Ok(len) => len,
             Err(why) => unusable(self.pid, self.superstep, why, "area", area.id),
         }
@@ -191,7 +195,7 @@ impl Ctx {
     pub fn put_area(&mut self, dst: usize, area: Area, offset: usize, src: &[u8]) {
         self.check_pid("put", dst);
         let record = Record::Put {
-            array: area.id,
+            array: self.id_of(&area),
             offset: offset as u64,
             bytes: src.len() as u64,
         };
@@ -240,8 +244,8 @@ impl Ctx {
         targets: impl IntoIterator<Item = (usize, Area, usize)>,
     ) {
         let targets: Vec<(usize, Area, usize)> = targets.into_iter().collect();
-        let record = |area: Area, offset: usize| Record::Put {
-            array: area.id,
+        let record = |id: u32, offset: usize| Record::Put {
+            array: id,
             offset: offset as u64,
             bytes: src.len() as u64,
         };
@@ -258,8 +262,9 @@ impl Ctx {
         }
         let shared = self.outbox.shared_copy(src);
         for (dst, area, offset) in targets {
+            let id = self.id_of(&area);
             self.outbox
-                .push_owned(dst, record(area, offset), shared.clone());
+                .push_owned(dst, record(id, offset), shared.clone());
         }
     }
 
@@ -317,7 +322,7 @@ impl Ctx {
         // SAFETY: the caller's contract is `open_raw`'s.
         let ticket = unsafe { self.gets.open_raw(into, len) };
         let record = Record::Get {
-            array: area.id,
+            array: self.id_of(&area),
             offset: offset as u64,
             count: len as u64,
             ticket,

@@ -69,16 +69,16 @@ impl Ctx {
     ///
     /// Local, O(1).
     pub fn coarray_from<T: Pod + Send>(&mut self, local: Vec<T>) -> Coarray<T> {
-        Coarray::new(self.registry.register_array(local))
+        Coarray::new(self.registry.register_array(local), self.scope)
     }
 
     /// This processor's local part of `a`.
     ///
     /// # Panics
     ///
-    /// If `a` comes from another run.
+    /// If `a` was registered on another machine (another run, a split's sub-machine or its parent).
     pub fn local<T: Pod>(&self, a: &Coarray<T>) -> &[T] {
-        match self.registry.array::<T>(a.id) {
+        match self.registry.array::<T>(self.id_of(a)) {
             Ok(part) => part,
             Err(why) => unusable(self.pid, self.superstep, why, "coarray", a.id),
         }
@@ -88,7 +88,7 @@ impl Ctx {
     ///
     /// # Panics
     ///
-    /// If `a` comes from another run.
+    /// If `a` was registered on another machine (another run, a split's sub-machine or its parent).
     pub fn local_mut<T: Pod>(&mut self, a: &Coarray<T>) -> &mut [T] {
         self.array_mut(a)
     }
@@ -115,7 +115,7 @@ impl Ctx {
     ///
     /// # Panics
     ///
-    /// If `a` comes from another run.
+    /// If `a` was registered on another machine (another run, a split's sub-machine or its parent).
     ///
     /// # Cost
     ///
@@ -156,7 +156,10 @@ impl Ctx {
         write: &Coarray<U>,
     ) -> (&[T], &mut [U]) {
         let (pid, superstep) = (self.pid, self.superstep);
-        match self.registry.array_pair_mut::<T, U>(read.id, write.id) {
+        match self
+            .registry
+            .array_pair_mut::<T, U>(self.id_of(read), self.id_of(write))
+        {
             Ok(pair) => pair,
             Err((why, id)) => unusable(pid, superstep, why, "coarray", id),
         }
@@ -191,21 +194,22 @@ impl Ctx {
     ///
     /// # Panics
     ///
-    /// If `a` was already released, comes from another run, or is the
+    /// If `a` was already released, was registered on another machine (another run, a split's sub-machine or its parent), or is the
     /// source of a [`put_from`](Ctx::put_from) in this superstep.
     ///
     /// # Cost
     ///
     /// Local, O(1) plus freeing the memory.
     pub fn release<T: Pod + Send>(&mut self, a: Coarray<T>) -> Vec<T> {
-        if self.lending.contains(&a.id) {
+        let id = self.id_of(&a);
+        if self.lending.contains(&id) {
             let msg = format!(
                 "coarray #{} released while a put_from of this superstep reads it",
                 a.id
             );
             self.misuse(ErrorKind::Released, msg);
         }
-        match self.registry.release_array::<T>(a.id, self.superstep) {
+        match self.registry.release_array::<T>(id, self.superstep) {
             Ok(local) => local,
             Err(why) => unusable(self.pid, self.superstep, why, "coarray", a.id),
         }
@@ -214,7 +218,7 @@ impl Ctx {
     /// The local part of `a` as the vector it is.
     fn array_mut<T: Pod>(&mut self, a: &Coarray<T>) -> &mut Vec<T> {
         let (pid, superstep) = (self.pid, self.superstep);
-        match self.registry.array_mut::<T>(a.id) {
+        match self.registry.array_mut::<T>(self.id_of(a)) {
             Ok(part) => part,
             Err(why) => unusable(pid, superstep, why, "coarray", a.id),
         }

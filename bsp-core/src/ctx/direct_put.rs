@@ -242,9 +242,10 @@ impl Ctx {
         }
         self.sync();
         let (me, step) = (self.pid, self.superstep);
-        let local = match self.registry.open::<T>(to.id) {
+        let id = self.id_of(to);
+        let local = match self.registry.open::<T>(id) {
             Ok(local) => local,
-            Err(why) => unusable(me, step, why, "coarray", to.id),
+            Err(why) => unusable(me, step, why, "coarray", id),
         };
         let mut opened = Opened { local: Some(local) };
         let shared = self.transport == Transport::Threads;
@@ -256,7 +257,7 @@ impl Ctx {
         };
         let row = [
             TAG,
-            u64::from(to.id),
+            u64::from(id),
             std::mem::size_of::<T>() as u64,
             part.len() as u64,
             base,
@@ -265,12 +266,12 @@ impl Ctx {
         let rows = self.collective(|c| c.allgather(&row));
         self.check_rows(&rows, &row);
         let result = if shared {
-            self.write_in_place(to.id, &rows, pieces, &mut opened, write)
+            self.write_in_place(id, &rows, pieces, &mut opened, write)
         } else {
-            self.write_staged(to.id, pieces, &mut opened, write)
+            self.write_staged(id, pieces, &mut opened, write)
         };
         let local = opened.local.take().expect("present");
-        self.registry.put_back(to.id, local);
+        self.registry.put_back(id, local);
         result
     }
 

@@ -30,7 +30,7 @@ impl Ctx {
     ///
     /// Local, linear in the number of sources that sent to this processor.
     pub fn queue_len<T, E: Encoding<T>>(&mut self, q: &Queue<T, E>) -> usize {
-        self.inbox(q.id).len()
+        self.inbox(self.id_of(q)).len()
     }
 
     /// The next message of `q` — in source pid, then send order — without
@@ -56,7 +56,7 @@ impl Ctx {
     ///
     /// Local: decodes one message.
     pub fn peek<T, E: Encoding<T>>(&mut self, q: &Queue<T, E>) -> Option<T> {
-        self.inbox(q.id).peek::<T, E>().map(|(_, m)| m)
+        self.inbox(self.id_of(q)).peek::<T, E>().map(|(_, m)| m)
     }
 
     /// Takes the next message of `q`, in source pid, then send order
@@ -85,7 +85,7 @@ impl Ctx {
     ///
     /// Local: decodes one message.
     pub fn next_message<T, E: Encoding<T>>(&mut self, q: &Queue<T, E>) -> Option<T> {
-        self.inbox(q.id).pop::<T, E>().map(|(_, m)| m)
+        self.inbox(self.id_of(q)).pop::<T, E>().map(|(_, m)| m)
     }
 
     /// Takes the messages of `q` one by one as the iterator is advanced, in
@@ -114,7 +114,7 @@ impl Ctx {
         &'a mut self,
         q: &Queue<T, E>,
     ) -> impl Iterator<Item = (usize, T)> + 'a {
-        let inbox = self.inbox(q.id);
+        let inbox = self.inbox(self.id_of(q));
         std::iter::from_fn(move || inbox.pop::<T, E>())
     }
 
@@ -156,7 +156,7 @@ impl Ctx {
             std::any::type_name::<K>(),
             std::any::type_name::<T>()
         );
-        Queue::new(self.registry.register_queue(kind))
+        Queue::new(self.registry.register_queue(kind), self.scope)
     }
 
     /// Sends a message with `tag` and `payload` to processor `dst` through
@@ -186,6 +186,6 @@ impl Ctx {
     ) {
         self.check_pid("send", dst);
         self.outbox
-            .push_message(dst, q.id, |out| encode_tagged(tag, payload, out));
+            .push_message(dst, self.id_of(q), |out| encode_tagged(tag, payload, out));
     }
 }

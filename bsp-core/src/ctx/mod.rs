@@ -32,6 +32,7 @@ use crate::placement;
 use crate::protocol::{self, Status, SyncDecision, SyncFigures, SyncRow, Texts};
 use crate::registry::{Registry, Unusable};
 use crate::router::{self, route, Matrix, Router};
+use crate::scope::{Scope, Scoped};
 use crate::stats::Stats;
 use crate::stats_log::{Choice, StatsLog};
 use crate::transport::{blocks_len, Aborted, Blocks, Comm, Transport};
@@ -121,6 +122,12 @@ pub struct Ctx {
     machine: Option<Machine>,
     transport: Transport,
     comm: Box<dyn Comm>,
+    /// The machine this context is a processor of: every handle it makes
+    /// carries it, and every handle it is given must.
+    scope: Scope,
+    /// How many times this machine has split (each sub-machine's scope
+    /// derives from it).
+    splits: u64,
     registry: Registry,
     outbox: Outbox,
     gets: PendingGets,
@@ -157,6 +164,7 @@ impl Ctx {
         router: Router,
         machine: Option<Machine>,
         transport: Transport,
+        scope: Scope,
     ) -> Self {
         let (pid, nprocs) = (comm.pid(), comm.nprocs());
         Ctx {
@@ -167,6 +175,8 @@ impl Ctx {
             machine,
             transport,
             comm,
+            scope,
+            splits: 0,
             registry: Registry::new(),
             outbox: Outbox::new(nprocs),
             gets: PendingGets::default(),
@@ -183,6 +193,31 @@ impl Ctx {
             landing: Vec::new(),
             direct_stage: direct_put::StageHome::default(),
         }
+    }
+
+    /// The index that `handle` names on this machine. Ends the run when the
+    /// handle was made by another machine (a sub-machine, a parent, another
+    /// run): its index would name something else here.
+    #[inline]
+    fn id_of<H: Scoped>(&self, handle: &H) -> u32 {
+        if handle.scope() != self.scope {
+            self.foreign_handle(H::WHAT, handle.id());
+        }
+        handle.id()
+    }
+
+    #[cold]
+    fn foreign_handle(&self, what: &str, id: u32) -> ! {
+        misuse(
+            self.pid,
+            self.superstep,
+            ErrorKind::RegistrationMismatch,
+            format!(
+                "{what} #{id} was registered by another machine (another run, a sub-machine \
+                 of a split, or the machine that split into this one) and cannot be used \
+                 on this one: pass data into and out of a split by value"
+            ),
+        )
     }
 
     /// This processor's id, in `0..nprocs()`.

@@ -31,7 +31,7 @@ impl Ctx {
     /// Local, O(1).
     pub fn queue<T: Pod>(&mut self) -> Queue<T, Raw> {
         let kind = format!("queue<{}>", std::any::type_name::<T>());
-        Queue::new(self.registry.register_queue(kind))
+        Queue::new(self.registry.register_queue(kind), self.scope)
     }
 
     /// Registers a message queue for any serde type, sent through the serde
@@ -57,7 +57,7 @@ impl Ctx {
     /// Local, O(1).
     pub fn serde_queue<T: Serialize + DeserializeOwned>(&mut self) -> Queue<T, Serde> {
         let kind = format!("serde_queue<{}>", std::any::type_name::<T>());
-        Queue::new(self.registry.register_queue(kind))
+        Queue::new(self.registry.register_queue(kind), self.scope)
     }
 
     /// Releases queue `q`: messages received and not taken are dropped, and
@@ -82,13 +82,13 @@ impl Ctx {
     ///
     /// # Panics
     ///
-    /// If `q` was already released or comes from another run.
+    /// If `q` was already released or was registered on another machine (another run, a split's sub-machine or its parent).
     ///
     /// # Cost
     ///
     /// Local, O(1) plus freeing its buffers.
     pub fn release_queue<T, E: Encoding<T>>(&mut self, q: Queue<T, E>) {
-        if let Err(why) = self.registry.release_queue(q.id, self.superstep) {
+        if let Err(why) = self.registry.release_queue(self.id_of(&q), self.superstep) {
             unusable(self.pid, self.superstep, why, "queue", q.id)
         }
     }
@@ -108,7 +108,7 @@ impl Ctx {
     pub fn send<T, E: Encoding<T>>(&mut self, dst: usize, q: &Queue<T, E>, msg: &T) {
         self.check_pid("send", dst);
         self.outbox
-            .push_message(dst, q.id, |out| E::encode(msg, out));
+            .push_message(dst, self.id_of(q), |out| E::encode(msg, out));
     }
 
     /// Takes every message received on `q` and not yet taken, ordered by
@@ -123,7 +123,7 @@ impl Ctx {
     /// Local, linear in the messages' bytes.
     pub fn receive<T, E: Encoding<T>>(&mut self, q: &Queue<T, E>) -> Vec<T> {
         let mut all = Vec::new();
-        self.inbox(q.id)
+        self.inbox(self.id_of(q))
             .drain::<T, E>(|_, mut msgs| all.append(&mut msgs));
         all
     }
@@ -148,7 +148,7 @@ impl Ctx {
     /// Local, linear in the messages' bytes.
     pub fn receive_with_source<T, E: Encoding<T>>(&mut self, q: &Queue<T, E>) -> Vec<(usize, T)> {
         let mut all = Vec::new();
-        self.inbox(q.id)
+        self.inbox(self.id_of(q))
             .drain::<T, E>(|src, msgs| all.extend(msgs.into_iter().map(|m| (src, m))));
         all
     }

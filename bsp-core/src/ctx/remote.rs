@@ -46,7 +46,7 @@ impl Ctx {
         self.check_pid("put", dst);
         let payload: &[u8] = bytemuck::cast_slice(src);
         let record = Record::Put {
-            array: a.id,
+            array: self.id_of(a),
             offset: offset as u64,
             bytes: payload.len() as u64,
         };
@@ -87,7 +87,7 @@ impl Ctx {
     ) {
         self.check_pid("put", dst);
         let record = Record::Put {
-            array: a.id,
+            array: self.id_of(a),
             offset: offset as u64,
             bytes: std::mem::size_of_val(src.as_slice()) as u64,
         };
@@ -144,6 +144,7 @@ impl Ctx {
         len: usize,
     ) {
         self.check_pid("put", dst);
+        let (to_id, from_id) = (self.id_of(to), self.id_of(from));
         let have = self.local(from).len();
         if from_offset.checked_add(len).is_none_or(|end| end > have) {
             let msg = format!(
@@ -151,20 +152,20 @@ impl Ctx {
                  whose local length is {have}",
                 self.pid,
                 from_offset as u128 + len as u128,
-                from.id
+                from_id
             );
             self.fail(ErrorKind::OutOfBounds, self.pid, msg);
         }
         let size = std::mem::size_of::<T>();
         let record = Record::Put {
-            array: to.id,
+            array: to_id,
             offset: offset as u64,
             bytes: (len * size) as u64,
         };
         self.outbox
-            .push_lent(dst, record, from.id, from_offset * size, len * size);
-        if !self.lending.contains(&from.id) {
-            self.lending.push(from.id);
+            .push_lent(dst, record, from_id, from_offset * size, len * size);
+        if !self.lending.contains(&from_id) {
+            self.lending.push(from_id);
         }
     }
 
@@ -220,14 +221,14 @@ impl Ctx {
         }
         let ticket = self.gets.open::<T>();
         let record = Record::Get {
-            array: a.id,
+            array: self.id_of(a),
             offset: offset as u64,
             count: len as u64,
             ticket,
         };
         self.outbox.push(src, record, &[]);
         self.has_gets = true;
-        GetHandle::new(ticket, self.superstep + 1)
+        GetHandle::new(ticket, self.superstep + 1, self.scope)
     }
 
     /// The value of a get, once the `sync` that delivers it has returned.
@@ -237,6 +238,14 @@ impl Ctx {
     /// Ends the run with [`ErrorKind::NotDelivered`] if called before that
     /// `sync`, or with a handle of another run.
     pub fn take<T: Pod>(&mut self, handle: GetHandle<T>) -> Vec<T> {
+        if handle.scope != self.scope {
+            let msg = format!(
+                "take() of get #{}, which was requested on another machine (another run, \
+                 a sub-machine of a split, or the machine that split into this one)",
+                handle.id
+            );
+            self.fail(ErrorKind::RegistrationMismatch, self.pid, msg);
+        }
         if self.superstep < handle.ready_at {
             let msg = format!(
                 "take() of a get issued in superstep {} before the sync that delivers it",

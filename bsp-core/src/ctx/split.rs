@@ -29,7 +29,10 @@ impl Ctx {
     ///
     /// Data moves into the sub-machine through `f`'s captures and out
     /// through its return: the sub-machine cannot reach this machine's
-    /// coarrays and queues.
+    /// coarrays and queues. A handle of this machine used on the
+    /// sub-machine, or one of the sub-machine's used here after `split`
+    /// returns, ends the run with
+    /// [`RegistrationMismatch`](crate::ErrorKind::RegistrationMismatch).
     ///
     /// # Examples
     ///
@@ -85,7 +88,9 @@ impl Ctx {
         let group = Group::of(&choices, self.pid);
         let superstep = self.superstep;
         let comm = self.collective(|c| c.split(&group, superstep));
-        let mut sub = Ctx::new(comm, self.router, self.machine, self.transport);
+        let scope = self.scope.sub(self.splits, color as u64);
+        self.splits += 1;
+        let mut sub = Ctx::new(comm, self.router, self.machine, self.transport, scope);
         sub.started = self.started;
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let result = f(&mut sub);

@@ -20,6 +20,7 @@ pub(crate) mod mpi;
 pub(crate) mod split;
 pub(crate) mod threads;
 
+use std::panic::Location;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -39,6 +40,41 @@ pub(crate) struct RunLimits {
     /// ([`Runtime::failure_report`](crate::Runtime::failure_report));
     /// `None`: the error's `Display`.
     pub(crate) report: Option<fn(&Error) -> String>,
+    /// What the run runs: MPI ranks compare it at the start of every run,
+    /// so that ranks starting different runs at the same time (from
+    /// several threads) fail instead of pairing up.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) program: Program,
+}
+
+/// A run's program, as far as the ranks can compare it: the type name of
+/// its closure and where the program started it (closures of one function
+/// share a type name, so the call site tells them apart).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Program {
+    pub(crate) closure: &'static str,
+    pub(crate) site: Option<&'static Location<'static>>,
+}
+
+impl Program {
+    /// The program of closure type `F`, started at the caller's caller
+    /// (for `#[track_caller]` entry points).
+    #[track_caller]
+    pub(crate) fn of<F>() -> Self {
+        Program {
+            closure: std::any::type_name::<F>(),
+            site: Some(Location::caller()),
+        }
+    }
+}
+
+impl std::fmt::Display for Program {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.site {
+            Some(site) => write!(f, "{} started at {site}", self.closure),
+            None => write!(f, "{}", self.closure),
+        }
+    }
 }
 
 impl RunLimits {

@@ -81,7 +81,7 @@ mod timed;
 use std::cell::Cell;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 use std::time::Duration;
 
 use mpi::environment::Universe;
@@ -92,7 +92,7 @@ use mpi::Threading;
 use super::split::Frame;
 use super::{
     dense, listed, timeout_message, Aborted, Blocks, Body, Comm, Group, OnFailure, Placed, Plan,
-    Rows, RunLimits,
+    Program, Rows, RunLimits,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::router::{Matrix, Router};
@@ -132,8 +132,9 @@ struct World {
     /// Held so that it is never dropped (dropping it would call
     /// `MPI_Finalize`); `None` when the program initialised MPI itself.
     _universe: Option<Universe>,
-    /// Serialises runs: MPI is initialised with `MPI_THREAD_SERIALIZED`.
-    run_lock: Mutex<()>,
+    /// Serialises runs (MPI is initialised with `MPI_THREAD_SERIALIZED`),
+    /// and counts those started on this rank.
+    run_lock: Mutex<u64>,
     /// Exchange buffers ready for reuse.
     pool: Pool,
     /// Send buffers of timed all-gathers abandoned at a timeout, kept
@@ -243,7 +244,7 @@ fn world() -> &'static World {
             comm,
             one_node,
             _universe: universe,
-            run_lock: Mutex::new(()),
+            run_lock: Mutex::new(0),
             pool: Pool::new(),
             unsent: Mutex::new(Vec::new()),
             failure: Mutex::new(None),
@@ -485,30 +486,67 @@ fn config_error(msg: String) -> Error {
     Error::new(ErrorKind::Config, None, None, msg)
 }
 
-/// Checks that every rank runs with the same time limit and failure mode
-/// (one `MPI_Allgather` of two words): ranks that disagree would wait in
-/// different collectives.
-fn agree_on_limits(world: &World, limits: RunLimits) -> Result<()> {
+/// FNV-1a of a program's closure type and call site: the same on every
+/// rank of one binary.
+fn program_hash(program: &Program) -> u64 {
+    let fnv = |h: u64, bytes: &[u8]| {
+        bytes
+            .iter()
+            .fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    };
+    let (file, line, column) = program
+        .site
+        .map_or(("", 0, 0), |s| (s.file(), s.line(), s.column()));
+    let h = fnv(0xcbf2_9ce4_8422_2325, program.closure.as_bytes());
+    let h = fnv(h, file.as_bytes());
+    fnv(
+        h,
+        &(u64::from(line) << 32 | u64::from(column)).to_le_bytes(),
+    )
+}
+
+/// Checks that every rank starts the same run, its `started`-th (the same
+/// closure type) with the same time limit and failure mode, in one
+/// `MPI_Allgather` of four words: ranks that disagree would otherwise pair
+/// up different runs, or wait in different collectives.
+fn agree_on_run(world: &World, limits: RunLimits, started: u64) -> Result<()> {
+    const WORDS: usize = 4;
     let timeout_ns = limits
         .sync_timeout
         .map_or(0, |t| u64::try_from(t.as_nanos()).unwrap_or(u64::MAX));
-    let mine = [timeout_ns, limits.on_failure as u64];
-    let mut all = vec![0u64; 2 * world.comm.size() as usize];
+    let mine = [
+        timeout_ns,
+        limits.on_failure as u64,
+        program_hash(&limits.program),
+        started,
+    ];
+    let mut all = vec![0u64; WORDS * world.comm.size() as usize];
     world.comm.all_gather_into(&mine[..], &mut all[..]);
-    match all.chunks(2).position(|r| r != mine) {
-        None => Ok(()),
-        Some(q) => Err(config_error(format!(
-            "the ranks disagree on BSP_SYNC_TIMEOUT or BSP_ON_FAILURE (rank {q} differs from rank {}); \
-             give every rank the same environment (mpirun -x BSP_SYNC_TIMEOUT ...)",
-            world.comm.rank()
-        ))),
+    let me = world.comm.rank();
+    let Some(q) = all.chunks(WORDS).position(|r| r != mine) else {
+        return Ok(());
+    };
+    let theirs = &all[q * WORDS..(q + 1) * WORDS];
+    if theirs[..2] != mine[..2] {
+        return Err(config_error(format!(
+            "the ranks disagree on BSP_SYNC_TIMEOUT or BSP_ON_FAILURE (rank {q} differs from rank {me}); \
+             give every rank the same environment (mpirun -x BSP_SYNC_TIMEOUT ...)"
+        )));
     }
+    Err(config_error(format!(
+        "the ranks start different runs: rank {me} starts its run #{} ({}), rank {q} its run #{} \
+         (another closure or another count); under MPI every rank must start the same runs in the \
+         same order, one at a time",
+        started + 1,
+        limits.program,
+        theirs[3] + 1
+    )))
 }
 
 /// This rank's endpoint for a new run, with the lock that serialises runs
 /// on this process, after the checks every run makes first: not inside
 /// another run, not after a lost rank, the same limits on every rank.
-fn open(limits: RunLimits) -> Result<(MpiComm, MutexGuard<'static, ()>)> {
+fn open(limits: RunLimits) -> Result<(MpiComm, MutexGuard<'static, u64>)> {
     if IN_RUN.with(Cell::get) {
         return Err(config_error(
             "an MPI run cannot start inside another MPI run's closure (on this rank); \
@@ -545,8 +583,19 @@ fn open(limits: RunLimits) -> Result<(MpiComm, MutexGuard<'static, ()>)> {
         ],
     )?;
     let world = world();
-    let serialised = lock(&world.run_lock);
-    agree_on_limits(world, limits)?;
+    let mut serialised =
+        match world.run_lock.try_lock() {
+            Ok(guard) => guard,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return Err(config_error(
+                "another MPI run (or session) is in progress on this rank, started from another \
+                 thread; under MPI, runs must start one at a time, in the same order on every \
+                 rank (the ranks could not tell which of the concurrent runs to pair up)"
+                    .to_owned(),
+            )),
+        };
+    agree_on_run(world, limits, *serialised)?;
+    *serialised += 1;
     let comm = MpiComm {
         world,
         pid: world.comm.rank() as usize,

@@ -15,7 +15,7 @@ use crate::transport::{Comm, RunLimits};
 pub(crate) struct Opened {
     world: &'static World,
     _running: RunGuard,
-    _serialised: MutexGuard<'static, ()>,
+    _serialised: MutexGuard<'static, u64>,
 }
 
 impl Drop for Opened {
