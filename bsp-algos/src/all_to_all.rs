@@ -8,6 +8,10 @@ use bytemuck::Pod;
 use crate::klevel::{all_to_all_k_level, all_to_all_levels_cost, Levels};
 use crate::model::{floor_log2, pick_for, Model, Variant};
 use crate::puts_and_sends::{receive_by_source, send_all};
+use crate::same_len::Lengths;
+
+/// The collective's name in the lengths' check.
+const UNIFORM: &str = "uniform all-to-all";
 
 /// Sends `sends[j]` to processor j, for every j; returns what every
 /// processor sent to this one, indexed by source pid.
@@ -98,7 +102,22 @@ fn uniform_levels<T: Pod + Send, const K: usize>(ctx: &mut Ctx, data: &[T]) -> V
     let p = ctx.nprocs();
     let b = block_len(data.len(), p);
     let sends = (0..p).map(|j| data[j * b..(j + 1) * b].to_vec()).collect();
-    all_to_all_k_level(ctx, sends, Levels::ALL[K]).concat()
+    let received = all_to_all_k_level(ctx, sends, Levels::ALL[K]);
+    // The k-level all-to-all carries blocks of any length: a uniform one
+    // checks that each source's block has this processor's length.
+    if let Some((q, block)) = received.iter().enumerate().find(|(_, r)| r.len() != b) {
+        different_lengths(ctx.pid(), data.len(), q, block.len() * p);
+    }
+    received.concat()
+}
+
+/// Ends the run: processor `q` passed `theirs` elements to a uniform
+/// all-to-all, this processor (`me`) `mine`.
+fn different_lengths(me: usize, mine: usize, q: usize, theirs: usize) -> ! {
+    panic!(
+        "bsp-algos: {UNIFORM}: every processor must pass the same length, but processor {q} \
+         passed {theirs} and processor {me} {mine}"
+    )
 }
 
 fn levels_cost<const K: usize>(model: &Model, p: usize, bytes: usize) -> Option<f64> {
@@ -158,7 +177,10 @@ fn block_len(len: usize, p: usize) -> usize {
 /// # Panics
 ///
 /// If `data.len()` is not a multiple of p. Every processor must pass the
-/// same length; otherwise the run ends with an out-of-bounds error.
+/// same length; otherwise the run ends, in every variant: with an
+/// out-of-bounds error where a longer vector's block runs past a
+/// receiver's, otherwise with a panic naming both processors and their
+/// lengths.
 ///
 /// # Cost
 ///
@@ -200,12 +222,15 @@ pub fn all_to_all_uniform<T: Pod + Send>(ctx: &mut Ctx, data: &[T]) -> Vec<T> {
 pub fn all_to_all_uniform_routed<T: Pod + Send>(ctx: &mut Ctx, data: &[T]) -> Vec<T> {
     let (p, me) = (ctx.nprocs(), ctx.pid());
     let b = block_len(data.len(), p);
+    let lengths = Lengths::new(ctx);
     let out = ctx.coarray::<T>(data.len());
     for dst in (0..p).filter(|&d| d != me) {
         ctx.put(dst, &out, me * b, &data[dst * b..(dst + 1) * b]);
+        lengths.send(ctx, dst, data.len());
     }
     ctx.local_mut(&out)[me * b..(me + 1) * b].copy_from_slice(&data[me * b..(me + 1) * b]);
     ctx.sync();
+    lengths.check(ctx, UNIFORM, data.len());
     ctx.release(out)
 }
 
@@ -238,15 +263,20 @@ pub fn all_to_all_uniform_routed<T: Pod + Send>(ctx: &mut Ctx, data: &[T]) -> Ve
 pub fn all_to_all_one_factor<T: Pod + Send>(ctx: &mut Ctx, data: &[T]) -> Vec<T> {
     let (p, me) = (ctx.nprocs(), ctx.pid());
     let b = block_len(data.len(), p);
+    // Each partner stamps its length beside its block; the stamps of all
+    // rounds are compared after the last.
+    let lengths = Lengths::new(ctx);
     let out = ctx.coarray::<T>(data.len());
     ctx.local_mut(&out)[me * b..(me + 1) * b].copy_from_slice(&data[me * b..(me + 1) * b]);
     for r in 0..one_factor_rounds(p) {
         let j = one_factor_partner(p, me, r);
         if j != me {
             ctx.put(j, &out, me * b, &data[j * b..(j + 1) * b]);
+            lengths.send(ctx, j, data.len());
         }
         ctx.sync();
     }
+    lengths.check(ctx, UNIFORM, data.len());
     ctx.release(out)
 }
 

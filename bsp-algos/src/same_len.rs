@@ -1,5 +1,6 @@
-//! Every processor of a reduce, scan or broadcast passes a vector of the
-//! same length. [`Lengths`] checks it without a superstep of its own: a
+//! Every processor of a reduce, scan, broadcast or uniform all-to-all
+//! passes a vector of the same length. [`Lengths`] checks it without a
+//! superstep of its own: a
 //! processor that sends its vector (or a part of it) to another also puts
 //! its length there, in the same superstep, and the receiver compares the
 //! lengths it got with its own after the sync.
@@ -9,8 +10,9 @@ use bsp_core::{Coarray, Ctx};
 /// No length received from that processor.
 const NONE: u64 = u64::MAX;
 
-/// One superstep's length stamps: room on every processor for one length
-/// from each processor.
+/// Length stamps: room on every processor for one length from each
+/// processor, sent in one superstep or spread over several (one partner a
+/// round) and compared once, after the last.
 pub(crate) struct Lengths {
     stamps: Coarray<u64>,
 }

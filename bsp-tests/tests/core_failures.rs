@@ -515,7 +515,9 @@ fn a_panic_message_carries_its_location() {
 /// A handle made by one run: used in any later run it ends that run.
 #[test]
 fn a_handle_from_an_earlier_run_is_refused() {
-    let earlier = bsp::run(2, |ctx| (ctx.coarray::<u32>(4), ctx.queue::<u32>())).unwrap();
+    let earlier = Runtime::threads(2)
+        .run(|ctx| (ctx.coarray::<u32>(4), ctx.queue::<u32>()))
+        .unwrap();
     let (a, q) = *earlier.local();
     let want = Failure::at(ErrorKind::RegistrationMismatch, 0, 0)
         .says(&["coarray #0 was registered by another machine"]);

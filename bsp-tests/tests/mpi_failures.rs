@@ -60,6 +60,23 @@ fn scenario() {
             })
             .unwrap();
         }
+        // The uniform all-to-all (the default, whichever variant it picks)
+        // with p blocks of 4 on the last rank and of 3 elsewhere.
+        "all-to-all-length" => {
+            rt.run(|ctx| {
+                let b = if ctx.pid() == last { 4 } else { 3 };
+                bsp::algos::all_to_all_uniform(ctx, &vec![1u32; b * ctx.nprocs()]);
+            })
+            .unwrap();
+        }
+        // The default broadcast with an empty buffer on the last rank.
+        "broadcast-empty" => {
+            rt.run(|ctx| {
+                let len = if ctx.pid() == last { 0 } else { 6 };
+                bsp::algos::broadcast(ctx, 0, &mut vec![7u64; len]);
+            })
+            .unwrap();
+        }
         "early-return" => {
             rt.run(|ctx| {
                 ctx.sync();
@@ -729,4 +746,23 @@ fn concurrent_runs_are_refused_never_paired() {
         run.stdout
     );
     assert_eq!(run.stdout.matches("scenario concurrent done").count(), np);
+}
+
+#[test]
+fn collectives_of_unequal_lengths_end_the_job() {
+    for (name, np) in [
+        ("all-to-all-length", 2),
+        ("all-to-all-length", 3),
+        ("broadcast-empty", 2),
+        ("broadcast-empty", 4),
+    ] {
+        let Some(run) = job(name, np) else { return };
+        let lines = assert_failed(name, np, &run);
+        assert!(
+            lines.iter().any(|l| l.contains("out of bounds")
+                || l.contains("every processor must pass the same length, but processor")),
+            "{name}, np = {np}: no lengths' error in\n{}",
+            run.stderr
+        );
+    }
 }

@@ -63,7 +63,10 @@ pub fn broadcast_k_level<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T
 
 fn broadcast_levels<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T], k: usize) {
     let (n, me) = (ctx.nprocs(), ctx.pid());
-    if n == 1 || buf.is_empty() {
+    // An empty buffer takes part like any other: only the root's length
+    // is known here, so a processor that skipped would leave the others
+    // waiting in a sync, and the lengths' check could not name it.
+    if n == 1 {
         return;
     }
     let blocks = Blocks::new(n, k);
