@@ -55,13 +55,14 @@ pub(crate) fn processor<F, R>(
     router: Router,
     machine: Option<Machine>,
     transport: Transport,
+    stats_memory: usize,
     f: &F,
 ) -> Option<R>
 where
     F: Fn(&mut Ctx) -> R,
 {
     let _quiet = panic_hook::ProcessorThread::enter();
-    let mut ctx = Ctx::new(comm, router, machine, transport);
+    let mut ctx = Ctx::new(comm, router, machine, transport, stats_memory);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let result = f(&mut ctx);
         ctx.finish();

@@ -131,6 +131,7 @@ impl Runtime {
     {
         let runtime = self.clone().with_procs(p);
         let (limits, router, machine, transport, procs) = runtime.prepare()?;
+        let stats_memory = runtime.stats_budget()?;
         let procs = match transport {
             Transport::Threads => procs,
             #[cfg(feature = "mpi")]
@@ -138,7 +139,7 @@ impl Runtime {
         };
         let worker: transport::Worker = Arc::new(move |comm: Box<dyn Comm>| {
             let _quiet = panic_hook::ProcessorThread::enter();
-            let ctx = Ctx::new(comm, router, machine, transport);
+            let ctx = Ctx::new(comm, router, machine, transport, stats_memory);
             let mut session = Session::new(ctx, None);
             match catch_unwind(AssertUnwindSafe(|| others(&mut session))) {
                 Ok(()) => {
@@ -152,7 +153,7 @@ impl Runtime {
         let Some((comm, opened)) = transport::start(transport, procs, limits, worker)? else {
             return Ok(None);
         };
-        let ctx = Ctx::new(comm, router, machine, transport);
+        let ctx = Ctx::new(comm, router, machine, transport, stats_memory);
         Ok(Some(Session::new(ctx, Some(opened))))
     }
 }

@@ -85,7 +85,8 @@ impl Ctx {
         let group = Group::of(&choices, self.pid);
         let superstep = self.superstep;
         let comm = self.collective(|c| c.split(&group, superstep));
-        let mut sub = Ctx::new(comm, self.router, self.machine, self.transport);
+        let budget = self.stats.budget();
+        let mut sub = Ctx::new(comm, self.router, self.machine, self.transport, budget);
         sub.started = self.started;
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let result = f(&mut sub);
