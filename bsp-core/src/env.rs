@@ -33,3 +33,8 @@ pub const TRACE_FILE_ENV: &str = "BSP_TRACE_FILE";
 /// binomial tree of per-processor flags, after the collectives chapter's
 /// shared-memory barrier).
 pub const BARRIER_ENV: &str = "BSP_BARRIER";
+/// Environment variable giving the memory budget of each processor's
+/// statistics history in bytes, optionally followed by `K`, `M` or `G`
+/// (KiB, MiB, GiB; e.g. `64M`); default 4 MiB. See
+/// [`Runtime::with_stats_memory`](crate::Runtime::with_stats_memory).
+pub const STATS_MEMORY_ENV: &str = "BSP_STATS_MEMORY";

@@ -57,13 +57,14 @@ pub(crate) fn processor<F, R>(
     machine: Option<Machine>,
     transport: Transport,
     scope: Scope,
+    stats_memory: usize,
     f: &F,
 ) -> Option<R>
 where
     F: Fn(&mut Ctx) -> R,
 {
     let _quiet = panic_hook::ProcessorThread::enter();
-    let mut ctx = Ctx::new(comm, router, machine, transport, scope);
+    let mut ctx = Ctx::new(comm, router, machine, transport, scope, stats_memory);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let result = f(&mut ctx);
         ctx.finish();

@@ -74,7 +74,7 @@ pub use coarray::{Coarray, GetHandle};
 pub use ctx::{Ctx, Digit, DigitCounts, DigitKey, DirectPiece};
 pub use env::{
     BARRIER_ENV, MACHINE_CACHE_ENV, MACHINE_ENV, ON_FAILURE_ENV, PROCS_ENV, PROFILE_ENV,
-    ROUTER_ENV, SYNC_TIMEOUT_ENV, TRACE_FILE_ENV,
+    ROUTER_ENV, STATS_MEMORY_ENV, SYNC_TIMEOUT_ENV, TRACE_FILE_ENV,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use machine::{Cost, Machine, DIRECT_MARGIN};

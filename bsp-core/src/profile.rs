@@ -16,7 +16,7 @@
 use std::fmt;
 use std::path::Path;
 
-use crate::env::{MACHINE_ENV, PROFILE_ENV, TRACE_FILE_ENV};
+use crate::env::{MACHINE_ENV, PROFILE_ENV, STATS_MEMORY_ENV, TRACE_FILE_ENV};
 use crate::stats::{max, Stats, SuperstepStats};
 
 /// What `BSP_PROFILE` asks for at the end of a run.
@@ -88,11 +88,15 @@ impl fmt::Display for Stats {
     /// The profile table: per superstep its label, h, the work and sync
     /// times' minimum and maximum over processors (ms), the work imbalance
     /// (max / mean), the measured length and the cost model's prediction
-    /// w + h·g + l; then the totals.
+    /// w + h·g + l; then the totals (of the supersteps kept).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dropped = match self.dropped_supersteps {
+            0 => String::new(),
+            n => format!(" (the last; {n} before them dropped, {STATS_MEMORY_ENV} keeps more)"),
+        };
         writeln!(
             f,
-            "bsp profile: p = {}, router = {}, transport = {}, {} supersteps; times in ms",
+            "bsp profile: p = {}, router = {}, transport = {}, {} supersteps{dropped}; times in ms",
             self.nprocs,
             self.router,
             self.transport.name(),
@@ -310,6 +314,7 @@ mod tests {
                 step(0, vec![0.004, 0.001], vec![0.001, 0.004]),
                 step(1, vec![0.002, 0.002], vec![0.0, 0.0]),
             ],
+            dropped_supersteps: 0,
             machine: None,
         }
     }
@@ -341,6 +346,22 @@ mod tests {
         let row0 = with.lines().find(|l| l.contains("count")).expect("row 0");
         // 4 ms work + 300 bytes · 1 µs + 1 ms
         assert!(row0.trim_end().ends_with("5.300"), "{row0}");
+    }
+
+    #[test]
+    fn the_header_says_how_many_earlier_supersteps_were_dropped() {
+        let mut stats = two_steps();
+        assert!(!stats.to_string().contains("dropped"));
+        stats.dropped_supersteps = 40;
+        for s in &mut stats.supersteps {
+            s.superstep += 40;
+        }
+        let text = stats.to_string();
+        let header = text.lines().next().expect("header");
+        assert!(
+            header.contains("2 supersteps (the last; 40 before them dropped, BSP_STATS_MEMORY"),
+            "{header}"
+        );
     }
 
     #[test]

@@ -6,13 +6,14 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::ctx::Ctx;
-use crate::env::{ON_FAILURE_ENV, PROCS_ENV, ROUTER_ENV, SYNC_TIMEOUT_ENV};
+use crate::env::{ON_FAILURE_ENV, PROCS_ENV, ROUTER_ENV, STATS_MEMORY_ENV, SYNC_TIMEOUT_ENV};
 use crate::error::{Error, ErrorKind, Result};
 use crate::launch;
 use crate::machine::Machine;
 use crate::outcome::Outcome;
 use crate::router::Router;
 use crate::scope::Scope;
+use crate::stats_log::STATS_MEMORY;
 use crate::transport::{self, Comm, OnFailure, Program, RunLimits, Transport};
 
 /// Whether this process was started by `mpirun` / `mpiexec` (OpenMPI, MPICH
@@ -60,6 +61,9 @@ pub struct Runtime {
     sync_timeout: Option<Duration>,
     /// Set by [`Runtime::on_failure`]; `None`: from `BSP_ON_FAILURE`.
     on_failure: Option<OnFailure>,
+    /// Set by [`Runtime::with_stats_memory`]; `None`: from
+    /// `BSP_STATS_MEMORY`, or the default.
+    stats_memory: Option<usize>,
     machine: Option<Machine>,
     config_error: Option<String>,
     /// Set by [`Runtime::failure_report`].
@@ -74,6 +78,19 @@ fn parse_seconds(v: &str) -> Option<Duration> {
         .filter(|d| !d.is_zero())
 }
 
+/// Reads a byte count, as `BSP_STATS_MEMORY` gives it: a number, then
+/// optionally `K`, `M` or `G` (KiB, MiB, GiB).
+fn parse_bytes(v: &str) -> Option<usize> {
+    let v = v.trim();
+    let (number, shift) = match v.char_indices().last()? {
+        (at, 'K' | 'k') => (&v[..at], 10),
+        (at, 'M' | 'm') => (&v[..at], 20),
+        (at, 'G' | 'g') => (&v[..at], 30),
+        _ => (v, 0),
+    };
+    number.trim().parse::<usize>().ok()?.checked_mul(1 << shift)
+}
+
 impl Runtime {
     /// `p` processors on threads of this process, with the default router.
     pub fn threads(p: usize) -> Self {
@@ -83,6 +100,7 @@ impl Runtime {
             router: Router::default(),
             sync_timeout: None,
             on_failure: None,
+            stats_memory: None,
             machine: None,
             config_error: None,
             report: None,
@@ -123,6 +141,7 @@ impl Runtime {
             router: Router::default(),
             sync_timeout: None,
             on_failure: None,
+            stats_memory: None,
             machine: None,
             config_error: None,
             report: None,
@@ -314,6 +333,69 @@ impl Runtime {
         })
     }
 
+    /// Sets the memory budget, in bytes, of each processor's statistics
+    /// history ([`Ctx::stats`], `BSP_PROFILE`). Without it,
+    /// `BSP_STATS_MEMORY` gives the budget (bytes, or with a `K`, `M` or
+    /// `G` suffix: `64M`; anything else is an [`ErrorKind::Config`] error
+    /// at [`run`](Runtime::run)); with neither, it is 4 MiB.
+    ///
+    /// A processor keeps the sync rows of as many of the most recent
+    /// supersteps as fit: p · (28 + 2p) words a superstep up to 64
+    /// processors, 28p beyond, so 4 MiB keep about 7,000 supersteps at
+    /// p = 2, 1,400 at p = 8 and 50 at p = 64. The last superstep is
+    /// always kept; [`Stats::dropped_supersteps`](crate::Stats::dropped_supersteps)
+    /// counts the older ones dropped. On threads the processors share
+    /// these rows, so the process holds about one budget whatever p;
+    /// under MPI each rank holds one. The supersteps kept depend only on
+    /// p and the budget, so every processor and transport keeps the same.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::Runtime::threads(2)
+    ///     .with_stats_memory(0) // the last superstep only
+    ///     .run(|ctx| {
+    ///         for _ in 0..10 {
+    ///             ctx.sync();
+    ///         }
+    ///         ctx.stats()
+    ///     })?;
+    /// let stats = out.root().unwrap();
+    /// // Supersteps 0 to 8 are complete; 8 is kept.
+    /// assert_eq!(stats.supersteps[0].superstep, 8);
+    /// assert_eq!((stats.supersteps.len(), stats.dropped_supersteps), (1, 8));
+    /// # Ok::<(), bsp_core::Error>(())
+    /// ```
+    ///
+    /// # Cost
+    ///
+    /// Nothing in a sync, which keeps its all-gather's result as it is and
+    /// lets go of the oldest one kept.
+    pub fn with_stats_memory(mut self, bytes: usize) -> Self {
+        self.stats_memory = Some(bytes);
+        self
+    }
+
+    /// The statistics history's budget in bytes:
+    /// [`with_stats_memory`](Runtime::with_stats_memory)'s, or
+    /// `BSP_STATS_MEMORY`'s, or 4 MiB.
+    pub fn stats_memory(&self) -> usize {
+        self.stats_budget().unwrap_or(STATS_MEMORY)
+    }
+
+    /// The statistics history's budget, from the builder or the
+    /// environment; a malformed `BSP_STATS_MEMORY` is an error.
+    pub(crate) fn stats_budget(&self) -> Result<usize> {
+        match (self.stats_memory, std::env::var(STATS_MEMORY_ENV)) {
+            (Some(bytes), _) => Ok(bytes),
+            (None, Err(_)) => Ok(STATS_MEMORY),
+            (None, Ok(v)) => parse_bytes(&v).ok_or_else(|| {
+                let msg = format!("{STATS_MEMORY_ENV}={v:?} is not a number of bytes (e.g. 64M)");
+                Error::new(ErrorKind::Config, None, None, msg)
+            }),
+        }
+    }
+
     /// How a process that has to end on a failure words the error it
     /// prints to standard error, after `bsp: ` (default: the error's
     /// `Display`, `processor 1, superstep 2: <kind>: <message>`). Such a
@@ -404,6 +486,7 @@ impl Runtime {
             program: Program::of::<F>(),
             ..self.limits()?
         };
+        let stats_memory = self.stats_budget()?;
         let (router, transport) = (self.router, self.transport);
         let machine = match (self.machine, router) {
             (None, Router::Auto) => Some(Machine::of(self)?),
@@ -412,7 +495,8 @@ impl Runtime {
         let scope = Scope::run();
         let body = |comm: Box<dyn Comm>| {
             let (pid, nprocs) = (comm.pid(), comm.nprocs());
-            launch::processor(comm, router, machine, transport, scope, &f).map(|r| (pid, nprocs, r))
+            launch::processor(comm, router, machine, transport, scope, stats_memory, &f)
+                .map(|r| (pid, nprocs, r))
         };
         let held = transport::launch(transport, self.procs, limits, &body)?;
         let (first, nprocs) = (held[0].0, held[0].1);
@@ -544,4 +628,20 @@ where
     R: Send,
 {
     Runtime::launcher(p).run(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_bytes;
+
+    #[test]
+    fn byte_counts_read_with_binary_suffixes() {
+        assert_eq!(parse_bytes("4096"), Some(4096));
+        assert_eq!(parse_bytes(" 64M "), Some(64 << 20));
+        assert_eq!(parse_bytes("2k"), Some(2048));
+        assert_eq!(parse_bytes("1G"), Some(1 << 30));
+        for bad in ["", "M", "-1", "4 MB", "1.5M"] {
+            assert_eq!(parse_bytes(bad), None, "{bad:?}");
+        }
+    }
 }

@@ -138,6 +138,7 @@ impl Runtime {
             program: transport::Program::of::<F>(),
             ..limits
         };
+        let stats_memory = runtime.stats_budget()?;
         let procs = match transport {
             Transport::Threads => procs,
             #[cfg(feature = "mpi")]
@@ -146,7 +147,7 @@ impl Runtime {
         let scope = Scope::run();
         let worker: transport::Worker = Arc::new(move |comm: Box<dyn Comm>| {
             let _quiet = panic_hook::ProcessorThread::enter();
-            let ctx = Ctx::new(comm, router, machine, transport, scope);
+            let ctx = Ctx::new(comm, router, machine, transport, scope, stats_memory);
             let mut session = Session::new(ctx, None);
             match catch_unwind(AssertUnwindSafe(|| others(&mut session))) {
                 Ok(()) => {
@@ -160,7 +161,7 @@ impl Runtime {
         let Some((comm, opened)) = transport::start(transport, procs, limits, worker)? else {
             return Ok(None);
         };
-        let ctx = Ctx::new(comm, router, machine, transport, scope);
+        let ctx = Ctx::new(comm, router, machine, transport, scope, stats_memory);
         Ok(Some(Session::new(ctx, Some(opened))))
     }
 }

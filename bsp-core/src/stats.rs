@@ -257,7 +257,9 @@ impl SuperstepStats {
 ///
 /// A superstep's figures are complete once the next `sync` (or the end of
 /// the run) has exchanged them; [`Ctx::stats`](crate::Ctx::stats) returns
-/// the complete ones. Set `BSP_PROFILE=1` to have processor 0 print this
+/// the complete ones, as far back as a memory budget allows
+/// ([`dropped_supersteps`](Stats::dropped_supersteps) counts the older
+/// ones). Set `BSP_PROFILE=1` to have processor 0 print this
 /// table (its `Display`) when the run ends, or `BSP_PROFILE=trace` to have it
 /// write a timeline for ui.perfetto.dev. It serializes (serde) with the
 /// router and transport by name.
@@ -290,8 +292,14 @@ pub struct Stats {
     /// The transport used.
     #[serde(serialize_with = "transport_name")]
     pub transport: Transport,
-    /// One entry per completed superstep, in order.
+    /// One entry per completed superstep still kept, in order: the most
+    /// recent ones, within the memory budget of
+    /// [`Runtime::with_stats_memory`](crate::Runtime::with_stats_memory).
     pub supersteps: Vec<SuperstepStats>,
+    /// How many of the first supersteps' statistics were dropped to keep
+    /// within that budget: `supersteps` starts at this superstep. 0 when
+    /// every superstep is kept.
+    pub dropped_supersteps: usize,
     /// The machine parameters (g and l per router) that the table's
     /// predicted costs use, where known: measured for [`Router::Auto`]
     /// (or given by `BSP_MACHINE` or [`with_machine`](Stats::with_machine)).
@@ -309,7 +317,7 @@ fn transport_name<S: Serializer>(t: &Transport, s: S) -> Result<S::Ok, S::Error>
 }
 
 impl Stats {
-    /// Sum over supersteps of the largest h in bytes.
+    /// Sum over the supersteps kept of the largest h in bytes.
     pub fn total_h_bytes(&self) -> u64 {
         self.supersteps.iter().map(SuperstepStats::h_bytes).sum()
     }

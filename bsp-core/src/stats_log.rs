@@ -1,11 +1,15 @@
 //! The statistics log: the rows of the most recent sync exchanges, kept raw
 //! so that a sync costs no more than storing the all-gather's result, and
-//! turned into [`SuperstepStats`] only when asked.
+//! turned into [`SuperstepStats`] only when asked. The log holds as many
+//! exchanges as fit in a byte budget ([`StatsLog::new`]), so that its
+//! memory stays within the budget however many supersteps and processors
+//! a run has.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
+use std::mem::size_of;
 
-use crate::protocol::SyncRow;
+use crate::protocol::{self, SyncRow};
 use crate::router::{RouteFigures, Router};
 use crate::stats::{RouteStats, SuperstepStats};
 use crate::transport::Rows;
@@ -20,29 +24,58 @@ pub(crate) struct Choice {
     pub(crate) h: u64,
 }
 
-/// How many supersteps' statistics a processor keeps (the most recent ones),
-/// so that a run of millions of supersteps does not grow without bound.
-pub(crate) const STATS_HISTORY: usize = 1 << 16;
+/// The default budget of a processor's statistics log, in bytes (see
+/// [`Runtime::with_stats_memory`](crate::Runtime::with_stats_memory)).
+pub(crate) const STATS_MEMORY: usize = 4 << 20;
 
-/// The rows of the most recent exchanges (at most [`STATS_HISTORY`] + 1),
-/// oldest first. Superstep s's statistics are its work in the rows of
-/// sync s and its sync figures in the rows of the next exchange.
+/// Bytes a kept exchange costs beside its words: its entry in the log and
+/// the counts of its shared allocation.
+const ENTRY_BYTES: usize = size_of::<(Rows, Choice)>() + 2 * size_of::<usize>();
+
+/// Bytes one kept exchange among `nprocs` processors costs: each
+/// processor's row (its counts included, up to 64 processors) and the
+/// entry. Rows that also carry record heads are kept without them (see
+/// [`StatsLog::push`]), so no kept exchange costs more.
+fn exchange_bytes(nprocs: usize) -> usize {
+    nprocs * protocol::row_width(nprocs, 0) * size_of::<u64>() + ENTRY_BYTES
+}
+
+/// The rows of the most recent exchanges, as many as the budget allows
+/// (two at least), oldest first. Superstep s's statistics are its work in
+/// the rows of sync s and its sync figures in the rows of the next
+/// exchange.
+///
+/// How many are kept depends only on p and the budget, not on the
+/// transport, so every processor of every run keeps the same supersteps.
+/// On threads the processors share each exchange's rows (the all-gather's
+/// one result), so a process holds about one budget whatever p; under
+/// MPI each rank holds its own.
 pub(crate) struct StatsLog {
     /// Processors, each of which contributed a row (of the same width,
     /// which may change from one exchange to the next) to each exchange.
     nprocs: usize,
+    /// The budget in bytes, kept for the logs of sub-machines.
+    budget: usize,
+    /// The most exchanges kept: the budget over [`exchange_bytes`].
+    capacity: usize,
     rows: VecDeque<(Rows, Choice)>,
-    /// The superstep of the oldest kept exchange.
+    /// The superstep of the oldest kept exchange: as many supersteps'
+    /// statistics have been dropped.
     first: usize,
     /// The supersteps' labels ([`Ctx::label`](crate::Ctx::label)), by superstep.
     labels: BTreeMap<usize, Cow<'static, str>>,
 }
 
 impl StatsLog {
-    /// A log of the rows gathered from `nprocs` processors.
-    pub(crate) fn new(nprocs: usize) -> Self {
+    /// A log of the rows gathered from `nprocs` processors that keeps
+    /// at most `budget` bytes of them (but always the last two exchanges,
+    /// so that the last superstep's statistics are complete), besides the
+    /// labels of the supersteps kept.
+    pub(crate) fn new(nprocs: usize, budget: usize) -> Self {
         StatsLog {
             nprocs,
+            budget,
+            capacity: (budget / exchange_bytes(nprocs)).max(2),
             rows: VecDeque::new(),
             first: 0,
             labels: BTreeMap::new(),
@@ -54,15 +87,45 @@ impl StatsLog {
         self.labels.insert(step, name);
     }
 
+    /// The budget in bytes given to [`new`](StatsLog::new).
+    pub(crate) fn budget(&self) -> usize {
+        self.budget
+    }
+
+    /// How many of the first supersteps' statistics have been dropped.
+    pub(crate) fn dropped(&self) -> usize {
+        self.first
+    }
+
     /// Keeps the rows of one exchange (all processors' words) and the
-    /// router chosen for the sync they open.
+    /// router chosen for the sync they open, dropping the oldest kept
+    /// exchange when the log is full. Rows that carry record heads (a
+    /// slot beyond the counts, under MPI after a placed superstep) are
+    /// kept as a copy of their statistics' part.
     pub(crate) fn push(&mut self, words: Rows, choice: Choice) {
-        if self.rows.len() > STATS_HISTORY {
+        if self.rows.len() == self.capacity {
             self.rows.pop_front();
             self.labels.remove(&self.first);
             self.first += 1;
         }
+        let width = words.len() / self.nprocs;
+        let words = if width > protocol::row_width(self.nprocs, 0) {
+            words
+                .chunks(width)
+                .flat_map(|row| &row[..SyncRow::WORDS])
+                .copied()
+                .collect()
+        } else {
+            words
+        };
         self.rows.push_back((words, choice));
+    }
+
+    /// Bytes the kept exchanges take, counted as [`exchange_bytes`] does.
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        let words: usize = self.rows.iter().map(|(w, _)| w.len()).sum();
+        words * size_of::<u64>() + self.rows.len() * ENTRY_BYTES
     }
 
     /// Every superstep whose figures are complete; with `finished`, also the
@@ -161,28 +224,47 @@ mod tests {
         }
     }
 
-    fn words(work_ns: u64, sent: u64) -> Rows {
-        let row = SyncRow {
+    /// The rows of one exchange among `p` processors, `width` words each
+    /// (the rest zero), where processor q reports `work_ns(q)` of work and
+    /// `sent(q)` bytes sent in the previous sync.
+    fn rows(
+        p: usize,
+        width: usize,
+        work_ns: impl Fn(u64) -> u64,
+        sent: impl Fn(u64) -> u64,
+    ) -> Rows {
+        let row = |q: u64| SyncRow {
             status: Status::Syncing,
             superstep: 0,
             registrations: 0,
             fingerprint: 0,
             has_gets: false,
             bytes: 0,
-            work_ns,
+            work_ns: work_ns(q),
             lends: false,
             records: 0,
             previous: SyncFigures {
-                bytes: Traffic { sent, received: 0 },
+                bytes: Traffic {
+                    sent: sent(q),
+                    received: 0,
+                },
                 ..SyncFigures::default()
             },
         };
-        [row.to_words(), row.to_words()].concat().into()
+        let mut words = vec![0; p * width];
+        for (q, at) in words.chunks_mut(width).enumerate() {
+            at[..SyncRow::WORDS].copy_from_slice(&row(q as u64).to_words());
+        }
+        words.into()
+    }
+
+    fn words(work_ns: u64, sent: u64) -> Rows {
+        rows(2, SyncRow::WORDS, |_| work_ns, |_| sent)
     }
 
     #[test]
     fn a_superstep_pairs_its_work_with_the_next_rows_figures() {
-        let mut log = StatsLog::new(2);
+        let mut log = StatsLog::new(2, STATS_MEMORY);
         log.push(words(1000, 0), direct());
         assert!(log.supersteps(false).is_empty());
         log.push(words(2000, 64), direct());
@@ -194,5 +276,57 @@ mod tests {
             .iter()
             .all(|&w| (w - 1e-6).abs() < 1e-15));
         assert_eq!(steps[1].sent_bytes, vec![0, 0]);
+    }
+
+    /// Pushes `exchanges` exchanges among `p` processors, with rows of
+    /// [`protocol::row_width`]`(p, slot)` words, into a log of `budget`
+    /// bytes: the log stays within the budget after every push, and keeps
+    /// the most recent supersteps, each with its own figures.
+    fn keeps_the_latest_within(p: usize, slot: usize, budget: usize, exchanges: usize) {
+        let mut log = StatsLog::new(p, budget);
+        let width = protocol::row_width(p, slot);
+        // Exchange k: processor q worked k·1000 + q ns in superstep k and
+        // sent 100·k + q bytes in sync k − 1.
+        for k in 0..exchanges as u64 {
+            log.label(k as usize, Cow::Owned(format!("step {k}")));
+            log.push(rows(p, width, |q| k * 1000 + q, |q| 100 * k + q), direct());
+            assert!(log.bytes() <= budget, "{} bytes after {k}", log.bytes());
+        }
+        let steps = log.supersteps(false);
+        assert_eq!(steps.len(), budget / exchange_bytes(p) - 1);
+        assert_eq!(log.dropped() + steps.len(), exchanges - 1);
+        for (s, k) in steps.iter().zip(log.dropped() as u64..) {
+            assert_eq!(s.superstep, k as usize);
+            assert_eq!(s.label.as_deref(), Some(format!("step {k}").as_str()));
+            let sent: Vec<u64> = (0..p as u64).map(|q| 100 * (k + 1) + q).collect();
+            assert_eq!(s.sent_bytes, sent);
+            let work_ns = s.work_seconds.iter().map(|w| (w * 1e9).round() as u64);
+            assert!(work_ns.eq((0..p as u64).map(|q| k * 1000 + q)));
+        }
+        assert_eq!(log.labels.len(), steps.len() + 1);
+    }
+
+    #[test]
+    fn the_default_budget_keeps_as_many_supersteps_as_documented() {
+        // Ctx::stats and Runtime::with_stats_memory: about 7,000 supersteps
+        // at p = 2, 1,400 at p = 8 and 50 at p = 64.
+        for (p, about) in [(2, 7000), (8, 1400), (64, 50)] {
+            let kept = StatsLog::new(p, STATS_MEMORY).capacity - 1;
+            assert!(
+                (about..about + about / 10).contains(&kept),
+                "p = {p}: {kept}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_log_keeps_the_latest_supersteps_within_its_budget_at_64_processors() {
+        keeps_the_latest_within(64, 0, 1 << 20, 5000);
+    }
+
+    #[test]
+    fn rows_with_record_heads_are_kept_without_them() {
+        let p = 4;
+        keeps_the_latest_within(p, 16, 20 * exchange_bytes(p), 500);
     }
 }

@@ -4,7 +4,7 @@
 
 mod support;
 
-use bsp::Runtime;
+use bsp::{Runtime, SuperstepStats};
 use support::{describe, on_runtimes, run_local, watchdog};
 
 /// Checks `ok(pid, result)` for every visible processor (each test body
@@ -207,6 +207,63 @@ fn results_and_statistics_are_deterministic() {
             }
         }
     }
+}
+
+/// The statistics within a small memory budget: the most recent
+/// supersteps, each with its own figures and label (the same as a run that
+/// keeps them all reports, times aside), and the count of those dropped.
+#[test]
+fn statistics_keep_the_latest_supersteps_within_their_budget() {
+    const STEPS: usize = 200;
+    // In superstep s, processor q puts (q + s) mod 3 times to the next.
+    let program = |ctx: &mut bsp::Ctx| {
+        let (me, p) = (ctx.pid(), ctx.nprocs());
+        let a = ctx.coarray::<u64>(2);
+        for s in 0..STEPS {
+            ctx.label(format!("step {s}"));
+            for k in 0..(me + s) % 3 {
+                ctx.put((me + 1) % p, &a, k, &[s as u64]);
+            }
+            ctx.sync();
+        }
+        ctx.stats()
+    };
+    let untimed = |steps: &[SuperstepStats]| -> Vec<SuperstepStats> {
+        let mut steps = steps.to_vec();
+        for s in &mut steps {
+            (s.work_seconds, s.sync_seconds) = (Vec::new(), Vec::new());
+        }
+        steps
+    };
+    on_runtimes(120, &[2, 5], move |rt| {
+        // 16 KiB keep the rows of 10 (p = 5) to 28 (p = 2) exchanges; the
+        // default budget keeps every superstep of this run.
+        let all = run_local(rt, program);
+        let kept = run_local(&rt.clone().with_stats_memory(16 << 10), program);
+        let p = rt.nprocs();
+        for ((pid, all), (_, kept)) in all.iter().zip(&kept) {
+            let at = format!("{}, processor {pid}", describe(rt));
+            // Superstep 199's figures come with the end of the run.
+            assert_eq!(
+                (all.dropped_supersteps, all.supersteps.len()),
+                (0, STEPS - 1)
+            );
+            let dropped = kept.dropped_supersteps;
+            assert!(dropped > 0, "{at}: nothing dropped");
+            assert_eq!(dropped + kept.supersteps.len(), STEPS - 1, "{at}");
+            assert_eq!(
+                untimed(&kept.supersteps),
+                untimed(&all.supersteps[dropped..]),
+                "{at}"
+            );
+            for (s, step) in kept.supersteps.iter().zip(dropped..) {
+                assert_eq!(s.superstep, step, "{at}");
+                assert_eq!(s.label, Some(format!("step {step}")), "{at}");
+                let puts: Vec<u64> = (0..p).map(|q| ((q + step) % 3) as u64).collect();
+                assert_eq!(s.sent_records, puts, "{at}: superstep {step}");
+            }
+        }
+    });
 }
 
 #[test]

@@ -165,6 +165,7 @@ impl Ctx {
         machine: Option<Machine>,
         transport: Transport,
         scope: Scope,
+        stats_memory: usize,
     ) -> Self {
         let (pid, nprocs) = (comm.pid(), comm.nprocs());
         Ctx {
@@ -183,7 +184,7 @@ impl Ctx {
             has_gets: false,
             lending: Vec::new(),
             last_sync: SyncFigures::default(),
-            stats: StatsLog::new(nprocs),
+            stats: StatsLog::new(nprocs, stats_memory),
             heads_slot: 0,
             finished: false,
             pending: None,
@@ -403,8 +404,14 @@ impl Ctx {
 
     /// Statistics of the supersteps completed so far (every superstep whose
     /// figures have been exchanged: all but the last synced one, and all of
-    /// them once the run has ended). Only the most recent 65,536 supersteps
-    /// are kept.
+    /// them once the run has ended), as far back as they are kept.
+    ///
+    /// Each processor keeps the most recent supersteps within a memory
+    /// budget, 4 MiB unless `BSP_STATS_MEMORY` or
+    /// [`Runtime::with_stats_memory`](crate::Runtime::with_stats_memory)
+    /// (which says how many supersteps that is) sets another; older ones
+    /// are dropped, oldest first, and [`Stats::dropped_supersteps`] counts
+    /// them.
     ///
     /// # Examples
     ///
@@ -423,13 +430,16 @@ impl Ctx {
     ///
     /// # Cost
     ///
-    /// Local, linear in the supersteps kept times p.
+    /// Local, linear in the supersteps kept times p. Keeping them costs a
+    /// sync nothing beyond storing its all-gather's result and letting go
+    /// of the oldest one kept.
     pub fn stats(&self) -> Stats {
         Stats {
             nprocs: self.nprocs,
             router: self.router,
             transport: self.transport,
             supersteps: self.stats.supersteps(self.finished),
+            dropped_supersteps: self.stats.dropped(),
             machine: self.machine,
         }
     }

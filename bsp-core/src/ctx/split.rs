@@ -90,7 +90,15 @@ impl Ctx {
         let comm = self.collective(|c| c.split(&group, superstep));
         let scope = self.scope.sub(self.splits, color as u64);
         self.splits += 1;
-        let mut sub = Ctx::new(comm, self.router, self.machine, self.transport, scope);
+        let budget = self.stats.budget();
+        let mut sub = Ctx::new(
+            comm,
+            self.router,
+            self.machine,
+            self.transport,
+            scope,
+            budget,
+        );
         sub.started = self.started;
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let result = f(&mut sub);
