@@ -631,3 +631,21 @@ fn handles_do_not_cross_a_split() {
         });
     });
 }
+
+/// Swapping out a coarray that a put_from of the same superstep reads is
+/// refused, naming the put_from (it ended in a panic inside `bytes`).
+#[test]
+fn replacing_a_coarray_that_a_put_from_reads() {
+    let want = Failure::at(ErrorKind::PendingCommunication, 1, 1)
+        .says(&["replace_local of coarray #0 while a put_from"]);
+    fails(2, want, |ctx| {
+        let a = ctx.coarray_from(vec![1u32; 64]);
+        let b = ctx.coarray::<u32>(64);
+        ctx.sync();
+        ctx.put_from(1 - ctx.pid(), &b, 0, &a, 0, 64);
+        if ctx.pid() == 1 {
+            ctx.replace_local(&a, Vec::new());
+        }
+        ctx.sync();
+    });
+}

@@ -77,6 +77,20 @@ fn scenario() {
             })
             .unwrap();
         }
+        // replace_local of a coarray that a put_from of the superstep reads.
+        "replace-lent" => {
+            rt.run(|ctx| {
+                let a = ctx.coarray_from(vec![1u32; 64]);
+                let b = ctx.coarray::<u32>(64);
+                ctx.sync();
+                ctx.put_from((ctx.pid() + 1) % ctx.nprocs(), &b, 0, &a, 0, 64);
+                if ctx.pid() == last {
+                    ctx.replace_local(&a, Vec::new());
+                }
+                ctx.sync();
+            })
+            .unwrap();
+        }
         "early-return" => {
             rt.run(|ctx| {
                 ctx.sync();
@@ -762,6 +776,26 @@ fn collectives_of_unequal_lengths_end_the_job() {
             lines.iter().any(|l| l.contains("out of bounds")
                 || l.contains("every processor must pass the same length, but processor")),
             "{name}, np = {np}: no lengths' error in\n{}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn replacing_a_coarray_that_a_put_from_reads_ends_the_job() {
+    for np in [2, 3] {
+        let Some(run) = job("replace-lent", np) else {
+            return;
+        };
+        let lines = assert_failed("replace-lent", np, &run);
+        let want = format!(
+            "bsp: processor {}, superstep 1: undelivered communication: replace_local of coarray #0 \
+             while a put_from",
+            np - 1
+        );
+        assert!(
+            lines.iter().any(|l| l.starts_with(&want)),
+            "np = {np}: no {want:?} in\n{}",
             run.stderr
         );
     }

@@ -115,12 +115,25 @@ impl Ctx {
     ///
     /// # Panics
     ///
-    /// If `a` was registered on another machine (another run, a split's sub-machine or its parent).
+    /// If `a` was registered on another machine (another run, a split's
+    /// sub-machine or its parent). The run ends with
+    /// [`ErrorKind::PendingCommunication`](crate::ErrorKind::PendingCommunication)
+    /// if `a` is the source of a [`put_from`](Ctx::put_from) in this
+    /// superstep: that put reads `a`'s local part at the sync, so it cannot
+    /// be swapped before then.
     ///
     /// # Cost
     ///
     /// Local, O(1).
     pub fn replace_local<T: Pod + Send>(&mut self, a: &Coarray<T>, local: Vec<T>) -> Vec<T> {
+        let id = self.id_of(a);
+        if self.lending.contains(&id) {
+            let msg = format!(
+                "replace_local of coarray #{id} while a put_from of this superstep reads it \
+                 (the put_from sends from its local part at the sync); replace it after the sync"
+            );
+            self.misuse(ErrorKind::PendingCommunication, msg);
+        }
         std::mem::replace(self.array_mut(a), local)
     }
 
