@@ -7,7 +7,7 @@
 //! here, and a failed one is returned as an [`Error`] that blames the
 //! processor that sent the request.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use bytemuck::Pod;
 
@@ -54,6 +54,15 @@ fn zeroed_storage<T: Pod + Send>(len: usize) -> Box<dyn Storage> {
 pub(crate) struct PendingGets {
     next_ticket: u64,
     values: HashMap<u64, PendingGet>,
+    /// The memory this superstep's raw gets write, by start address, while
+    /// no two overlap.
+    raw_ranges: BTreeMap<usize, usize>,
+    /// Whether two raw gets of this superstep write overlapping memory:
+    /// their replies, which arrive by source, are then held and written in
+    /// call (ticket) order, so that the get called last wins.
+    overlapping: bool,
+    /// The replies held for that, with their targets.
+    held: Vec<(u64, RawTarget, Vec<u8>)>,
 }
 
 impl PendingGets {
@@ -77,6 +86,7 @@ impl PendingGets {
     /// valid for writes, and untouched by anything else, until the sync
     /// that delivers the get has returned.
     pub(crate) unsafe fn open_raw(&mut self, into: *mut u8, len: usize) -> u64 {
+        self.note_raw_range(into as usize, len);
         let ticket = self.next_ticket;
         self.next_ticket += 1;
         let raw = PendingGet::Raw {
@@ -87,14 +97,57 @@ impl PendingGets {
         ticket
     }
 
+    /// Notes that a raw get of this superstep writes `len` bytes from
+    /// address `start`, and whether that overlaps another's (O(log n) per
+    /// get while none do; the tracking stops at the first overlap).
+    fn note_raw_range(&mut self, start: usize, len: usize) {
+        if len == 0 || self.overlapping {
+            return;
+        }
+        let end = start.saturating_add(len);
+        let before = self.raw_ranges.range(..=start).next_back();
+        let after = self.raw_ranges.range(start..).next();
+        if before.is_some_and(|(_, &e)| e > start) || after.is_some_and(|(&s, _)| s < end) {
+            self.overlapping = true;
+            self.raw_ranges.clear();
+        } else {
+            self.raw_ranges.insert(start, end);
+        }
+    }
+
+    /// Writes the raw replies held because this superstep's raw gets
+    /// overlap, in call order, and forgets the superstep's ranges. Called
+    /// once the replies have arrived, before the puts are applied.
+    pub(crate) fn land_in_call_order(&mut self) {
+        self.raw_ranges.clear();
+        self.overlapping = false;
+        let mut held = std::mem::take(&mut self.held);
+        held.sort_unstable_by_key(|&(ticket, _, _)| ticket);
+        for (_, into, bytes) in held {
+            // SAFETY: `open_raw`'s contract: `into..into + bytes.len()` is
+            // valid for writes and untouched by anything else until this
+            // sync returns; each reply is written alone, one after another.
+            let target = unsafe { std::slice::from_raw_parts_mut(into.0, bytes.len()) };
+            target.copy_from_slice(&bytes);
+        }
+    }
+
     /// Writes the reply to `ticket` (`bytes` bytes, read from `payload`)
-    /// into its buffer, or into the program's memory for a raw get.
+    /// into its buffer, or into the program's memory for a raw get (held
+    /// for [`land_in_call_order`](Self::land_in_call_order) when this
+    /// superstep's raw gets overlap).
     fn land(&mut self, ticket: u64, bytes: usize, payload: &mut SegmentReader<'_>) {
         if let Some(PendingGet::Raw { into, len }) = self.values.get(&ticket) {
             assert_eq!(*len, bytes, "bsp: a get reply of the wrong length");
             let into = into.0;
             self.values.remove(&ticket);
             if bytes == 0 {
+                return;
+            }
+            if self.overlapping {
+                let mut copy = vec![0u8; bytes];
+                assert!(payload.read_into(&mut copy), "bsp: truncated get reply");
+                self.held.push((ticket, RawTarget(into), copy));
                 return;
             }
             // SAFETY: `open_raw`'s contract: `into..into + bytes` is valid

@@ -4,7 +4,7 @@
 
 mod support;
 
-use bsp::{Runtime, SuperstepStats};
+use bsp::{Router, Runtime, SuperstepStats};
 use support::{describe, on_runtimes, run_local, watchdog};
 
 /// Checks `ok(pid, result)` for every visible processor (each test body
@@ -59,6 +59,40 @@ fn last_put_by_source_then_call_order_wins() {
         verify(rt, out, |pid, local| {
             pid != 0 || *local == vec![last * 10 + 1, last, 0]
         });
+    });
+}
+
+/// Gets into the same local bytes land in call order, whatever the order
+/// of their sources, on every router (they landed by source pid).
+#[test]
+fn overlapping_get_areas_land_in_call_order() {
+    on_runtimes(120, &[2, 3, 5], |rt| {
+        for rt in [rt.clone(), rt.clone().with_router(Router::Transportation)] {
+            let out = run_local(&rt, |ctx| {
+                let p = ctx.nprocs();
+                let mut mine = [ctx.pid() as u8 + 1; 4];
+                let mut into = [0u8; 8];
+                let at = into.as_mut_ptr();
+                // SAFETY: `mine` and `into` outlive the sync below and are
+                // touched by nothing else until it returns.
+                unsafe {
+                    let area = ctx.register_area(mine.as_mut_ptr(), mine.len());
+                    // From the highest pid down: call order is the reverse
+                    // of the sources' order. Processor 0's get, called
+                    // last, wins.
+                    for q in (0..p).rev() {
+                        ctx.get_area(q, area, 0, at, 4);
+                    }
+                    // Called after them all, over half of those bytes.
+                    ctx.get_area(p - 1, area, 0, at.add(2), 4);
+                    ctx.sync();
+                    ctx.release_area(area);
+                }
+                into
+            });
+            let p = rt.nprocs() as u8;
+            verify(&rt, out, |_, into| *into == [1, 1, p, p, p, p, 0, 0]);
+        }
     });
 }
 

@@ -620,6 +620,7 @@ impl Ctx {
                     &mut figures,
                     &mut deferred,
                 );
+                self.gets.land_in_call_order();
                 // Gets land before the superstep's puts are applied (only
                 // a get into memory the program owns, `get_area`, can tell).
                 let applied = self.inbound().apply(&requests, &mut deferred);
@@ -643,6 +644,8 @@ impl Ctx {
         self.has_gets = false;
         self.superstep += 1;
         self.comm.set_superstep(self.superstep);
+        // (Already done where replies arrived; here for a sync without.)
+        self.gets.land_in_call_order();
         self.land_gets();
         figures.sync_ns = start.elapsed().as_nanos() as u64;
         self.last_sync = figures;
