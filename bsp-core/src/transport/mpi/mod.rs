@@ -64,9 +64,16 @@
 //! A rank's block to itself never goes through MPI: it is handed over as
 //! it is (reference-counted segments), and MPI sees an empty block.
 //!
-//! MPI counts are `int`s: a block, and the bytes one rank receives in one
-//! exchange, must stay below 2³¹ bytes; larger ones end the run with an
-//! [`ErrorKind::Transport`] error.
+//! MPI counts are `int`s, so no message and no rank's part of a collective
+//! may carry 2³¹ bytes or more (the *piece limit*, 2³¹ − 1 bytes). A
+//! superstep may still move any number of bytes between two ranks: in a
+//! counted exchange, a block travels inside the collective only up to a
+//! p-th of the piece limit (so that no rank sends or receives more than
+//! the limit in it), and a larger one goes point to point after it, in
+//! messages of at most the piece limit (`p2p.rs`); the placed exchanges'
+//! payloads go point to point anyway, cut the same way. Both ends of a
+//! pair know the block's length, so they agree on the way without a word.
+//! [`PIECE_ENV`] lowers the limit, for tests of these paths.
 
 mod alltoallw;
 mod eager;
@@ -114,6 +121,13 @@ pub(crate) const SEND_ENV: &str = "BSP_MPI_SEND";
 /// superstep has no gets) or `staged` (never); see [`ReceiveMode`]. Every
 /// rank of a job must use the same.
 pub(crate) const RECEIVE_ENV: &str = "BSP_MPI_RECEIVE";
+
+/// Environment variable lowering the piece limit (bytes, from 1 to
+/// 2³¹ − 1, the default): the most bytes of one MPI message or of one
+/// rank's part of a collective. For testing only: it sends blocks above
+/// a few bytes the way those of gigabytes go (see the module docs). Every
+/// rank of a job must use the same (checked when a run starts).
+pub(crate) const PIECE_ENV: &str = "BSP_MPI_PIECE";
 
 /// Upper bound on the bytes of one rank's eager slots in a transpose (all p
 /// of them together); larger blocks send their remainder in a second step.
@@ -303,6 +317,9 @@ pub(crate) struct MpiComm {
     mode: TransposeMode,
     send: SendMode,
     receive: ReceiveMode,
+    /// The piece limit: the most bytes of one message or of this rank's
+    /// part of a collective (see the module docs).
+    piece: usize,
     /// The agreed slot size of the next eager transpose, header included.
     slot: usize,
     limits: RunLimits,
@@ -320,6 +337,13 @@ impl MpiComm {
             Some(own) => own.get(),
             None => &self.world.comm,
         }
+    }
+
+    /// The most bytes a block may have to travel inside a collective: a
+    /// p-th of the piece limit, so that no rank sends or receives more
+    /// than the limit in one. Larger blocks go point to point.
+    fn inline_limit(&self) -> usize {
+        self.piece / self.nprocs
     }
 }
 
@@ -485,22 +509,37 @@ fn config_error(msg: String) -> Error {
     Error::new(ErrorKind::Config, None, None, msg)
 }
 
-/// Checks that every rank runs with the same time limit and failure mode
-/// (one `MPI_Allgather` of two words): ranks that disagree would wait in
-/// different collectives.
-fn agree_on_limits(world: &World, limits: RunLimits) -> Result<()> {
+/// Checks that every rank runs with the same time limit, failure mode
+/// and piece limit (one `MPI_Allgather` of three words): ranks that
+/// disagree would wait in different collectives, or cut blocks
+/// differently.
+fn agree_on_limits(world: &World, limits: RunLimits, piece: usize) -> Result<()> {
     let timeout_ns = limits
         .sync_timeout
         .map_or(0, |t| u64::try_from(t.as_nanos()).unwrap_or(u64::MAX));
-    let mine = [timeout_ns, limits.on_failure as u64];
-    let mut all = vec![0u64; 2 * world.comm.size() as usize];
+    let mine = [timeout_ns, limits.on_failure as u64, piece as u64];
+    let mut all = vec![0u64; mine.len() * world.comm.size() as usize];
     world.comm.all_gather_into(&mine[..], &mut all[..]);
-    match all.chunks(2).position(|r| r != mine) {
+    match all.chunks(mine.len()).position(|r| r != mine) {
         None => Ok(()),
         Some(q) => Err(config_error(format!(
-            "the ranks disagree on BSP_SYNC_TIMEOUT or BSP_ON_FAILURE (rank {q} differs from rank {}); \
-             give every rank the same environment (mpirun -x BSP_SYNC_TIMEOUT ...)",
+            "the ranks disagree on BSP_SYNC_TIMEOUT, BSP_ON_FAILURE or {PIECE_ENV} (rank {q} differs \
+             from rank {}); give every rank the same environment (mpirun -x BSP_SYNC_TIMEOUT ...)",
             world.comm.rank()
+        ))),
+    }
+}
+
+/// The piece limit: [`PIECE_ENV`], or MPI's count limit.
+fn piece_limit() -> Result<usize> {
+    let most = mpi::Count::MAX as usize;
+    let Ok(set) = std::env::var(PIECE_ENV) else {
+        return Ok(most);
+    };
+    match set.trim().parse::<usize>() {
+        Ok(n) if (1..=most).contains(&n) => Ok(n),
+        _ => Err(config_error(format!(
+            "{PIECE_ENV}={set:?}: expected a number of bytes from 1 to {most}"
         ))),
     }
 }
@@ -544,9 +583,10 @@ fn open(limits: RunLimits) -> Result<(MpiComm, MutexGuard<'static, ()>)> {
             ("staged", ReceiveMode::Staged),
         ],
     )?;
+    let piece = piece_limit()?;
     let world = world();
     let serialised = lock(&world.run_lock);
-    agree_on_limits(world, limits)?;
+    agree_on_limits(world, limits, piece)?;
     let comm = MpiComm {
         world,
         pid: world.comm.rank() as usize,
@@ -554,6 +594,7 @@ fn open(limits: RunLimits) -> Result<(MpiComm, MutexGuard<'static, ()>)> {
         mode,
         send,
         receive,
+        piece,
         slot: MIN_SLOT,
         limits,
         superstep: 0,
