@@ -53,6 +53,14 @@
 //!   (registrations, pops or tag sizes that differ between processors,
 //!   some processors at `bsp_sync` while others are at `bsp_end`). The
 //!   exit status is 1.
+//! * A program that ends while its section is open, because a processor
+//!   calls `exit` (or processor 0 returns from `main` before `bsp_end`),
+//!   ends on both transports with one line naming that processor and its
+//!   superstep, `bsp: processor 1, superstep 1: exited during a run
+//!   (status 3)...`, and with the status given to `exit` (here 3), or 1
+//!   where that was 0: the section did not end. (Where the C library does
+//!   not pass the status to exit hooks, as glibc's `on_exit` does, the
+//!   status is 1.)
 
 mod proc;
 mod report;
@@ -212,20 +220,43 @@ fn worker(session: &mut Session) {
     }
 }
 
-/// Warns, at exit, of a program that ended with its SPMD section open (on
-/// threads; under MPI bsp-core's exit hook ends the job).
-extern "C" fn check_at_exit() {
-    if BEGUN.load(Ordering::Acquire) && !ENDED.load(Ordering::Acquire) && !report::dying() {
-        let line = "bsp: bsp_end: was not called before the end of the program\n";
-        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
-        // SAFETY: `_exit` ends the process at once; the other processors'
-        // threads wait for a sync that would never come.
-        unsafe { _exit(1) }
+/// At exit, on threads (under MPI bsp-core's exit hook ends the job): a
+/// program that ends while its SPMD section is open, because a processor
+/// called `exit` or processor 0 returned from `main` before `bsp_end`,
+/// ends with one line that names the processor that ended it and its
+/// superstep, and with the status given to `exit`, or 1 where that was 0
+/// or is not known (the section did not end).
+fn check_at_exit(status: Option<i32>) {
+    if !BEGUN.load(Ordering::Acquire) || ENDED.load(Ordering::Acquire) {
+        return;
+    }
+    if !report::claim_the_end() {
+        // The program is ending on an error another call reported (on
+        // this thread, or on another that exits now).
+        return;
+    }
+    let code = status.filter(|&s| s != 0).unwrap_or(1);
+    let given = status.map_or(String::new(), |s| format!(" (status {s})"));
+    let what = format!(
+        "exited during a run{given}, before bsp_end; ending the whole program with status {code}"
+    );
+    // The exiting thread's processor, if it is one's: it is in no call of
+    // the layer (`exit` came from the program; the layer's own exits
+    // claimed the end first, above).
+    let (pid, superstep) = match current() {
+        Some(p) => (Some(p.pid), Some(p.superstep())),
+        None => (None, None),
+    };
+    report::print(&report::locate(pid, superstep, what));
+    if status != Some(code) {
+        // SAFETY: `_exit` ends the process at once, with the status
+        // chosen; the other processors' threads wait for a sync that
+        // would never come.
+        unsafe { _exit(code) }
     }
 }
 
 extern "C" {
-    fn atexit(callback: extern "C" fn()) -> c_int;
     fn _exit(status: c_int) -> !;
 }
 
@@ -326,11 +357,7 @@ pub extern "C" fn bsp_begin(maxprocs: BspPid) {
     #[cfg(not(feature = "mpi"))]
     let threads = true;
     if threads {
-        // SAFETY: `check_at_exit` is a plain `extern "C" fn()` that stays
-        // valid for the life of the process.
-        unsafe {
-            atexit(check_at_exit);
-        }
+        bsp_core::at_exit(check_at_exit);
     }
 }
 

@@ -24,7 +24,9 @@
 //!
 //! A rank that exits while a run is in progress would leave the others
 //! waiting for ever; the exit hook then aborts the job instead of
-//! finalising. A run started inside a run's closure on the same thread is
+//! finalising, naming the rank's processor and superstep, with the status
+//! the rank gave `exit` (1 for 0, or where the C library does not tell
+//! it; glibc does: [`at_exit`](crate::at_exit)). A run started inside a run's closure on the same thread is
 //! refused (it would wait on itself). With a sync time limit, the
 //! all-gather of each sync is carried out by `timed.rs`.
 //!
@@ -190,28 +192,30 @@ unsafe impl Sync for World {}
 
 static WORLD: OnceLock<World> = OnceLock::new();
 
-extern "C" {
-    /// C library `atexit(3)`: registers a function called by `exit`.
-    fn atexit(callback: extern "C" fn()) -> c_int;
-}
-
 /// Finalises MPI when the process exits normally — unless it exits in the
 /// middle of a run (`std::process::exit` in a closure, say, or `main`
 /// returning while another thread runs): the other ranks are then waiting
 /// for this one, and finalising would leave them waiting for ever, so the
-/// job is aborted instead. Likewise after a rank gave up on another.
-extern "C" fn finalize_at_exit() {
+/// job is aborted instead, with the status the rank gave `exit` (1 where
+/// that was 0, or is not known: the run did not finish). Likewise after a
+/// rank gave up on another.
+fn finalize_at_exit(status: Option<c_int>) {
     if RUN_ACTIVE.load(Ordering::Acquire) || BROKEN.load(Ordering::Acquire) {
-        let why = if RUN_ACTIVE.load(Ordering::Acquire) {
+        let code = status.filter(|&s| s != 0).unwrap_or(1);
+        let rank = WORLD.get().map_or(0, |w| w.comm.rank());
+        let line = if RUN_ACTIVE.load(Ordering::Acquire) {
+            let given = status.map_or(String::new(), |s| format!(" (status {s})"));
             format!(
-                "exited during a run (superstep {}); ending the whole job",
+                "bsp: processor {rank}, superstep {}: exited during a run{given}; ending the \
+                 whole job with status {code}\n",
                 SUPERSTEP.load(Ordering::Relaxed)
             )
         } else {
-            "exited after a run that lost a rank (sync timeout); ending the whole job".to_owned()
+            format!(
+                "bsp: rank {rank} exited after a run that lost a rank (sync timeout); ending the \
+                 whole job with status {code}\n"
+            )
         };
-        let rank = WORLD.get().map_or(0, |w| w.comm.rank());
-        let line = format!("bsp: rank {rank} {why}\n");
         let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
         // Give the launcher a moment to forward the line before the abort.
         std::thread::sleep(Duration::from_millis(200));
@@ -219,7 +223,7 @@ extern "C" fn finalize_at_exit() {
         // finalised (only this handler finalises, and it has not yet);
         // MPI_Abort on the world ends every rank of the job.
         unsafe {
-            mpi::ffi::MPI_Abort(mpi::ffi::RSMPI_COMM_WORLD, 1);
+            mpi::ffi::MPI_Abort(mpi::ffi::RSMPI_COMM_WORLD, code);
         }
         return;
     }
@@ -244,10 +248,7 @@ fn world() -> &'static World {
         } else {
             let universe = mpi::initialize_with_threading(Threading::Serialized).map(|(u, _)| u);
             if universe.is_some() {
-                // SAFETY: `finalize_at_exit` is a plain `extern "C" fn()`
-                // that stays valid for the life of the process.
-                let rc = unsafe { atexit(finalize_at_exit) };
-                assert_eq!(rc, 0, "bsp: cannot register MPI finalisation with atexit");
+                crate::at_exit(finalize_at_exit);
             }
             universe
         };
