@@ -3,8 +3,11 @@
 use std::os::raw::c_int;
 use std::sync::{Mutex, Once};
 
+/// A hook, given the exit status where it is known.
+type Hook = fn(Option<i32>);
+
 /// The registered hooks, in order of registration.
-static HOOKS: Mutex<Vec<fn(Option<i32>)>> = Mutex::new(Vec::new());
+static HOOKS: Mutex<Vec<Hook>> = Mutex::new(Vec::new());
 
 /// Registers `hook` to run when the process exits normally (`exit`, or
 /// `main` returning), on the thread that exits, with the status given to
@@ -33,7 +36,7 @@ static HOOKS: Mutex<Vec<fn(Option<i32>)>> = Mutex::new(Vec::new());
 /// }
 /// bsp_core::at_exit(note);
 /// ```
-pub fn at_exit(hook: fn(Option<i32>)) {
+pub fn at_exit(hook: Hook) {
     static REGISTER: Once = Once::new();
     REGISTER.call_once(|| assert_eq!(register(), 0, "bsp: cannot register an exit hook"));
     HOOKS.lock().unwrap_or_else(|e| e.into_inner()).push(hook);
