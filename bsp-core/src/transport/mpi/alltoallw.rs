@@ -1,7 +1,8 @@
 //! Irregular exchanges: the counts exchange, then one `MPI_Alltoallw` that
 //! sends every block straight from its segments through hindexed datatypes
 //! (the default), or the blocks flattened into one `MPI_Alltoallv`
-//! (`BSP_MPI_SEND=flatten`).
+//! (`BSP_MPI_SEND=flatten`); blocks above a p-th of the piece limit then
+//! follow point to point, in messages under the limit (`p2p.rs`).
 
 use std::os::raw::c_int;
 
