@@ -75,6 +75,18 @@ for np in 2 3; do
     done
 done
 
+echo "== the transport and routing tests, blocks over 700 bytes cut into pieces (as those over 2 GiB are)"
+for np in 2 3; do
+    for t in "${TESTS[@]}"; do
+        case "$(basename "$t")" in
+            mpi_transport-* | core_routing-*) ;;
+            *) continue ;;
+        esac
+        echo "-- BSP_MPI_PIECE=700 mpirun -np $np $(basename "$t")"
+        BSP_MPI_PIECE=700 run_np "$np" -x BSP_MPI_PIECE "$t" --test-threads=1 -q
+    done
+done
+
 echo "== the routing and semantics tests, every put payload placed straight into its coarray"
 for np in 2 3; do
     for t in "${TESTS[@]}"; do

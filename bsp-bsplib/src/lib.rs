@@ -10,7 +10,11 @@
 //!
 //! ## Two ways to run
 //!
-//! * **Threads** (the default): `bsp_begin(p)` starts p − 1 threads; the
+//! * **Threads** (the default): `bsp_begin(P)` runs the section on p =
+//!   min(P, `BSP_PROCS`) processors (P without `BSP_PROCS`; before
+//!   `bsp_begin`, `bsp_nprocs()` is `BSP_PROCS`, else the number of cores),
+//!   so that `BSP_PROCS` is the machine's size as mpirun's `-np` is under
+//!   MPI. It starts p − 1 threads; the
 //!   calling thread goes on as processor 0 and the new threads run the
 //!   SPMD function given to `bsp_init` (or, without `bsp_init`, `main`
 //!   again: BSPlib then requires `bsp_begin` to be `main`'s first
@@ -28,8 +32,10 @@
 //! * **MPI** (library built with the `mpi` feature, program started by
 //!   `mpirun -np P`): one processor per rank, as BSPonMPI: every rank runs
 //!   `main`; with `bsp_init`, ranks other than 0 run the SPMD function
-//!   straight away and exit after it; processor 0's `bsp_begin(P)` decides
-//!   P, which must be at least the number of ranks.
+//!   straight away and exit after it; processor 0's `bsp_begin(P)` decides:
+//!   the section runs on min(P, ranks) processors, and the ranks beyond P
+//!   take no part (they leave at `bsp_begin` with status 0 once the job
+//!   ends).
 //!
 //! ## Semantics worth knowing
 //!
@@ -53,6 +59,25 @@
 //!   (registrations, pops or tag sizes that differ between processors,
 //!   some processors at `bsp_sync` while others are at `bsp_end`). The
 //!   exit status is 1.
+//! * A program that ends while its section is open, because a processor
+//!   calls `exit` (or processor 0 returns from `main` before `bsp_end`),
+//!   ends on both transports with one line naming that processor and its
+//!   superstep, `bsp: processor 1, superstep 1: exited during a run
+//!   (status 3)...`, and with the status given to `exit` (here 3), or 1
+//!   where that was 0: the section did not end. (Where the C library does
+//!   not pass the status to exit hooks, as glibc's `on_exit` does, the
+//!   status is 1.)
+//!
+//! ## Conformance
+//!
+//! BSPonMPI's 90 API tests (`bsponmpi_tests.sh` beside this crate runs
+//! them from a checkout of wijnand-suijlen/bsponmpi) pass 89 under
+//! `mpirun` and 87 on threads. `send_various_tags_1` expects messages by
+//! descending source processor, BSPonMPI's order, where the standard
+//! leaves the order open (this layer's is ascending); on threads,
+//! `init_1` expects a C global per processor (threads share the
+//! process's) and `init_2` calls MPI itself. The top-level README has the
+//! details.
 
 mod proc;
 mod report;
@@ -146,18 +171,24 @@ fn with_proc<R>(func: &str, f: impl FnOnce(&mut Proc) -> R) -> R {
     }
 }
 
-/// The processor count the program asks for before its section: on
-/// threads `BSP_PROCS`, else the number of cores; under MPI the ranks.
-fn available_procs() -> usize {
+/// The size of the machine, the most processors a section can have:
+/// under MPI the ranks, on threads `BSP_PROCS` where it is set (unset,
+/// `None`: as many as `bsp_begin` asks for).
+fn machine_size() -> Option<usize> {
     #[cfg(feature = "mpi")]
     if mpi_mode::active() {
-        return mpi_mode::world_size();
+        return Some(mpi_mode::world_size());
     }
     std::env::var(bsp_core::PROCS_ENV)
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|&p| p > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// The processor count `bsp_nprocs()` gives before the section: the
+/// machine's size, or, on threads without `BSP_PROCS`, the number of cores.
+fn available_procs() -> usize {
+    machine_size().unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// The program's arguments, as `main` got them, for running `main` again
@@ -212,20 +243,43 @@ fn worker(session: &mut Session) {
     }
 }
 
-/// Warns, at exit, of a program that ended with its SPMD section open (on
-/// threads; under MPI bsp-core's exit hook ends the job).
-extern "C" fn check_at_exit() {
-    if BEGUN.load(Ordering::Acquire) && !ENDED.load(Ordering::Acquire) && !report::dying() {
-        let line = "bsp: bsp_end: was not called before the end of the program\n";
-        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
-        // SAFETY: `_exit` ends the process at once; the other processors'
-        // threads wait for a sync that would never come.
-        unsafe { _exit(1) }
+/// At exit, on threads (under MPI bsp-core's exit hook ends the job): a
+/// program that ends while its SPMD section is open, because a processor
+/// called `exit` or processor 0 returned from `main` before `bsp_end`,
+/// ends with one line that names the processor that ended it and its
+/// superstep, and with the status given to `exit`, or 1 where that was 0
+/// or is not known (the section did not end).
+fn check_at_exit(status: Option<i32>) {
+    if !BEGUN.load(Ordering::Acquire) || ENDED.load(Ordering::Acquire) {
+        return;
+    }
+    if !report::claim_the_end() {
+        // The program is ending on an error another call reported (on
+        // this thread, or on another that exits now).
+        return;
+    }
+    let code = status.filter(|&s| s != 0).unwrap_or(1);
+    let given = status.map_or(String::new(), |s| format!(" (status {s})"));
+    let what = format!(
+        "exited during a run{given}, before bsp_end; ending the whole program with status {code}"
+    );
+    // The exiting thread's processor, if it is one's: it is in no call of
+    // the layer (`exit` came from the program; the layer's own exits
+    // claimed the end first, above).
+    let (pid, superstep) = match current() {
+        Some(p) => (Some(p.pid), Some(p.superstep())),
+        None => (None, None),
+    };
+    report::print(&report::locate(pid, superstep, what));
+    if status != Some(code) {
+        // SAFETY: `_exit` ends the process at once, with the status
+        // chosen; the other processors' threads wait for a sync that
+        // would never come.
+        unsafe { _exit(code) }
     }
 }
 
 extern "C" {
-    fn atexit(callback: extern "C" fn()) -> c_int;
     fn _exit(status: c_int) -> !;
 }
 
@@ -288,7 +342,6 @@ pub extern "C" fn bsp_begin(maxprocs: BspPid) {
     if BEGUN.swap(true, Ordering::AcqRel) {
         report::end_with("bsp_begin: May be called only once");
     }
-    #[allow(unused_mut)]
     let mut requested = maxprocs;
     #[cfg(feature = "mpi")]
     if mpi_mode::active() {
@@ -299,16 +352,20 @@ pub extern "C" fn bsp_begin(maxprocs: BspPid) {
             ));
         }
         requested = mpi_mode::root_value(maxprocs);
-        // Fewer processors than ranks: the first `requested` ranks run the
-        // section, the rest take no part (see below). More means every
-        // rank, as the standard's `maxprocs` does.
-        requested = requested.min(mpi_mode::world_size() as BspPid);
     }
     if requested <= 0 {
         report::end_with(&format!(
             "bsp_begin: The requested number of processes must be strictly greater than 0. \
              Instead, it was {requested}"
         ));
+    }
+    // `maxprocs` is the most the program wants, as the standard says: a
+    // machine of fewer processors (mpirun's ranks, or BSP_PROCS on
+    // threads) runs the section on all of them. Under MPI, fewer
+    // processors than ranks means the first `requested` ranks run the
+    // section, and the rest take no part (see below).
+    if let Some(most) = machine_size() {
+        requested = requested.min(BspPid::try_from(most).unwrap_or(BspPid::MAX));
     }
     let session = runtime(requested as usize)
         .begin_first(requested as usize, worker)
@@ -326,11 +383,7 @@ pub extern "C" fn bsp_begin(maxprocs: BspPid) {
     #[cfg(not(feature = "mpi"))]
     let threads = true;
     if threads {
-        // SAFETY: `check_at_exit` is a plain `extern "C" fn()` that stays
-        // valid for the life of the process.
-        unsafe {
-            atexit(check_at_exit);
-        }
+        bsp_core::at_exit(check_at_exit);
     }
 }
 

@@ -368,6 +368,11 @@ impl Proc {
         }
     }
 
+    /// This processor's superstep (the number of syncs it has made).
+    pub(crate) fn superstep(&mut self) -> usize {
+        self.ctx().superstep()
+    }
+
     pub(crate) fn time(&mut self) -> f64 {
         self.with(|ctx| ctx.time())
     }

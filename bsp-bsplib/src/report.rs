@@ -13,9 +13,10 @@ use bsp_core::{Error, ErrorKind};
 /// Set by the first thread that ends the program; the others wait for it.
 static DYING: AtomicBool = AtomicBool::new(false);
 
-/// Whether the program is ending on an error (the exit hook stays quiet).
-pub(crate) fn dying() -> bool {
-    DYING.load(Ordering::Acquire)
+/// Makes this thread the one that ends the program: `false` when another
+/// (or this one, earlier) already is.
+pub(crate) fn claim_the_end() -> bool {
+    !DYING.swap(true, Ordering::AcqRel)
 }
 
 /// bsp-core's account of a failure, in the C program's terms.
@@ -47,16 +48,23 @@ pub(crate) fn describe(e: &Error) -> String {
         ErrorKind::Panic => format!("internal error in the BSPlib layer: {message}"),
         kind => format!("{kind:?}: {message}"),
     };
-    match (e.pid(), e.superstep()) {
+    locate(e.pid(), e.superstep(), body)
+}
+
+/// `body` after the processor and superstep it happened at, as far as
+/// they are known: `processor s, superstep k: <body>`.
+pub(crate) fn locate(pid: Option<usize>, superstep: Option<usize>, body: String) -> String {
+    match (pid, superstep) {
         (Some(pid), Some(step)) => format!("processor {pid}, superstep {step}: {body}"),
         (Some(pid), None) => format!("processor {pid}: {body}"),
         _ => body,
     }
 }
 
-/// Writes `line` (and a newline) to standard error in one write, after
-/// flushing C's standard output so that the program's own lines come first.
-fn print(line: &str) {
+/// Writes `bsp: <line>` (and a newline) to standard error in one write,
+/// after flushing C's standard output so that the program's own lines come
+/// first.
+pub(crate) fn print(line: &str) {
     // SAFETY: `fflush(NULL)` flushes every C output stream; it takes no
     // pointer of ours and may be called at any time.
     unsafe {
@@ -80,7 +88,7 @@ pub(crate) fn die(e: &Error) -> ! {
 
 /// Ends the program with `line` on standard error (see [`die`]).
 pub(crate) fn end_with(line: &str) -> ! {
-    if DYING.swap(true, Ordering::AcqRel) {
+    if !claim_the_end() {
         // Another thread of this process is printing and exiting.
         loop {
             std::thread::park();

@@ -6,9 +6,11 @@
 //! ```c
 //! /* bsplib-test: p=3 expect=success */
 //! /* bsplib-test: p=2 expect=abort "processor 1, superstep 1: bsp_put: ..." */
+//! /* bsplib-test: p=2 status=3 expect=abort "..." */
 //! ```
 //!
-//! A success exits 0 without a `FAILED` line; an abort exits non-zero with
+//! A success exits 0 without a `FAILED` line; an abort exits non-zero
+//! (with `status=N`: exactly N, on threads and from `mpirun` alike) with
 //! one `bsp: ` line on standard error that contains the quoted text.
 
 use std::io::Read;
@@ -23,6 +25,8 @@ struct Case {
     procs: usize,
     /// `None`: success; `Some(text)`: an abort whose line contains `text`.
     abort: Option<String>,
+    /// The exit status an abort must end with, where the test says.
+    status: Option<i32>,
 }
 
 fn cases() -> Vec<Case> {
@@ -38,11 +42,13 @@ fn cases() -> Vec<Case> {
                 .strip_prefix("/* bsplib-test: ")
                 .and_then(|s| s.strip_suffix(" */"))
                 .unwrap_or_else(|| panic!("{}: no bsplib-test line", source.display()));
-            let procs = spec
-                .split_whitespace()
-                .find_map(|w| w.strip_prefix("p="))
-                .and_then(|p| p.parse().ok())
-                .expect("p=");
+            let number = |key: &str| {
+                spec.split_whitespace()
+                    .find_map(|w| w.strip_prefix(key))
+                    .map(|n| n.parse().unwrap_or_else(|_| panic!("{spec}: {key}")))
+            };
+            let procs = number("p=").expect("p=");
+            let status = number("status=").map(|s: usize| s as i32);
             let abort = spec
                 .split_once("expect=abort \"")
                 .map(|(_, rest)| rest.trim_end_matches('"').to_owned());
@@ -53,6 +59,7 @@ fn cases() -> Vec<Case> {
                 source,
                 procs,
                 abort,
+                status,
             }
         })
         .collect();
@@ -130,6 +137,11 @@ fn judge(
             let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("bsp: ")).collect();
             if status.success() {
                 Err(format!("expected an abort with {text:?}, but it succeeded"))
+            } else if case.status.is_some_and(|want| status.code() != Some(want)) {
+                Err(format!(
+                    "expected exit status {}, got {status}",
+                    case.status.unwrap_or(0)
+                ))
             } else if lines.is_empty() || (!mpi && lines.len() > 1) {
                 // One line on threads; under MPI each rank that finds a
                 // failure prints it (BSPlib lets any of the processors

@@ -46,6 +46,7 @@ mod ctx;
 mod delivery;
 mod env;
 mod error;
+mod exit_hook;
 mod launch;
 pub mod line_writer;
 mod machine;
@@ -77,6 +78,7 @@ pub use env::{
     ROUTER_ENV, STATS_MEMORY_ENV, SYNC_TIMEOUT_ENV, TRACE_FILE_ENV,
 };
 pub use error::{Error, ErrorKind, Result};
+pub use exit_hook::at_exit;
 pub use machine::{Cost, Machine, DIRECT_MARGIN};
 pub use outcome::Outcome;
 pub use queue::{Encoding, Queue, Raw, Serde, Tag, Tagged};

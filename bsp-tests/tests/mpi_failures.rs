@@ -505,10 +505,21 @@ fn a_rank_that_exits_mid_run_ends_the_job() {
     for np in [2, 3] {
         let Some(run) = job("exit", np) else { return };
         let lines = assert_failed("exit", np, &run);
-        let want = format!("bsp: rank {} exited during a run (superstep 2)", np - 1);
+        let want = format!(
+            "bsp: processor {}, superstep 2: exited during a run (status 3); ending the whole \
+             job with status 3",
+            np - 1
+        );
         assert!(
             lines.iter().any(|l| l.starts_with(&want)),
             "np = {np}: no {want:?} in\n{}",
+            run.stderr
+        );
+        // The job ends with the status the rank gave exit.
+        assert_eq!(
+            run.status.and_then(|s| s.code()),
+            Some(3),
+            "np = {np}\n{}",
             run.stderr
         );
     }

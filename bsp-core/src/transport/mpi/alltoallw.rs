@@ -1,71 +1,21 @@
 //! Irregular exchanges: the counts exchange, then one `MPI_Alltoallw` that
 //! sends every block straight from its segments through hindexed datatypes
 //! (the default), or the blocks flattened into one `MPI_Alltoallv`
-//! (`BSP_MPI_SEND=flatten`).
+//! (`BSP_MPI_SEND=flatten`); blocks above a p-th of the piece limit then
+//! follow point to point, in messages under the limit (`p2p.rs`).
 
 use std::os::raw::c_int;
 
-use bytes::Bytes;
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::raw::AsRaw;
 use mpi::traits::*;
 use mpi::Count;
 
+use super::p2p::Scatter;
 use super::{MpiComm, SendMode};
-use crate::error::{Error, ErrorKind};
 use crate::segments::{segments_len, Segments};
 
 impl MpiComm {
-    /// `n` as an MPI count, or the end of the run.
-    pub(super) fn count(&mut self, n: usize, what: &str) -> Count {
-        match Count::try_from(n) {
-            Ok(c) => c,
-            Err(_) => {
-                let msg = format!(
-                    "{what} of {n} bytes exceeds MPI's count limit of {} bytes per exchange",
-                    Count::MAX
-                );
-                let error = Error::at(ErrorKind::Transport, self.pid, self.superstep, msg);
-                self.abort_job(error)
-            }
-        }
-    }
-
-    /// Displacements of consecutive parts with the given counts.
-    pub(super) fn displacements(&mut self, counts: &[Count], what: &str) -> Vec<Count> {
-        let mut at = 0usize;
-        let mut displs = Vec::with_capacity(counts.len());
-        for &c in counts {
-            displs.push(at as Count);
-            at += c as usize;
-        }
-        self.count(at, what);
-        displs
-    }
-
-    /// One `MPI_Alltoallv` of the bytes `send` (laid out by `send_counts`),
-    /// with the receive counts already known. Returns the received bytes and
-    /// their displacements.
-    ///
-    /// `send` must be a slice of an allocated vector (see [`Pool::take`]).
-    pub(super) fn alltoallv_known(
-        &mut self,
-        send: &[u8],
-        send_counts: &[Count],
-        recv_counts: &[Count],
-    ) -> (Bytes, Vec<Count>) {
-        let send_displs = self.displacements(send_counts, "a send buffer");
-        let recv_displs = self.displacements(recv_counts, "a receive buffer");
-        let total: usize = recv_counts.iter().map(|&c| c as usize).sum();
-        let mut recv = self.world.pool.take(total);
-        {
-            let sendp = Partition::new(send, send_counts, &send_displs[..]);
-            let mut recvp = PartitionMut::new(&mut recv[..], recv_counts, &recv_displs[..]);
-            self.comm().all_to_all_varcount_into(&sendp, &mut recvp);
-        }
-        (self.world.pool.share(recv), recv_displs)
-    }
-
     /// Sends `blocks[k]` to rank k and returns the block from each rank.
     /// The receive lengths are exchanged first (`MPI_Alltoall`) unless the
     /// caller knows them (`expected`, p entries; every rank must pass them
@@ -75,80 +25,133 @@ impl MpiComm {
         mut blocks: Vec<Segments>,
         expected: Option<&[u64]>,
     ) -> Vec<Segments> {
-        let p = self.nprocs;
+        let (p, me) = (self.nprocs, self.pid);
         // The block to this rank stays here, uncopied; MPI sees it as empty.
-        let own = std::mem::take(&mut blocks[self.pid]);
-        let mut send_counts = Vec::with_capacity(p);
-        for block in &blocks {
-            send_counts.push(self.count(segments_len(block), "a block"));
-        }
-        let mut recv_counts: Vec<Count> = vec![0; p];
+        let own = std::mem::take(&mut blocks[me]);
+        let mut recv_lens = vec![0u64; p];
         match expected {
-            Some(lens) => {
-                let me = self.pid;
-                for (k, &len) in lens.iter().enumerate().filter(|&(k, _)| k != me) {
-                    recv_counts[k] = self.count(len as usize, "a block");
-                }
+            Some(lens) => recv_lens.copy_from_slice(lens),
+            None => {
+                let send_lens: Vec<u64> = blocks.iter().map(|b| segments_len(b) as u64).collect();
+                self.comm()
+                    .all_to_all_into(&send_lens[..], &mut recv_lens[..]);
             }
-            None => self
-                .comm()
-                .all_to_all_into(&send_counts[..], &mut recv_counts[..]),
         }
-        let total: usize = send_counts.iter().map(|&c| c as usize).sum();
+        recv_lens[me] = 0;
+        let mut out = self.exchange_known(&blocks, &recv_lens);
+        drop(blocks);
+        out[me] = own;
+        out
+    }
+
+    /// Sends `blocks[k]` to each rank k and receives `recv_lens[k]` bytes
+    /// from each, this rank's own entries empty: the blocks of up to
+    /// [`inline_limit`](Self::inline_limit) bytes in one collective (one
+    /// `MPI_Alltoallw` straight from their segments, or, with
+    /// `BSP_MPI_SEND=flatten`, one `MPI_Alltoallv` of a flattened copy),
+    /// then the larger ones point to point, in messages of at most the
+    /// piece limit (`p2p.rs`). Both ends of a pair know the block's length,
+    /// so both take the same way without asking. Returns what arrived, by
+    /// sender (one slice of one receive buffer each). Every rank must call
+    /// this at the same point, with lengths that match the senders'.
+    pub(super) fn exchange_known(
+        &mut self,
+        blocks: &[Segments],
+        recv_lens: &[u64],
+    ) -> Vec<Segments> {
+        let p = self.nprocs;
+        let inline = self.inline_limit();
+        let send_lens: Vec<usize> = blocks.iter().map(|b| segments_len(b)).collect();
+        let recv_lens: Vec<usize> = recv_lens.iter().map(|&l| l as usize).collect();
+        let in_collective = |len: usize| if len <= inline { as_count(len) } else { 0 };
+        let send_counts: Vec<Count> = send_lens.iter().map(|&l| in_collective(l)).collect();
+        let recv_counts: Vec<Count> = recv_lens.iter().map(|&l| in_collective(l)).collect();
+        // The receive buffer: the collective's parts first, by sender, then
+        // the larger blocks. The collective's part is below the piece
+        // limit, so its displacements are MPI counts.
+        let mut displs = vec![0usize; p];
+        let (mut at, mut collective_len) = (0, 0);
+        for large in [false, true] {
+            for k in (0..p).filter(|&k| (recv_lens[k] > inline) == large) {
+                displs[k] = at;
+                at += recv_lens[k];
+            }
+            if !large {
+                collective_len = at;
+            }
+        }
+        let mut recv = self.world.pool.take(at);
+        let recv_displs: Vec<Count> = (0..p)
+            .map(|k| {
+                if recv_counts[k] > 0 {
+                    as_count(displs[k])
+                } else {
+                    0
+                }
+            })
+            .collect();
         // Every rank takes the same branch: the collectives must match.
-        let (recv, displs) = if self.send == SendMode::Hindexed {
-            self.alltoallw_segments(&blocks, &send_counts, &recv_counts)
+        if self.send == SendMode::Hindexed {
+            let recv_types = vec![byte_type(); p];
+            let into = Receive {
+                base: recv.as_mut_ptr().cast(),
+                counts: &recv_counts,
+                displs: &recv_displs,
+                types: &recv_types,
+            };
+            // SAFETY: `recv` is owned here and untouched until the call
+            // returns; from each rank k it receives `recv_counts[k]` bytes
+            // at `recv_displs[k]`, within `recv` (the layout above). The
+            // lengths match the senders' (this function's contract), so do
+            // the counts, which both ends derive from them alike.
+            unsafe { self.alltoallw_from_segments(blocks, &send_counts, into) };
         } else {
+            let send_displs = offsets(&send_counts);
+            let total = send_counts.iter().map(|&c| c as usize).sum();
             let mut send = self.world.pool.take(total);
             send.clear();
-            for seg in blocks.iter().flatten() {
-                send.extend_from_slice(seg);
+            for (block, _) in blocks.iter().zip(&send_counts).filter(|(_, &c)| c > 0) {
+                for seg in block {
+                    send.extend_from_slice(seg);
+                }
             }
-            let received = self.alltoallv_known(&send, &send_counts, &recv_counts);
+            {
+                let sendp = Partition::new(&send[..], &send_counts[..], &send_displs[..]);
+                let into = &mut recv[..collective_len];
+                let mut recvp = PartitionMut::new(into, &recv_counts[..], &recv_displs[..]);
+                self.comm().all_to_all_varcount_into(&sendp, &mut recvp);
+            }
             self.world.pool.give(send);
-            received
-        };
-        drop(blocks);
-        let mut out: Vec<Segments> = (0..p)
+        }
+        if send_lens.iter().chain(&recv_lens).any(|&l| l > inline) {
+            let base = recv.as_mut_ptr();
+            let mut into = Scatter::default();
+            for k in (0..p).filter(|&k| recv_lens[k] > inline) {
+                // Written by MPI: an address from the mutable buffer.
+                into.from(
+                    k,
+                    &[(base.wrapping_add(displs[k]).cast_const(), recv_lens[k])],
+                );
+            }
+            let large = blocks
+                .iter()
+                .enumerate()
+                .filter(|&(k, _)| send_lens[k] > inline);
+            // SAFETY: from each rank k with a large block, exactly its
+            // length, into its own range of `recv`, owned here.
+            unsafe { self.exchange_into(large, into) };
+        }
+        let recv = self.world.pool.share(recv);
+        (0..p)
             .map(|k| {
-                let (d, c) = (displs[k] as usize, recv_counts[k] as usize);
+                let (d, c) = (displs[k], recv_lens[k]);
                 if c == 0 {
                     Vec::new()
                 } else {
                     vec![recv.slice(d..d + c)]
                 }
             })
-            .collect();
-        out[self.pid] = own;
-        out
-    }
-
-    /// One `MPI_Alltoallw` that sends every block straight from its
-    /// segments (no flattening copy) into one contiguous receive buffer.
-    /// Returns the received bytes and their displacements, as
-    /// [`alltoallv_known`](Self::alltoallv_known).
-    pub(super) fn alltoallw_segments(
-        &mut self,
-        blocks: &[Segments],
-        send_counts: &[Count],
-        recv_counts: &[Count],
-    ) -> (Bytes, Vec<Count>) {
-        let recv_displs = self.displacements(recv_counts, "a receive buffer");
-        let total: usize = recv_counts.iter().map(|&c| c as usize).sum();
-        let mut recv = self.world.pool.take(total);
-        let recv_types = vec![byte_type(); self.nprocs];
-        let into = Receive {
-            base: recv.as_mut_ptr().cast(),
-            counts: recv_counts,
-            displs: &recv_displs,
-            types: &recv_types,
-        };
-        // SAFETY: `recv` holds `total` bytes, which the parts of
-        // `recv_counts[k]` bytes at `recv_displs[k]` tile; it is owned here
-        // and untouched until the call returns. The counts were exchanged
-        // just before, so they match the senders'.
-        unsafe { self.alltoallw_from_segments(blocks, send_counts, into) };
-        (self.world.pool.share(recv), recv_displs)
+            .collect()
     }
 
     /// One `MPI_Alltoallw` that sends `blocks[k]` (`send_counts[k]` bytes)
@@ -201,6 +204,24 @@ impl MpiComm {
     }
 }
 
+/// `n` as an MPI count: a part of a collective, which the piece limit
+/// keeps below MPI's count limit.
+fn as_count(n: usize) -> Count {
+    Count::try_from(n).expect("bsp: a collective's part within the piece limit")
+}
+
+/// The displacements of consecutive parts of the given counts.
+fn offsets(counts: &[Count]) -> Vec<Count> {
+    counts
+        .iter()
+        .scan(0, |at, &c| {
+            let here = *at;
+            *at += c;
+            Some(here)
+        })
+        .collect()
+}
+
 /// The receive side of [`MpiComm::alltoallw_from_segments`]: from each
 /// rank k, `counts[k]` elements of `types[k]` at `base + displs[k]`.
 pub(super) struct Receive<'a> {
@@ -219,8 +240,10 @@ pub(super) fn byte_type() -> mpi::ffi::MPI_Datatype {
 
 /// A committed hindexed datatype of bytes over `pieces` (address and
 /// length of each; empty ones skipped, adjacent ones merged), addresses
-/// absolute, for use from `MPI_BOTTOM`. Each piece's length must fit a
-/// `c_int`, and the pieces must stay valid while the type is in use;
+/// absolute, for use from `MPI_BOTTOM`. The pieces together must stay
+/// within MPI's count limit (the piece limit keeps every message and
+/// every block of a collective within it), and they must stay valid while
+/// the type is in use;
 /// [`free_type`] it after.
 pub(super) fn hindexed_bytes(
     pieces: impl Iterator<Item = (*const u8, usize)>,
@@ -229,7 +252,7 @@ pub(super) fn hindexed_bytes(
     let mut addrs: Vec<mpi::ffi::MPI_Aint> = Vec::new();
     let mut end: *const u8 = std::ptr::null();
     for (at, len) in pieces.filter(|&(_, len)| len > 0) {
-        let len = c_int::try_from(len).expect("bsp: a piece beyond MPI's count limit");
+        let len = c_int::try_from(len).expect("bsp: a piece within the piece limit");
         match lens.last_mut() {
             Some(last) if at == end => *last += len,
             _ => {

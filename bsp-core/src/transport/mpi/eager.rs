@@ -1,6 +1,7 @@
 //! The eager padded transpose (`BSP_MPI_TRANSPOSE=alltoall`): every block
 //! in a slot of an agreed size in one `MPI_Alltoall`, remainders in one
-//! `MPI_Alltoallv` whose counts every rank already knows.
+//! counted exchange whose lengths every rank already knows
+//! ([`MpiComm::exchange_known`]).
 
 use mpi::traits::*;
 
@@ -52,36 +53,18 @@ impl MpiComm {
 
         if global_max > inline {
             // Some block did not fit, and every rank knows it: the
-            // remainders follow, with counts every rank can compute.
-            let mut send_counts = Vec::with_capacity(p);
-            for &len in &lens {
-                send_counts.push(self.count(len.saturating_sub(inline), "a block"));
-            }
-            let mut recv_counts = Vec::with_capacity(p);
-            for &len in &in_lens {
-                recv_counts.push(self.count(len.saturating_sub(inline), "a block"));
-            }
-            let rest: usize = lens.iter().map(|&l| l.saturating_sub(inline)).sum();
-            let mut send = self.world.pool.take(rest);
-            send.clear();
-            let mut parts = Vec::new();
-            for (k, block) in blocks.iter().enumerate() {
-                if lens[k] > inline {
-                    parts.clear();
-                    slice_segments(block, inline, lens[k] - inline, &mut parts);
-                    for part in &parts {
-                        send.extend_from_slice(part);
-                    }
-                }
+            // remainders follow, with lengths every rank can compute.
+            let mut rest = vec![Segments::new(); p];
+            for (k, block) in blocks.iter().enumerate().filter(|&(k, _)| lens[k] > inline) {
+                slice_segments(block, inline, lens[k] - inline, &mut rest[k]);
             }
             drop(blocks);
-            let (recv, displs) = self.alltoallv_known(&send, &send_counts, &recv_counts);
-            self.world.pool.give(send);
-            for (k, block) in out.iter_mut().enumerate() {
-                let (d, c) = (displs[k] as usize, recv_counts[k] as usize);
-                if c > 0 {
-                    block.push(recv.slice(d..d + c));
-                }
+            let rest_lens: Vec<u64> = in_lens
+                .iter()
+                .map(|&len| len.saturating_sub(inline) as u64)
+                .collect();
+            for (block, tail) in out.iter_mut().zip(self.exchange_known(&rest, &rest_lens)) {
+                block.extend(tail);
             }
         }
 

@@ -24,7 +24,9 @@
 //!
 //! A rank that exits while a run is in progress would leave the others
 //! waiting for ever; the exit hook then aborts the job instead of
-//! finalising. A run started inside a run's closure on the same thread is
+//! finalising, naming the rank's processor and superstep, with the status
+//! the rank gave `exit` (1 for 0, or where the C library does not tell
+//! it; glibc does: [`at_exit`](crate::at_exit)). A run started inside a run's closure on the same thread is
 //! refused (it would wait on itself). With a sync time limit, the
 //! all-gather of each sync is carried out by `timed.rs`.
 //!
@@ -64,9 +66,16 @@
 //! A rank's block to itself never goes through MPI: it is handed over as
 //! it is (reference-counted segments), and MPI sees an empty block.
 //!
-//! MPI counts are `int`s: a block, and the bytes one rank receives in one
-//! exchange, must stay below 2³¹ bytes; larger ones end the run with an
-//! [`ErrorKind::Transport`] error.
+//! MPI counts are `int`s, so no message and no rank's part of a collective
+//! may carry 2³¹ bytes or more (the *piece limit*, 2³¹ − 1 bytes). A
+//! superstep may still move any number of bytes between two ranks: in a
+//! counted exchange, a block travels inside the collective only up to a
+//! p-th of the piece limit (so that no rank sends or receives more than
+//! the limit in it), and a larger one goes point to point after it, in
+//! messages of at most the piece limit (`p2p.rs`); the placed exchanges'
+//! payloads go point to point anyway, cut the same way. Both ends of a
+//! pair know the block's length, so they agree on the way without a word.
+//! [`PIECE_ENV`] lowers the limit, for tests of these paths.
 
 mod alltoallw;
 mod eager;
@@ -114,6 +123,13 @@ pub(crate) const SEND_ENV: &str = "BSP_MPI_SEND";
 /// superstep has no gets) or `staged` (never); see [`ReceiveMode`]. Every
 /// rank of a job must use the same.
 pub(crate) const RECEIVE_ENV: &str = "BSP_MPI_RECEIVE";
+
+/// Environment variable lowering the piece limit (bytes, from 1 to
+/// 2³¹ − 1, the default): the most bytes of one MPI message or of one
+/// rank's part of a collective. For testing only: it sends blocks above
+/// a few bytes the way those of gigabytes go (see the module docs). Every
+/// rank of a job must use the same (checked when a run starts).
+pub(crate) const PIECE_ENV: &str = "BSP_MPI_PIECE";
 
 /// Upper bound on the bytes of one rank's eager slots in a transpose (all p
 /// of them together); larger blocks send their remainder in a second step.
@@ -177,28 +193,30 @@ unsafe impl Sync for World {}
 
 static WORLD: OnceLock<World> = OnceLock::new();
 
-extern "C" {
-    /// C library `atexit(3)`: registers a function called by `exit`.
-    fn atexit(callback: extern "C" fn()) -> c_int;
-}
-
 /// Finalises MPI when the process exits normally — unless it exits in the
 /// middle of a run (`std::process::exit` in a closure, say, or `main`
 /// returning while another thread runs): the other ranks are then waiting
 /// for this one, and finalising would leave them waiting for ever, so the
-/// job is aborted instead. Likewise after a rank gave up on another.
-extern "C" fn finalize_at_exit() {
+/// job is aborted instead, with the status the rank gave `exit` (1 where
+/// that was 0, or is not known: the run did not finish). Likewise after a
+/// rank gave up on another.
+fn finalize_at_exit(status: Option<c_int>) {
     if RUN_ACTIVE.load(Ordering::Acquire) || BROKEN.load(Ordering::Acquire) {
-        let why = if RUN_ACTIVE.load(Ordering::Acquire) {
+        let code = status.filter(|&s| s != 0).unwrap_or(1);
+        let rank = WORLD.get().map_or(0, |w| w.comm.rank());
+        let line = if RUN_ACTIVE.load(Ordering::Acquire) {
+            let given = status.map_or(String::new(), |s| format!(" (status {s})"));
             format!(
-                "exited during a run (superstep {}); ending the whole job",
+                "bsp: processor {rank}, superstep {}: exited during a run{given}; ending the \
+                 whole job with status {code}\n",
                 SUPERSTEP.load(Ordering::Relaxed)
             )
         } else {
-            "exited after a run that lost a rank (sync timeout); ending the whole job".to_owned()
+            format!(
+                "bsp: rank {rank} exited after a run that lost a rank (sync timeout); ending the \
+                 whole job with status {code}\n"
+            )
         };
-        let rank = WORLD.get().map_or(0, |w| w.comm.rank());
-        let line = format!("bsp: rank {rank} {why}\n");
         let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
         // Give the launcher a moment to forward the line before the abort.
         std::thread::sleep(Duration::from_millis(200));
@@ -206,7 +224,7 @@ extern "C" fn finalize_at_exit() {
         // finalised (only this handler finalises, and it has not yet);
         // MPI_Abort on the world ends every rank of the job.
         unsafe {
-            mpi::ffi::MPI_Abort(mpi::ffi::RSMPI_COMM_WORLD, 1);
+            mpi::ffi::MPI_Abort(mpi::ffi::RSMPI_COMM_WORLD, code);
         }
         return;
     }
@@ -231,10 +249,7 @@ fn world() -> &'static World {
         } else {
             let universe = mpi::initialize_with_threading(Threading::Serialized).map(|(u, _)| u);
             if universe.is_some() {
-                // SAFETY: `finalize_at_exit` is a plain `extern "C" fn()`
-                // that stays valid for the life of the process.
-                let rc = unsafe { atexit(finalize_at_exit) };
-                assert_eq!(rc, 0, "bsp: cannot register MPI finalisation with atexit");
+                crate::at_exit(finalize_at_exit);
             }
             universe
         };
@@ -304,6 +319,9 @@ pub(crate) struct MpiComm {
     mode: TransposeMode,
     send: SendMode,
     receive: ReceiveMode,
+    /// The piece limit: the most bytes of one message or of this rank's
+    /// part of a collective (see the module docs).
+    piece: usize,
     /// The agreed slot size of the next eager transpose, header included.
     slot: usize,
     limits: RunLimits,
@@ -321,6 +339,13 @@ impl MpiComm {
             Some(own) => own.get(),
             None => &self.world.comm,
         }
+    }
+
+    /// The most bytes a block may have to travel inside a collective: a
+    /// p-th of the piece limit, so that no rank sends or receives more
+    /// than the limit in one. Larger blocks go point to point.
+    fn inline_limit(&self) -> usize {
+        self.piece / self.nprocs
     }
 }
 
@@ -506,17 +531,19 @@ fn program_hash(program: &Program) -> u64 {
 }
 
 /// Checks that every rank starts the same run, its `started`-th (the same
-/// closure type) with the same time limit and failure mode, in one
-/// `MPI_Allgather` of four words: ranks that disagree would otherwise pair
-/// up different runs, or wait in different collectives.
-fn agree_on_run(world: &World, limits: RunLimits, started: u64) -> Result<()> {
-    const WORDS: usize = 4;
+/// closure type and call site) with the same time limit, failure mode and
+/// piece limit, in one `MPI_Allgather` of five words: ranks that disagree
+/// would otherwise pair up different runs, wait in different collectives,
+/// or cut blocks differently.
+fn agree_on_run(world: &World, limits: RunLimits, piece: usize, started: u64) -> Result<()> {
+    const WORDS: usize = 5;
     let timeout_ns = limits
         .sync_timeout
         .map_or(0, |t| u64::try_from(t.as_nanos()).unwrap_or(u64::MAX));
     let mine = [
         timeout_ns,
         limits.on_failure as u64,
+        piece as u64,
         program_hash(&limits.program),
         started,
     ];
@@ -527,10 +554,11 @@ fn agree_on_run(world: &World, limits: RunLimits, started: u64) -> Result<()> {
         return Ok(());
     };
     let theirs = &all[q * WORDS..(q + 1) * WORDS];
-    if theirs[..2] != mine[..2] {
+    if theirs[..3] != mine[..3] {
         return Err(config_error(format!(
-            "the ranks disagree on BSP_SYNC_TIMEOUT or BSP_ON_FAILURE (rank {q} differs from rank {me}); \
-             give every rank the same environment (mpirun -x BSP_SYNC_TIMEOUT ...)"
+            "the ranks disagree on BSP_SYNC_TIMEOUT, BSP_ON_FAILURE or {PIECE_ENV} (rank {q} \
+             differs from rank {me}); give every rank the same environment (mpirun -x \
+             BSP_SYNC_TIMEOUT ...)"
         )));
     }
     Err(config_error(format!(
@@ -539,8 +567,22 @@ fn agree_on_run(world: &World, limits: RunLimits, started: u64) -> Result<()> {
          same order, one at a time",
         started + 1,
         limits.program,
-        theirs[3] + 1
+        theirs[4] + 1
     )))
+}
+
+/// The piece limit: [`PIECE_ENV`], or MPI's count limit.
+fn piece_limit() -> Result<usize> {
+    let most = mpi::Count::MAX as usize;
+    let Ok(set) = std::env::var(PIECE_ENV) else {
+        return Ok(most);
+    };
+    match set.trim().parse::<usize>() {
+        Ok(n) if (1..=most).contains(&n) => Ok(n),
+        _ => Err(config_error(format!(
+            "{PIECE_ENV}={set:?}: expected a number of bytes from 1 to {most}"
+        ))),
+    }
 }
 
 /// This rank's endpoint for a new run, with the lock that serialises runs
@@ -582,6 +624,7 @@ fn open(limits: RunLimits) -> Result<(MpiComm, MutexGuard<'static, u64>)> {
             ("staged", ReceiveMode::Staged),
         ],
     )?;
+    let piece = piece_limit()?;
     let world = world();
     let mut serialised =
         match world.run_lock.try_lock() {
@@ -594,7 +637,7 @@ fn open(limits: RunLimits) -> Result<(MpiComm, MutexGuard<'static, u64>)> {
                     .to_owned(),
             )),
         };
-    agree_on_run(world, limits, *serialised)?;
+    agree_on_run(world, limits, piece, *serialised)?;
     *serialised += 1;
     let comm = MpiComm {
         world,
@@ -603,6 +646,7 @@ fn open(limits: RunLimits) -> Result<(MpiComm, MutexGuard<'static, u64>)> {
         mode,
         send,
         receive,
+        piece,
         slot: MIN_SLOT,
         limits,
         superstep: 0,

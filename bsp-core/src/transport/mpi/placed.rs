@@ -353,11 +353,11 @@ impl MpiComm {
         plan: Plan<'_>,
         matrix: Option<&Matrix>,
     ) -> Vec<Placed> {
-        let (p, me) = (self.nprocs, self.pid);
-        let mut send_counts = vec![0; p];
-        for k in (0..p).filter(|&k| k != me && !out.heads[k].is_empty()) {
-            send_counts[k] = self.count(out.body_lens[k], "a block");
-        }
+        let me = self.pid;
+        // A rank is sent bodies only along with heads.
+        let sends: Vec<bool> = (0..self.nprocs)
+            .map(|k| k != me && !out.heads[k].is_empty() && out.body_lens[k] > 0)
+            .collect();
         let arrived = match matrix {
             Some(m) if m.heads_in_rows() => {
                 let own_heads = std::mem::take(&mut out.heads[me]);
@@ -378,7 +378,6 @@ impl MpiComm {
                 )
             }
         };
-        self.count(arrived.staged_len, "a receive buffer");
         let mut staging = self.world.pool.take(arrived.staged_len);
         let mut into = Scatter::default();
         let mut pieces = Vec::new();
@@ -394,7 +393,10 @@ impl MpiComm {
         // sends (announced in its heads), over the plan's regions, which
         // `Plan`'s contract keeps valid, disjoint and untouched until this
         // returns, or over its part of `staging`, which is owned here.
-        unsafe { self.exchange_into(&out.bodies, &send_counts, into) };
+        unsafe {
+            let outgoing = out.bodies.iter().enumerate().filter(|&(k, _)| sends[k]);
+            self.exchange_into(outgoing, into)
+        };
         drop(out.bodies);
         let staging = self.world.pool.share(staging);
         arrived.into_placed(&staging, out.own_body)

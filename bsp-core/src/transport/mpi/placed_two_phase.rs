@@ -37,7 +37,7 @@ use super::MpiComm;
 use crate::router::{
     decode_header, encode_header, parts, placed_front, placed_front_lens, through, Matrix, Part,
 };
-use crate::segments::{segments_len, SegmentCursor, Segments};
+use crate::segments::{SegmentCursor, Segments};
 use crate::transport::{Placed, Plan};
 
 impl MpiComm {
@@ -74,10 +74,6 @@ impl MpiComm {
                 };
                 cursor.take(range.len(), into);
             }
-        }
-        let mut send_counts = vec![0; p];
-        for k in (0..p).filter(|&k| k != me) {
-            send_counts[k] = self.count(segments_len(&first[k]), "a block");
         }
         let front = |k: usize| {
             let parts = &first_parts[k];
@@ -139,8 +135,6 @@ impl MpiComm {
             }
             stage_one.push((src, parts));
         }
-        self.count(forward_len, "a receive buffer");
-        self.count(arrived.staged_len, "a receive buffer");
         let mut forwarded = self.world.pool.take(forward_len);
         let mut staging = self.world.pool.take(arrived.staged_len);
         let staging_at = staging.as_mut_ptr();
@@ -173,14 +167,13 @@ impl MpiComm {
         // sends), over the plan's regions (valid, disjoint and untouched
         // until this returns, by `Plan`'s contract), `staging` or
         // `forwarded`, both owned here.
-        unsafe { self.exchange_into(&first, &send_counts, into) };
+        unsafe { self.exchange_into(first.iter().enumerate(), into) };
         drop(first);
         let forwarded = self.world.pool.share(forwarded);
 
         // Stage 2: to each destination, the parts through this rank, by
         // source (this rank's own among them, from its bodies).
         let mut second = vec![Segments::new(); p];
-        let mut send_counts = vec![0; p];
         for j in (0..p).filter(|&j| j != me) {
             let ranges = &forward[j];
             let mine = ranges.partition_point(|&(src, _)| src < me);
@@ -191,7 +184,6 @@ impl MpiComm {
             for (_, range) in &ranges[mine..] {
                 second[j].push(forwarded.slice(range.clone()));
             }
-            send_counts[j] = self.count(segments_len(&second[j]), "a block");
         }
         // Its receive: from each intermediate, the parts of the bodies to
         // this rank it was dealt, by source, each into place.
@@ -218,7 +210,7 @@ impl MpiComm {
         // bodies to this rank dealt to it, whose lengths this rank
         // computes as the intermediate does (both from the body lengths in
         // the heads), over the plan's regions or `staging`.
-        unsafe { self.exchange_into(&second, &send_counts, into) };
+        unsafe { self.exchange_into(second.iter().enumerate(), into) };
         drop(second);
         drop(forwarded);
         let staging = self.world.pool.share(staging);

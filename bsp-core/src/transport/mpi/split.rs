@@ -72,6 +72,7 @@ impl MpiComm {
             mode: self.mode,
             send: self.send,
             receive: self.receive,
+            piece: self.piece,
             slot: MIN_SLOT,
             limits: self.limits,
             superstep: 0,
