@@ -32,6 +32,22 @@ const SIZES: [usize; 12] = [
     0, 1, 333, 334, 500, 501, 999, 1000, 1001, 2999, 40_000, 100_003,
 ];
 
+/// Block lengths around the eager cut of one node (the default piece
+/// limit): one eager message (4096 − 128 bytes) and 64 KiB, the largest
+/// block cut into eager messages.
+const EAGER_SIZES: [usize; 10] = [
+    3967, 3968, 3969, 4096, 8000, 20_000, 65_535, 65_536, 65_537, 100_000,
+];
+
+/// The ways an exchange can go, as the environment that selects each.
+const MODES: [&[(&str, &str)]; 5] = [
+    &[],
+    &[("BSP_MPI_TRANSPOSE", "alltoall")],
+    &[("BSP_MPI_SEND", "flatten")],
+    &[("BSP_MPI_RECEIVE", "placed")],
+    &[("BSP_MPI_RECEIVE", "staged")],
+];
+
 /// The byte at `i` of what `src` sends `dst` in superstep `step`.
 fn byte(step: usize, src: usize, dst: usize, i: usize) -> u8 {
     (i.wrapping_mul(131) ^ (i >> 8) ^ (step * 7 + src * 31 + dst * 17)) as u8
@@ -104,6 +120,7 @@ fn scenario() {
         let rt = world.clone().with_router(router);
         match name.as_str() {
             "pieces" => support::check(&rt, |ctx| traffic(ctx, &SIZES), |_, _| Vec::new()),
+            "eager" => support::check(&rt, |ctx| traffic(ctx, &EAGER_SIZES), |_, _| Vec::new()),
             "large" => support::check(&rt, two_gib, |_, _| true),
             other => panic!("unknown scenario {other:?}"),
         }
@@ -141,18 +158,24 @@ fn job(name: &str, np: usize, env: &[(&str, &str)], limit: Duration) -> bool {
 #[test]
 fn pieces_on_every_path() {
     let piece = PIECE.to_string();
-    let modes: [&[(&str, &str)]; 5] = [
-        &[],
-        &[("BSP_MPI_TRANSPOSE", "alltoall")],
-        &[("BSP_MPI_SEND", "flatten")],
-        &[("BSP_MPI_RECEIVE", "placed")],
-        &[("BSP_MPI_RECEIVE", "staged")],
-    ];
     for np in [2, 3] {
-        for mode in modes {
+        for mode in MODES {
             let mut env = vec![(PIECE_ENV, piece.as_str())];
             env.extend_from_slice(mode);
             if !job("pieces", np, &env, Duration::from_secs(120)) {
+                return;
+            }
+        }
+    }
+}
+
+/// On one node, blocks from one eager message to 64 KiB travel as several
+/// eager messages (with the default piece limit), on every path.
+#[test]
+fn eager_messages_on_every_path() {
+    for np in [2, 3] {
+        for mode in MODES {
+            if !job("eager", np, mode, Duration::from_secs(120)) {
                 return;
             }
         }

@@ -1,8 +1,9 @@
 //! Irregular exchanges: the counts exchange, then one `MPI_Alltoallw` that
 //! sends every block straight from its segments through hindexed datatypes
 //! (the default), or the blocks flattened into one `MPI_Alltoallv`
-//! (`BSP_MPI_SEND=flatten`); blocks above a p-th of the piece limit then
-//! follow point to point, in messages under the limit (`p2p.rs`).
+//! (`BSP_MPI_SEND=flatten`); blocks above a p-th of the piece limit, and
+//! on one node those between one eager message and 64 KiB, then follow
+//! point to point, in messages under the limit or eager-sized (`p2p.rs`).
 
 use std::os::raw::c_int;
 
@@ -45,12 +46,13 @@ impl MpiComm {
     }
 
     /// Sends `blocks[k]` to each rank k and receives `recv_lens[k]` bytes
-    /// from each, this rank's own entries empty: the blocks of up to
-    /// [`inline_limit`](Self::inline_limit) bytes in one collective (one
-    /// `MPI_Alltoallw` straight from their segments, or, with
-    /// `BSP_MPI_SEND=flatten`, one `MPI_Alltoallv` of a flattened copy),
-    /// then the larger ones point to point, in messages of at most the
-    /// piece limit (`p2p.rs`). Both ends of a pair know the block's length,
+    /// from each, this rank's own entries empty: the blocks that travel
+    /// [in the collective](Self::in_collective) in one `MPI_Alltoallw`
+    /// straight from their segments (or, with `BSP_MPI_SEND=flatten`, one
+    /// `MPI_Alltoallv` of a flattened copy), then the others point to
+    /// point, in messages of at most [`message_limit`](Self::message_limit)
+    /// bytes (`p2p.rs`): eager-sized ones for the mid-sized blocks of one
+    /// node, the piece limit's otherwise. Both ends of a pair know the block's length,
     /// so both take the same way without asking. Returns what arrived, by
     /// sender (one slice of one receive buffer each). Every rank must call
     /// this at the same point, with lengths that match the senders'.
@@ -60,19 +62,24 @@ impl MpiComm {
         recv_lens: &[u64],
     ) -> Vec<Segments> {
         let p = self.nprocs;
-        let inline = self.inline_limit();
         let send_lens: Vec<usize> = blocks.iter().map(|b| segments_len(b)).collect();
         let recv_lens: Vec<usize> = recv_lens.iter().map(|&l| l as usize).collect();
-        let in_collective = |len: usize| if len <= inline { as_count(len) } else { 0 };
-        let send_counts: Vec<Count> = send_lens.iter().map(|&l| in_collective(l)).collect();
-        let recv_counts: Vec<Count> = recv_lens.iter().map(|&l| in_collective(l)).collect();
+        let count = |len: usize| {
+            if self.in_collective(len) {
+                as_count(len)
+            } else {
+                0
+            }
+        };
+        let send_counts: Vec<Count> = send_lens.iter().map(|&l| count(l)).collect();
+        let recv_counts: Vec<Count> = recv_lens.iter().map(|&l| count(l)).collect();
         // The receive buffer: the collective's parts first, by sender, then
         // the larger blocks. The collective's part is below the piece
         // limit, so its displacements are MPI counts.
         let mut displs = vec![0usize; p];
         let (mut at, mut collective_len) = (0, 0);
         for large in [false, true] {
-            for k in (0..p).filter(|&k| (recv_lens[k] > inline) == large) {
+            for k in (0..p).filter(|&k| self.in_collective(recv_lens[k]) != large) {
                 displs[k] = at;
                 at += recv_lens[k];
             }
@@ -123,10 +130,14 @@ impl MpiComm {
             }
             self.world.pool.give(send);
         }
-        if send_lens.iter().chain(&recv_lens).any(|&l| l > inline) {
+        if send_lens
+            .iter()
+            .chain(&recv_lens)
+            .any(|&l| !self.in_collective(l))
+        {
             let base = recv.as_mut_ptr();
             let mut into = Scatter::default();
-            for k in (0..p).filter(|&k| recv_lens[k] > inline) {
+            for k in (0..p).filter(|&k| !self.in_collective(recv_lens[k])) {
                 // Written by MPI: an address from the mutable buffer.
                 into.from(
                     k,
@@ -136,7 +147,7 @@ impl MpiComm {
             let large = blocks
                 .iter()
                 .enumerate()
-                .filter(|&(k, _)| send_lens[k] > inline);
+                .filter(|&(k, _)| !self.in_collective(send_lens[k]));
             // SAFETY: from each rank k with a large block, exactly its
             // length, into its own range of `recv`, owned here.
             unsafe { self.exchange_into(large, into) };

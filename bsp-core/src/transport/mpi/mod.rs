@@ -135,6 +135,16 @@ pub(crate) const PIECE_ENV: &str = "BSP_MPI_PIECE";
 /// of them together); larger blocks send their remainder in a second step.
 pub(crate) const EAGER_TOTAL: usize = 1 << 20;
 
+/// The largest message Open MPI's shared-memory transport sends eagerly:
+/// its `btl_vader_eager_limit` (4 KiB), less room for its match header.
+/// A longer message waits for the receiver (a rendezvous).
+const EAGER_MESSAGE: usize = 4096 - 128;
+
+/// On one node, blocks up to this many bytes travel as eager messages
+/// (`MpiComm::cut_eagerly`); longer ones gain more from the rendezvous's
+/// single copy than a few microseconds.
+const EAGER_BLOCK: usize = 64 << 10;
+
 /// Smallest eager slot, header included.
 const MIN_SLOT: usize = 256;
 
@@ -346,6 +356,32 @@ impl MpiComm {
     /// than the limit in one. Larger blocks go point to point.
     fn inline_limit(&self) -> usize {
         self.piece / self.nprocs
+    }
+
+    /// Whether a block of `len` bytes travels inside the exchange's
+    /// collective: up to the [`inline_limit`](Self::inline_limit), unless
+    /// it goes as [eager messages](Self::cut_eagerly). Both ends of a pair
+    /// know the length, so both decide alike.
+    fn in_collective(&self, len: usize) -> bool {
+        len <= self.inline_limit() && !self.cut_eagerly(len)
+    }
+
+    /// Whether a block of `len` bytes travels as several messages of
+    /// [`EAGER_MESSAGE`] bytes, point to point: on one node, for blocks
+    /// longer than one such message and at most [`EAGER_BLOCK`]. One
+    /// message (or a collective's) would wait for Open MPI's rendezvous
+    /// there, a step of about 10 µs in a superstep's time at 4 KiB.
+    fn cut_eagerly(&self, len: usize) -> bool {
+        self.world.one_node && len > EAGER_MESSAGE && len <= EAGER_BLOCK
+    }
+
+    /// The largest message of a block of `len` bytes sent point to point.
+    fn message_limit(&self, len: usize) -> usize {
+        if self.cut_eagerly(len) {
+            EAGER_MESSAGE.min(self.piece)
+        } else {
+            self.piece
+        }
     }
 }
 

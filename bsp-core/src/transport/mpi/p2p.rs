@@ -104,7 +104,9 @@ fn message_over(
 impl MpiComm {
     /// Sends each block of `outgoing` (rank, block) to its rank straight
     /// from its segments, and receives as `into` lists, in one round of
-    /// point-to-point messages (several for a block over the piece limit).
+    /// point-to-point messages (several for a block over its
+    /// [`message_limit`](MpiComm::message_limit): the piece limit, or one
+    /// eager message for the mid-sized blocks of one node).
     ///
     /// # Safety
     ///
@@ -121,7 +123,8 @@ impl MpiComm {
         let mut made = Vec::new();
         let mut requests: Vec<ffi::MPI_Request> = Vec::with_capacity(into.from.len() + 4);
         for (src, pieces) in &into.from {
-            cut(pieces, self.piece, |message| {
+            let len = pieces.iter().map(|&(_, len)| len).sum();
+            cut(pieces, self.message_limit(len), |message| {
                 let (at, count, datatype) = message_over(message, &mut made);
                 // SAFETY: a request handle is plain data, written by MPI_Irecv.
                 let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
@@ -149,7 +152,8 @@ impl MpiComm {
             pieces.clear();
             pieces.extend(block.iter().map(|s| (s.as_ptr(), s.len())));
             pieces.retain(|&(_, len)| len > 0);
-            cut(&pieces, self.piece, |message| {
+            let len = pieces.iter().map(|&(_, len)| len).sum();
+            cut(&pieces, self.message_limit(len), |message| {
                 let (at, count, datatype) = message_over(message, &mut made);
                 // SAFETY: as above.
                 let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
