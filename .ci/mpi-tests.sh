@@ -55,49 +55,36 @@ for np in 1 2 3 4; do
     done
 done
 
-echo "== the same, with transposes on the eager padded MPI_Alltoall"
-for np in 2 3; do
-    for t in "${TESTS[@]}"; do
-        echo "-- BSP_MPI_TRANSPOSE=alltoall mpirun -np $np $(basename "$t")"
-        BSP_MPI_TRANSPOSE=alltoall run_np "$np" -x BSP_MPI_TRANSPOSE "$t" --test-threads=1 -q
+# with_setting VAR=VALUE [NAME...]: the test binaries named NAME-* (all of
+# them without NAMEs) under mpirun -np 2 and 3, with VAR=VALUE on every rank.
+with_setting() {
+    local setting=$1
+    shift
+    for np in 2 3; do
+        for t in "${TESTS[@]}"; do
+            local name keep=$(($# == 0))
+            name=$(basename "$t")
+            for want in "$@"; do
+                [[ $name == "$want"-* ]] && keep=1
+            done
+            [ "$keep" -eq 1 ] || continue
+            echo "-- $setting mpirun -np $np $name"
+            (export "${setting?}" && run_np "$np" -x "${setting%%=*}" "$t" --test-threads=1 -q)
+        done
     done
-done
+}
+
+echo "== the same, with transposes on the eager padded MPI_Alltoall"
+with_setting BSP_MPI_TRANSPOSE=alltoall
 
 echo "== the transport tests, with blocks flattened into MPI_Alltoallv"
-for np in 2 3; do
-    for t in "${TESTS[@]}"; do
-        case "$(basename "$t")" in
-            mpi_transport-* | core_routing-*) ;;
-            *) continue ;;
-        esac
-        echo "-- BSP_MPI_SEND=flatten mpirun -np $np $(basename "$t")"
-        BSP_MPI_SEND=flatten run_np "$np" -x BSP_MPI_SEND "$t" --test-threads=1 -q
-    done
-done
+with_setting BSP_MPI_SEND=flatten mpi_transport core_routing
 
 echo "== the transport and routing tests, blocks over 700 bytes cut into pieces (as those over 2 GiB are)"
-for np in 2 3; do
-    for t in "${TESTS[@]}"; do
-        case "$(basename "$t")" in
-            mpi_transport-* | core_routing-*) ;;
-            *) continue ;;
-        esac
-        echo "-- BSP_MPI_PIECE=700 mpirun -np $np $(basename "$t")"
-        BSP_MPI_PIECE=700 run_np "$np" -x BSP_MPI_PIECE "$t" --test-threads=1 -q
-    done
-done
+with_setting BSP_MPI_PIECE=700 mpi_transport core_routing
 
 echo "== the routing and semantics tests, every put payload placed straight into its coarray"
-for np in 2 3; do
-    for t in "${TESTS[@]}"; do
-        case "$(basename "$t")" in
-            mpi_transport-* | core_routing-* | core_semantics-* | core_failures-*) ;;
-            *) continue ;;
-        esac
-        echo "-- BSP_MPI_RECEIVE=placed mpirun -np $np $(basename "$t")"
-        BSP_MPI_RECEIVE=placed run_np "$np" -x BSP_MPI_RECEIVE "$t" --test-threads=1 -q
-    done
-done
+with_setting BSP_MPI_RECEIVE=placed mpi_transport core_routing core_semantics core_failures
 
 echo "== examples under mpirun (quick arguments; each checks its own answer)"
 # The examples' defaults are sized for benchmarking (GiBs, 2^26 keys): give
