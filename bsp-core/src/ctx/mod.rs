@@ -644,8 +644,6 @@ impl Ctx {
         self.has_gets = false;
         self.superstep += 1;
         self.comm.set_superstep(self.superstep);
-        // (Already done where replies arrived; here for a sync without.)
-        self.gets.land_in_call_order();
         self.land_gets();
         figures.sync_ns = start.elapsed().as_nanos() as u64;
         self.last_sync = figures;

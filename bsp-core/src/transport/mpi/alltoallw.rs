@@ -64,22 +64,27 @@ impl MpiComm {
         let p = self.nprocs;
         let send_lens: Vec<usize> = blocks.iter().map(|b| segments_len(b)).collect();
         let recv_lens: Vec<usize> = recv_lens.iter().map(|&l| l as usize).collect();
-        let count = |len: usize| {
-            if self.in_collective(len) {
-                as_count(len)
-            } else {
-                0
-            }
-        };
-        let send_counts: Vec<Count> = send_lens.iter().map(|&l| count(l)).collect();
-        let recv_counts: Vec<Count> = recv_lens.iter().map(|&l| count(l)).collect();
+        // Which blocks go point to point, decided once per block.
+        let send_apart: Vec<bool> = send_lens.iter().map(|&l| !self.in_collective(l)).collect();
+        let recv_apart: Vec<bool> = recv_lens.iter().map(|&l| !self.in_collective(l)).collect();
+        let count = |len: usize, apart: bool| if apart { 0 } else { as_count(len) };
+        let send_counts: Vec<Count> = send_lens
+            .iter()
+            .zip(&send_apart)
+            .map(|(&l, &a)| count(l, a))
+            .collect();
+        let recv_counts: Vec<Count> = recv_lens
+            .iter()
+            .zip(&recv_apart)
+            .map(|(&l, &a)| count(l, a))
+            .collect();
         // The receive buffer: the collective's parts first, by sender, then
         // the larger blocks. The collective's part is below the piece
         // limit, so its displacements are MPI counts.
         let mut displs = vec![0usize; p];
         let (mut at, mut collective_len) = (0, 0);
         for large in [false, true] {
-            for k in (0..p).filter(|&k| self.in_collective(recv_lens[k]) != large) {
+            for k in (0..p).filter(|&k| recv_apart[k] == large) {
                 displs[k] = at;
                 at += recv_lens[k];
             }
@@ -130,24 +135,17 @@ impl MpiComm {
             }
             self.world.pool.give(send);
         }
-        if send_lens
-            .iter()
-            .chain(&recv_lens)
-            .any(|&l| !self.in_collective(l))
-        {
+        if send_apart.iter().chain(&recv_apart).any(|&apart| apart) {
             let base = recv.as_mut_ptr();
             let mut into = Scatter::default();
-            for k in (0..p).filter(|&k| !self.in_collective(recv_lens[k])) {
+            for k in (0..p).filter(|&k| recv_apart[k]) {
                 // Written by MPI: an address from the mutable buffer.
                 into.from(
                     k,
                     &[(base.wrapping_add(displs[k]).cast_const(), recv_lens[k])],
                 );
             }
-            let large = blocks
-                .iter()
-                .enumerate()
-                .filter(|&(k, _)| !self.in_collective(send_lens[k]));
+            let large = blocks.iter().enumerate().filter(|&(k, _)| send_apart[k]);
             // SAFETY: from each rank k with a large block, exactly its
             // length, into its own range of `recv`, owned here.
             unsafe { self.exchange_into(large, into) };
