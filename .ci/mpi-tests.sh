@@ -74,12 +74,6 @@ with_setting() {
     done
 }
 
-echo "== the same, with transposes on the eager padded MPI_Alltoall"
-with_setting BSP_MPI_TRANSPOSE=alltoall
-
-echo "== the transport tests, with blocks flattened into MPI_Alltoallv"
-with_setting BSP_MPI_SEND=flatten mpi_transport core_routing
-
 echo "== the transport and routing tests, blocks over 700 bytes cut into pieces (as those over 2 GiB are)"
 with_setting BSP_MPI_PIECE=700 mpi_transport core_routing
 

@@ -12,9 +12,7 @@
 //!   superstep needs at least. Target: ratio ≤ 2.
 //! * **Routing**: every processor puts `n/p` bytes into every processor
 //!   (n bytes per processor per superstep), routed by the two-phase router
-//!   (transposes as eager padded `MPI_Alltoall`, or as counts +
-//!   `MPI_Alltoallv` with `BSP_MPI_TRANSPOSE=alltoallv`) and by the direct
-//!   router, against one `MPI_Alltoallv` of the same bytes between
+//!   and by the direct router, against one `MPI_Alltoallv` of the same bytes between
 //!   contiguous buffers through rsmpi (`all_to_all_varcount_into`). GB/s is
 //!   the bytes all processors send per second. Target at np = 2: two-phase
 //!   ≥ 0.6 × `MPI_Alltoallv`.
@@ -206,28 +204,7 @@ fn main() {
         let n = n / p * p;
         let iters = ((64 << 20) / n.max(1)).clamp(3, 200) / if quick { 4 } else { 1 };
         let iters = iters.max(2);
-        let variants = [
-            (
-                "two-phase, flatten",
-                Router::TwoPhase,
-                "alltoallv",
-                "flatten",
-            ),
-            (
-                "two-phase, hindexed",
-                Router::TwoPhase,
-                "alltoallv",
-                "hindexed",
-            ),
-            (
-                "two-phase, eager Alltoall",
-                Router::TwoPhase,
-                "alltoall",
-                "flatten",
-            ),
-            ("direct, flatten", Router::Direct, "alltoallv", "flatten"),
-            ("direct, hindexed", Router::Direct, "alltoallv", "hindexed"),
-        ];
+        let variants = [("two-phase", Router::TwoPhase), ("direct", Router::Direct)];
         // Rounds interleave the contenders, so that drift on a shared
         // machine hits all alike; each keeps its best.
         let mut base = f64::INFINITY;
@@ -236,24 +213,19 @@ fn main() {
             let (t, base_ok) = mpi_alltoallv(&world, n, iters);
             ok &= base_ok;
             base = base.min(t);
-            for (v, &(_, router, mode, send)) in variants.iter().enumerate() {
-                std::env::set_var("BSP_MPI_TRANSPOSE", mode);
-                std::env::set_var("BSP_MPI_SEND", send);
+            for (v, &(_, router)) in variants.iter().enumerate() {
                 let (t, route_ok) = bsp_route(&rt.clone().with_router(router), n, iters);
                 ok &= route_ok;
                 best[v] = best[v].min(t);
             }
         }
-        std::env::remove_var("BSP_MPI_SEND");
-        std::env::remove_var("BSP_MPI_TRANSPOSE");
         let gbps = |t: f64| (n * p) as f64 / t / 1e9;
-        let mut rows = vec![("MPI_Alltoallv (rsmpi)", "mpi", "alltoallv", base)];
-        for (&(label, router, mode, send), &t) in variants.iter().zip(&best) {
-            let send = if mode == "alltoall" { "eager" } else { send };
-            rows.push((label, router.name(), send, t));
+        let mut rows = vec![("MPI_Alltoallv (rsmpi)", "mpi", base)];
+        for (&(label, router), &t) in variants.iter().zip(&best) {
+            rows.push((label, router.name(), t));
         }
         if lead {
-            for (label, router, mode, t) in rows {
+            for (label, router, t) in rows {
                 if json {
                     let json = json!({
                         "bench": "route",
@@ -261,7 +233,6 @@ fn main() {
                         "np": p,
                         "bytes_per_proc": n,
                         "router": router,
-                        "send": mode,
                         "seconds": t,
                         "gbps": gbps(t),
                         "baseline_gbps": gbps(base),

@@ -55,6 +55,7 @@ mod outcome;
 pub mod pages;
 mod panic_hook;
 mod placement;
+mod pool;
 pub mod prefetch;
 mod profile;
 mod protocol;

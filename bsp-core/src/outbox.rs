@@ -186,7 +186,7 @@ impl Outbox {
     }
 
     /// Bytes of the record heads requested so far this superstep for
-    /// `dst`: what [`placement::split`](crate::placement::split) cuts out
+    /// `dst`: what `placement::split` cuts out
     /// of its stream as the heads.
     pub(crate) fn head_bytes_to(&self, dst: usize) -> u64 {
         self.streams[dst].as_ref().map_or(0, |s| s.head_bytes)
@@ -331,38 +331,6 @@ mod tests {
         // Too short for the spares to keep.
         assert_eq!(&out.shared_copy(&[4; 10])[..], &[4; 10][..]);
         assert!(out.shared_spare.len() <= MAX_SPARE);
-    }
-
-    #[test]
-    fn head_bytes_are_what_split_cuts_out_as_heads() {
-        let mut out = Outbox::new(3);
-        out.push(0, put(10), &[1; 10]); // a short put
-        let far = Record::Put {
-            array: 2,
-            offset: 1 << 40,
-            bytes: 5,
-        };
-        out.push(0, far, &[2; 5]); // a full header
-        out.push_message(0, 7, |v| v.extend_from_slice(&[1, 2]));
-        out.push_message(0, 7, |v| v.extend_from_slice(&[3])); // the same record
-        out.push_message(0, 8, |v| v.push(4)); // a new record
-        out.push_owned(2, put(3), Bytes::from_static(&[9, 9, 9]));
-        let get = Record::Get {
-            array: 1,
-            offset: 0,
-            count: 4,
-            ticket: 3,
-        };
-        out.push(2, get, &[]);
-        let expected: Vec<u64> = (0..3).map(|d| out.head_bytes_to(d)).collect();
-        assert_eq!(expected[1], 0);
-        let (heads, _) = crate::placement::split(out.take(|_| unreachable!()));
-        for (d, head) in &heads {
-            assert_eq!(crate::segments::segments_len(head) as u64, expected[*d]);
-        }
-        assert_eq!(heads.len(), 2);
-        // Taken: nothing left to count.
-        assert!((0..3).all(|d| out.head_bytes_to(d) == 0));
     }
 
     #[test]

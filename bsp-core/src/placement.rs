@@ -30,9 +30,47 @@ use std::collections::HashMap;
 use bytes::Bytes;
 
 use crate::delivery::{byte_range, Inbound};
-use crate::segments::{SegmentCursor, SegmentReader, Segments};
-use crate::transport::{blocks_len, Blocks, Region};
+use crate::segments::{segments_len, SegmentCursor, SegmentReader, Segments};
+use crate::transport::{blocks_len, Blocks};
 use crate::wire::{Record, RecordReader};
+
+/// A piece of this processor's memory into which a placed routing writes
+/// received bytes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Region {
+    pub(crate) at: *mut u8,
+    pub(crate) len: usize,
+}
+
+/// What a placed routing received from one processor.
+pub(crate) struct Placed {
+    /// The sender.
+    pub(crate) src: usize,
+    /// The heads it sent.
+    pub(crate) heads: Segments,
+    /// Its bodies as bytes, or `None` when they were written into the
+    /// regions the plan gave for them.
+    pub(crate) bodies: Option<Segments>,
+    /// Bytes of its bodies.
+    pub(crate) body_len: usize,
+}
+
+impl Placed {
+    /// Bytes received from the sender: heads and bodies.
+    pub(crate) fn len(&self) -> usize {
+        segments_len(&self.heads) + self.body_len
+    }
+}
+
+/// The receiver's side of a placed routing: given the heads received, by
+/// sender (this processor's own among them), for each sender the regions
+/// its bodies fill, in order, or `None` to receive them as bytes.
+///
+/// The regions of one call must be valid for writes, must not overlap one
+/// another, must add up to the length of the bodies the sender sends, and
+/// must not be read or written by anything else until the routing
+/// returns.
+pub(crate) type Plan<'a> = &'a mut dyn FnMut(&[(usize, Segments)]) -> Vec<Option<Vec<Region>>>;
 
 /// Cuts each stream into its heads (the records' headers, copied into one
 /// buffer) and its bodies (their payloads, zero-copy slices of the
@@ -204,6 +242,38 @@ mod tests {
             offset,
             bytes,
         }
+    }
+
+    #[test]
+    fn head_bytes_are_what_split_cuts_out_as_heads() {
+        let mut out = Outbox::new(3);
+        out.push(0, put(1, 0, 10), &[1; 10]); // a short put
+        let far = Record::Put {
+            array: 2,
+            offset: 1 << 40,
+            bytes: 5,
+        };
+        out.push(0, far, &[2; 5]); // a full header
+        out.push_message(0, 7, |v| v.extend_from_slice(&[1, 2]));
+        out.push_message(0, 7, |v| v.extend_from_slice(&[3])); // the same record
+        out.push_message(0, 8, |v| v.push(4)); // a new record
+        out.push_owned(2, put(1, 0, 3), Bytes::from_static(&[9, 9, 9]));
+        let get = Record::Get {
+            array: 1,
+            offset: 0,
+            count: 4,
+            ticket: 3,
+        };
+        out.push(2, get, &[]);
+        let expected: Vec<u64> = (0..3).map(|d| out.head_bytes_to(d)).collect();
+        assert_eq!(expected[1], 0);
+        let (heads, _) = split(out.take(|_| unreachable!()));
+        for (d, head) in &heads {
+            assert_eq!(segments_len(head) as u64, expected[*d]);
+        }
+        assert_eq!(heads.len(), 2);
+        // Taken: nothing left to count.
+        assert!((0..3).all(|d| out.head_bytes_to(d) == 0));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::launch;
 use crate::machine::Machine;
 use crate::outcome::Outcome;
-use crate::router::Router;
+use crate::router::{Placing, Router};
 use crate::scope::Scope;
 use crate::stats_log::STATS_MEMORY;
 use crate::transport::{self, Comm, OnFailure, Program, RunLimits, Transport};
@@ -215,6 +215,9 @@ impl Runtime {
                 Ok(r) => self.router = r,
                 Err(e) => self.config_error = Some(format!("{ROUTER_ENV}: {e}")),
             }
+        }
+        if let Err(e) = Placing::from_env() {
+            self.config_error = Some(e.message().to_owned());
         }
         self
     }

@@ -20,31 +20,6 @@ pub(crate) fn segments_len(segments: &[Bytes]) -> usize {
     segments.iter().map(Bytes::len).sum()
 }
 
-/// Appends to `out` the zero-copy sub-range `[start, start + len)` of a
-/// segment list.
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the eager MPI transpose
-pub(crate) fn slice_segments(
-    segments: &[Bytes],
-    mut start: usize,
-    mut len: usize,
-    out: &mut Segments,
-) {
-    for seg in segments {
-        if len == 0 {
-            break;
-        }
-        if start >= seg.len() {
-            start -= seg.len();
-            continue;
-        }
-        let take = (seg.len() - start).min(len);
-        out.push(seg.slice(start..start + take));
-        start = 0;
-        len -= take;
-    }
-    debug_assert_eq!(len, 0, "slice past the end of the segments");
-}
-
 /// Cuts a segment list into consecutive pieces front to back, without
 /// copying: each call continues where the previous one ended, so cutting a
 /// list of s segments into k pieces costs O(k + s), not O(k · s).
@@ -241,7 +216,9 @@ mod tests {
         let tiny = bytewise(&whole);
         assert_eq!(segments_len(&tiny), 20);
         let mut part = Vec::new();
-        slice_segments(&tiny, 2, 5, &mut part);
+        let mut from_two = SegmentCursor::new(&tiny);
+        from_two.take(2, &mut Vec::new());
+        from_two.take(5, &mut part);
         assert_eq!(part.concat(), whole[2..7].to_vec());
         let mut r = SegmentReader::new(&tiny);
         let mut four = [0u8; 4];

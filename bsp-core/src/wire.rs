@@ -23,7 +23,7 @@
 //!
 //! Headers are native-endian: both transports run one binary on one
 //! architecture. Consecutive messages to the same queue share one header,
-//! which [`Outbox`](crate::outbox::Outbox) patches as messages are added
+//! which `Outbox` patches as messages are added
 //! (see [`Record::add_message`]).
 
 use crate::segments::SegmentReader;

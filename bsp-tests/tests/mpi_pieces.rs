@@ -6,8 +6,8 @@
 //! re-launched with `BSP_TEST_SCENARIO` set). [`pieces_on_every_path`]
 //! lowers the piece limit to a few hundred bytes (`BSP_MPI_PIECE`, for
 //! testing only) so that blocks of kilobytes take the paths of gigabytes,
-//! on every way an exchange can go (counted transposes, the eager
-//! transpose, flattened sends, placed and staged receives, both routers).
+//! on every way an exchange can go (counted exchanges, placed and staged
+//! receives, both routers).
 //! [`more_than_2_gib_between_two_ranks`] really moves 2.2 GB from one rank
 //! to another (about 7 GB of memory, 4 minutes on 2 cores): it is ignored
 //! unless asked for, `cargo test -p bsp-tests --features mpi --test
@@ -40,10 +40,8 @@ const EAGER_SIZES: [usize; 10] = [
 ];
 
 /// The ways an exchange can go, as the environment that selects each.
-const MODES: [&[(&str, &str)]; 5] = [
+const MODES: [&[(&str, &str)]; 3] = [
     &[],
-    &[("BSP_MPI_TRANSPOSE", "alltoall")],
-    &[("BSP_MPI_SEND", "flatten")],
     &[("BSP_MPI_RECEIVE", "placed")],
     &[("BSP_MPI_RECEIVE", "staged")],
 ];
@@ -239,11 +237,7 @@ fn two_gib(ctx: &mut Ctx) -> bool {
 #[test]
 #[ignore = "moves 2.2 GB between two ranks (about 7 GB of memory, 4 minutes): run with --ignored"]
 fn more_than_2_gib_between_two_ranks() {
-    for mode in [
-        &[][..],
-        &[("BSP_MPI_RECEIVE", "staged")],
-        &[("BSP_MPI_SEND", "flatten"), ("BSP_MPI_RECEIVE", "staged")],
-    ] {
+    for mode in [&[][..], &[("BSP_MPI_RECEIVE", "staged")]] {
         if !job("large", 2, mode, Duration::from_secs(600)) {
             return;
         }

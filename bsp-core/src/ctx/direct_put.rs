@@ -366,7 +366,7 @@ impl Ctx {
             .filter(|(_, words)| !words.is_empty())
             .map(|(dst, words)| (dst, vec![Bytes::from_owner(PodBytes(words))]))
             .collect();
-        let received = self.collective(|c| c.alltoallv(blocks, None));
+        let received = self.collective(|c| c.exchange(blocks, None));
         let mut claims: Vec<(usize, Vec<u64>)> = received
             .into_iter()
             .map(|(src, segments)| (src, words_of(&segments)))
@@ -520,7 +520,7 @@ impl Ctx {
                 expected[*src] = elements * size as u64;
             }
         }
-        let received = self.collective(|c| c.alltoallv(blocks, Some(&expected)));
+        let received = self.collective(|c| c.exchange(blocks, Some(&expected)));
         for (src, segments) in received {
             let words = &claims[claims.partition_point(|(q, _)| *q < src)].1;
             let mut reader = SegmentReader::new(&segments);

@@ -31,7 +31,7 @@ use crate::outbox::Outbox;
 use crate::placement;
 use crate::protocol::{self, Status, SyncDecision, SyncFigures, SyncRow, Texts};
 use crate::registry::{Registry, Unusable};
-use crate::router::{self, route, Matrix, Router};
+use crate::router::{self, route, Matrix, Placing, Router};
 use crate::scope::{Scope, Scoped};
 use crate::stats::Stats;
 use crate::stats_log::{Choice, StatsLog};
@@ -142,6 +142,9 @@ pub struct Ctx {
     /// (`protocol::heads_slot`), agreed by every processor after each
     /// sync; 0 for none.
     heads_slot: usize,
+    /// When this processor's supersteps place their payloads (the same on
+    /// every processor).
+    placing: Placing,
     /// Whether the end-of-run exchange has happened.
     finished: bool,
     /// Under [`OnFailure::Return`](crate::OnFailure), the first error found
@@ -186,6 +189,7 @@ impl Ctx {
             last_sync: SyncFigures::default(),
             stats: StatsLog::new(nprocs, stats_memory),
             heads_slot: 0,
+            placing: Placing::from_env().unwrap_or_default(),
             finished: false,
             pending: None,
             announcing: String::new(),
@@ -286,7 +290,7 @@ impl Ctx {
     /// assert_eq!(out, vec![true, true]);
     /// ```
     pub fn on_one_node(&self) -> bool {
-        self.comm.one_node()
+        self.comm.capabilities().one_node
     }
 
     /// Ends the run on purpose, on every processor, with an
@@ -583,9 +587,12 @@ impl Ctx {
             // place while they arrive (gets must read the data first).
             let placed = matches!(router, Router::Direct | Router::TwoPhase)
                 && !decision.any_gets
-                && self
-                    .comm
-                    .places(decision.total_bytes, decision.total_records);
+                && self.placing.places(
+                    self.comm.capabilities(),
+                    self.nprocs,
+                    decision.total_bytes,
+                    decision.total_records,
+                );
             let arrival = match (placed, decision.any_gets) {
                 (true, _) => Arrival::Place,
                 (false, true) => Arrival::ServeGets,
@@ -595,7 +602,7 @@ impl Ctx {
             // the next one in the rows; any other routing clears the slot
             // (every processor alike).
             let next_slot = match (placed, &expected) {
-                (true, Some(m)) if self.comm.heads_in_row() => {
+                (true, Some(m)) if self.placing.heads_in_row(self.comm.capabilities()) => {
                     protocol::heads_slot(self.nprocs, m.most_head_bytes())
                 }
                 _ => 0,
@@ -627,7 +634,7 @@ impl Ctx {
                 figures.records.received += self.settle(applied);
             }
             if decision.any_lends {
-                if self.comm.shares_memory() {
+                if self.comm.capabilities().shares_memory {
                     // Every reader of a lent coarray has finished once
                     // everyone has passed this barrier.
                     self.collective(|c| c.allgather(&[]));

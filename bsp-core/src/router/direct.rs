@@ -1,8 +1,9 @@
 //! Single-phase delivery: one irregular all-to-all.
 
 use super::{words, Matrix, RouteFigures, Router};
+use crate::placement::{Placed, Plan};
 use crate::segments::segments_len;
-use crate::transport::{Aborted, Blocks, Comm, Placed, Plan};
+use crate::transport::{Aborted, Blocks, Comm};
 
 /// Each block's processor and bytes.
 fn block_lens(blocks: &Blocks) -> impl Iterator<Item = (usize, usize)> + '_ {
@@ -44,13 +45,13 @@ pub(super) fn route(
     let mut figures = sent_figures(me, block_lens(&streams));
     let expected: Option<Vec<u64>> =
         matrix.map(|m| (0..m.procs()).map(|i| m.bytes(i, me) as u64).collect());
-    let received = comm.alltoallv(streams, expected.as_deref())?;
+    let received = comm.exchange(streams, expected.as_deref())?;
     figures.received_words = received_words(me, block_lens(&received));
     Ok((received, figures))
 }
 
 /// Single-phase delivery in which the receivers place the payloads
-/// ([`Comm::exchange_placed`], see `placement.rs`): each stream goes as
+/// (`placed.rs`, see `placement.rs`): each stream goes as
 /// its heads, then its bodies (`heads` and `bodies` as
 /// [`placement::split`](crate::placement::split) cuts the streams).
 /// Returns what arrived and the figures, as [`route`].
@@ -76,7 +77,7 @@ pub(super) fn route_placed(
             .all(|(q, h)| m.head_bytes(me, *q) == segments_len(h) as u64)),
         "bsp: the row's head counts differ from the heads"
     );
-    let received = comm.exchange_placed(Router::Direct, heads, bodies, plan, matrix)?;
+    let received = super::placed::exchange(comm, Router::Direct, heads, bodies, plan, matrix)?;
     figures.received_words = received_words(me, received.iter().map(|r| (r.src, r.len())));
     Ok((received, figures))
 }

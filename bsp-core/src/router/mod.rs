@@ -1,6 +1,8 @@
 //! h-relation routers: how one superstep's streams reach their destinations.
 
 mod direct;
+mod placed;
+mod placed_two_phase;
 mod transportation;
 mod two_phase;
 mod two_stage;
@@ -8,12 +10,9 @@ mod two_stage;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::transport::{Aborted, Blocks, Comm, Placed, Plan, Rows};
-#[cfg(feature = "mpi")] // the MPI transport's placed two-phase exchange
-pub(crate) use {
-    two_phase::{decode_header, encode_header, parts, placed_front, placed_front_lens, through},
-    two_stage::Part,
-};
+use crate::placement::{Placed, Plan};
+use crate::transport::{Aborted, Blocks, Comm, Rows};
+pub(crate) use placed::Placing;
 
 /// How the communication of a superstep (an h-relation) is delivered.
 ///
@@ -195,14 +194,12 @@ impl Matrix {
     /// Whether every processor's row carries its record heads, so that
     /// the receivers of a placed exchange have them without an exchange
     /// (a processor puts them in its row's slot whenever they fit).
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // only MPI reads heads from rows
     pub(crate) fn heads_in_rows(&self) -> bool {
         self.heads_in_rows
     }
 
     /// The record heads `from` sends to `to`, as its row carries them;
     /// only where [`heads_in_rows`](Matrix::heads_in_rows).
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // only MPI reads heads from rows
     pub(crate) fn heads(&self, from: usize, to: usize) -> &[u8] {
         debug_assert!(self.heads_in_rows, "bsp: the rows carry no heads");
         let start = from * self.width + self.offset + 2 * self.procs();
@@ -225,7 +222,7 @@ impl Matrix {
 /// Delivers this processor's streams, listed by destination and cut into
 /// heads and bodies (`placement::split`), with the
 /// receivers writing the payloads of puts straight into their coarrays
-/// where `plan` says ([`Comm::exchange_placed`]; see `placement.rs`).
+/// where `plan` says (`placed.rs`; see `placement.rs`).
 /// Returns what arrived from each sender and the figures. `matrix`, when
 /// known, is the routing's communication matrix.
 pub(crate) fn route_placed(

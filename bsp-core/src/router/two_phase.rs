@@ -32,8 +32,9 @@ use super::two_stage::{
     Part, Piece, Stage,
 };
 use super::{words, Matrix, RouteFigures, Router, WORD_BYTES};
+use crate::placement::{Placed, Plan};
 use crate::segments::{segments_len, SegmentCursor};
-use crate::transport::{Aborted, Blocks, Comm, Placed, Plan};
+use crate::transport::{Aborted, Blocks, Comm};
 
 /// Length in words of part `c` when `len` words are split into `p` parts.
 fn part_len(len: usize, p: usize, c: usize) -> usize {
@@ -104,7 +105,6 @@ fn expected(m: &Matrix, me: usize) -> [Vec<u64>; 2] {
 /// of its streams (each stream's bytes less its heads') dealt to `me`.
 /// What an MPI transport would otherwise learn from a count exchange.
 /// Cost O(p²).
-#[cfg(feature = "mpi")]
 pub(crate) fn placed_front_lens(m: &Matrix, me: usize) -> Vec<usize> {
     (0..m.procs())
         .map(|i| block_header_len(&placed_front(m, i, me)))
@@ -114,7 +114,6 @@ pub(crate) fn placed_front_lens(m: &Matrix, me: usize) -> Vec<usize> {
 /// The parts of processor `i`'s bodies dealt to `me` in stage 1 of a
 /// placed two-phase routing, as the header of `i`'s stage-1 block to `me`
 /// lists them, from the matrix. Cost O(p).
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // the MPI transport's placed exchange
 pub(crate) fn placed_front(m: &Matrix, i: usize, me: usize) -> Vec<Part> {
     let p = m.procs();
     let body = |j: usize| m.bytes(i, j) - m.head_bytes(i, j) as usize;
@@ -273,7 +272,7 @@ pub(super) fn route(
 }
 
 /// The two-phase routing in which the receivers place the payloads
-/// ([`Comm::exchange_placed`], see `placement.rs`): each stream's heads
+/// (`placed.rs`, see `placement.rs`): each stream's heads
 /// go straight to its destination, and its bodies are dealt over the
 /// intermediates and forwarded as [`route`] deals a stream. Returns what
 /// arrived and the figures: the blocks of both stages are those of the
@@ -311,7 +310,7 @@ pub(super) fn route_placed(
         }
     }
     assert_first_bound::<TwoPhase>(figures.first_block_words, dealt_body_words, p);
-    let received = comm.exchange_placed(Router::TwoPhase, heads, bodies, plan, matrix)?;
+    let received = super::placed::exchange(comm, Router::TwoPhase, heads, bodies, plan, matrix)?;
     // Stage 2's blocks, by intermediate: the parts of the bodies received.
     let mut second = vec![(0u64, 0u64); p];
     let mut received_body_words = 0;

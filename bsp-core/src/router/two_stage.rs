@@ -125,7 +125,7 @@ pub(super) fn route<D: Dealing>(
         wrap(run, pool, &mut figures.header_bytes)
     });
     assert_first_bound::<D>(figures.first_block_words, figures.dealt_words, p);
-    let received = comm.transpose(first, dealing.expected(Stage::First))?;
+    let received = comm.exchange(first, dealing.expected(Stage::First))?;
 
     // Stage 2: regroup what arrived by final destination, in source order.
     let pieces = regroup(
@@ -135,7 +135,7 @@ pub(super) fn route<D: Dealing>(
     );
     let second = pieces.group(|_, run, pool| wrap(run, pool, &mut figures.header_bytes));
     drop(received);
-    let arrived = comm.transpose(second, dealing.expected(Stage::Second))?;
+    let arrived = comm.exchange(second, dealing.expected(Stage::Second))?;
 
     // Reassemble each source's stream from its parts.
     let pieces = regroup(

@@ -2,9 +2,8 @@
 //! are started on them.
 //!
 //! A router needs very little from a transport: an all-gather of a short row
-//! of integers (which doubles as the barrier of every `sync`), a uniform
-//! all-to-all ("transpose") and an irregular all-to-all, plus a way to abort
-//! the whole run. [`Comm`] is that crate-private interface; the public
+//! of integers (which doubles as the barrier of every `sync`) and an
+//! all-to-all exchange of blocks, plus a way to abort the whole run. [`Comm`] is that crate-private interface; the public
 //! [`Transport`] enum names the implementations.
 //!
 //! Each transport module owns its launch: it starts the processors, gives
@@ -24,8 +23,7 @@ use std::panic::Location;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::router::{Matrix, Router};
-use crate::segments::{segments_len, Segments};
+use crate::segments::{segments_len, SegmentReader, Segments};
 pub(crate) use split::Group;
 
 /// What a run asks of its transport beyond moving bytes.
@@ -143,54 +141,53 @@ pub(crate) type Rows = std::sync::Arc<[u64]>;
 /// what its blocks cost, not p.
 pub(crate) type Blocks = Vec<(usize, Segments)>;
 
-/// A piece of this processor's memory into which a transport writes
-/// received bytes (see [`Comm::exchange_placed`]).
-#[derive(Clone, Copy, Debug)]
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // only MPI writes through one
-pub(crate) struct Region {
-    pub(crate) at: *mut u8,
-    pub(crate) len: usize,
-}
-
-/// What a placed exchange ([`Comm::exchange_placed`]) received from one
-/// processor.
-pub(crate) struct Placed {
-    /// The sender.
-    pub(crate) src: usize,
-    /// The heads it sent.
-    pub(crate) heads: Segments,
-    /// Its bodies as bytes, or `None` when they were written into the
-    /// regions the plan gave for them.
-    pub(crate) bodies: Option<Segments>,
-    /// Bytes of its bodies.
-    pub(crate) body_len: usize,
-}
-
-impl Placed {
-    /// Bytes received from the sender: heads and bodies.
-    pub(crate) fn len(&self) -> usize {
-        segments_len(&self.heads) + self.body_len
-    }
-}
-
 /// Total bytes of the blocks listed.
 pub(crate) fn blocks_len(blocks: &Blocks) -> u64 {
     blocks.iter().map(|(_, b)| segments_len(b) as u64).sum()
 }
 
-/// The receiver's side of a placed exchange: given the heads received, by
-/// sender (this processor's own among them), for each sender the regions
-/// its bodies fill, in order, or `None` to receive them as bytes.
-///
-/// The regions of one call must be valid for writes, must not overlap one
-/// another, must add up to the length of the bodies the sender sends, and
-/// must not be read or written by anything else until the exchange
-/// returns.
-pub(crate) type Plan<'a> = &'a mut dyn FnMut(&[(usize, Segments)]) -> Vec<Option<Vec<Region>>>;
+/// What a transport can do, as the routers and the superstep protocol ask
+/// it: mechanisms only; what to make of them is theirs to decide.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Capabilities {
+    /// Whether other processors read this processor's memory in place
+    /// (threads: a lent coarray's bytes are read by the receivers, maybe
+    /// after this processor's collectives have returned). When not (MPI:
+    /// a collective returns once its send buffers are free), lent memory
+    /// is this processor's again as soon as its routing has returned, and
+    /// no barrier is needed before taking it back.
+    pub(crate) shares_memory: bool,
+    /// Whether all processors of the run are on one node, sharing its
+    /// memory (under MPI, a large message is then copied once, by the
+    /// receiver, out of the sender's memory, as on threads).
+    pub(crate) one_node: bool,
+    /// Whether [`Comm::exchange_into`] writes into the landing regions as
+    /// bytes arrive (MPI), rather than copying out of a receive buffer,
+    /// and every collective costs a latency, so that sparing one is worth
+    /// a slot in the sync rows: what makes a placed routing pay.
+    pub(crate) scatter_receive: bool,
+}
+
+/// The receive side of [`Comm::exchange_into`]: for each sender, the
+/// pieces of memory (address, length) its bytes land in, in order. Made
+/// empty (nothing from any processor).
+#[derive(Default)]
+pub(crate) struct Scatter {
+    pub(crate) from: Vec<(usize, Vec<(*const u8, usize)>)>,
+}
+
+impl Scatter {
+    /// What `src` sends lands in `pieces` (address and length), in order.
+    pub(crate) fn from(&mut self, src: usize, pieces: &[(*const u8, usize)]) {
+        let pieces: Vec<_> = pieces.iter().copied().filter(|&(_, len)| len > 0).collect();
+        if !pieces.is_empty() {
+            self.from.push((src, pieces));
+        }
+    }
+}
 
 /// The blocks listed in `blocks`, one per processor of `p` (empty where
 /// none is listed).
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // MPI's collectives take p-arrays
 pub(crate) fn dense(blocks: Blocks, p: usize) -> Vec<Segments> {
     let mut all = vec![Segments::new(); p];
     for (pid, block) in blocks {
@@ -200,7 +197,6 @@ pub(crate) fn dense(blocks: Blocks, p: usize) -> Vec<Segments> {
 }
 
 /// The non-empty blocks of `all` (one per processor), listed.
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn listed(all: Vec<Segments>) -> Blocks {
     all.into_iter()
         .enumerate()
@@ -221,74 +217,60 @@ pub(crate) trait Comm: Send {
     /// All-gather: every processor contributes a row of the same length and
     /// receives all rows, concatenated in pid order.
     fn allgather(&mut self, row: &[u64]) -> Result<Rows, Aborted>;
-    /// Uniform all-to-all: each listed block goes to its processor; the
-    /// result lists the non-empty blocks received, by sender. The router
-    /// guarantees that their sizes are close to each other. `expected` as
-    /// for `alltoallv`.
-    fn transpose(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted>;
-    /// Irregular all-to-all with arbitrary sizes, listed as for `transpose`.
-    /// `expected`, when the caller knows it, is the length of the block
-    /// from each processor (p entries; the entry for this processor is not
-    /// used), which spares a transport that needs the lengths before the
-    /// data (MPI) an exchange of counts. Every processor passes it, or none.
-    fn alltoallv(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted>;
-    /// Whether other processors read this processor's memory in place
-    /// (threads: a lent coarray's bytes are read by the receivers, maybe
-    /// after this processor's collectives have returned). When not (MPI:
-    /// a collective returns once its send buffers are free), lent memory
-    /// is this processor's again as soon as its routing has returned, and
-    /// no barrier is needed before taking it back.
-    fn shares_memory(&self) -> bool {
-        true
-    }
-    /// Whether all processors of the run are on one node, sharing its
-    /// memory (under MPI, a large message is then copied once, by the
-    /// receiver, out of the sender's memory, as on threads).
-    fn one_node(&self) -> bool {
-        true
-    }
-    /// Whether a placed exchange takes the record heads from the sync's
-    /// rows when they carry them
-    /// ([`Matrix::heads_in_rows`]), so that the rows are worth giving a
-    /// slot for them: a transport whose every collective costs a latency
-    /// (MPI) saves the exchange of heads.
-    fn heads_in_row(&self) -> bool {
-        false
-    }
-    /// Whether this transport offers [`exchange_placed`](Comm::exchange_placed)
-    /// for a routing of `bytes` bytes in `records` records (over all
-    /// processors), where it is expected to beat
-    /// [`alltoallv`](Comm::alltoallv). Every processor gets the same answer
-    /// from the same figures.
-    fn places(&self, bytes: u64, records: u64) -> bool {
-        let _ = (bytes, records);
-        false
-    }
-    /// An exchange in which the receiver says where the payload goes:
-    /// each processor's stream for `q` is `heads[q]` (its record headers)
-    /// and `bodies[q]` (its payloads). The heads travel straight to their
-    /// destinations first, and `plan` turns the heads received into the
-    /// places the bodies are written to, so that they need not be copied
-    /// out of a receive buffer. The bodies then travel by `router`: in one
-    /// exchange ([`Router::Direct`]), or dealt over the intermediates and
-    /// forwarded as `router/two_phase.rs` deals a stream
-    /// ([`Router::TwoPhase`]). Only where [`places`](Comm::places) said so.
-    /// `matrix`, when every processor passes it, is the routing's
-    /// communication matrix, heads' bytes included, from which every
-    /// processor knows what the heads weigh, so that they need no
-    /// exchange of counts; where it carries the heads themselves
-    /// ([`Matrix::heads_in_rows`]), they need no exchange at all.
-    fn exchange_placed(
+    /// All-to-all exchange of blocks of any sizes: each listed block goes
+    /// to its processor; the result lists the non-empty blocks received,
+    /// by sender. `expected`, when the caller knows it, is the length of
+    /// the block from each processor (p entries; the entry for this
+    /// processor is not used), which spares a transport that needs the
+    /// lengths before the data (MPI) an exchange of counts. Every
+    /// processor passes it, or none.
+    fn exchange(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted>;
+    /// An exchange with landing regions: sends each listed block to its
+    /// processor, as [`exchange`](Comm::exchange) does, and writes what
+    /// each sender sends straight into the memory `into` lists for it, in
+    /// order. Every processor knows beforehand what each sends it, so no
+    /// counts travel. The default receives the blocks as bytes and copies
+    /// them into place; a transport with
+    /// [`scatter_receive`](Capabilities::scatter_receive) receives into
+    /// place.
+    ///
+    /// # Safety
+    ///
+    /// The pieces of `into` must be valid for writes, must not overlap,
+    /// and must not be read or written by anything else until this
+    /// returns; the pieces for each sender must add up to exactly the
+    /// bytes it sends here (and a sender not in `into` sends nothing).
+    /// Every processor calls this at the same point of the protocol.
+    unsafe fn exchange_into(
         &mut self,
-        router: Router,
-        heads: Blocks,
-        bodies: Blocks,
-        plan: Plan<'_>,
-        matrix: Option<&Matrix>,
-    ) -> Result<Vec<Placed>, Aborted> {
-        let _ = (router, heads, bodies, plan, matrix);
-        unreachable!("bsp: a placed exchange on a transport that does not offer one")
+        blocks: &[(usize, Segments)],
+        into: Scatter,
+    ) -> Result<(), Aborted> {
+        let mut expected = vec![0u64; self.nprocs()];
+        for (src, pieces) in &into.from {
+            expected[*src] = pieces.iter().map(|&(_, len)| len as u64).sum();
+        }
+        let received = self.exchange(blocks.to_vec(), Some(&expected))?;
+        for (src, block) in received {
+            let Some((_, pieces)) = into.from.iter().find(|(s, _)| *s == src) else {
+                continue;
+            };
+            let mut reader = SegmentReader::new(&block);
+            for &(at, len) in pieces {
+                // SAFETY: the piece is valid for writes of `len` bytes and
+                // touched by nothing else (this function's contract).
+                let piece = unsafe { std::slice::from_raw_parts_mut(at.cast_mut(), len) };
+                assert!(
+                    reader.read_into(piece),
+                    "bsp: a sender sent fewer bytes than its landing"
+                );
+            }
+        }
+        Ok(())
     }
+    /// What this transport can do, for the policy above it (see
+    /// [`Capabilities`]).
+    fn capabilities(&self) -> Capabilities;
     /// The superstep the coming collectives belong to, for error reports
     /// (a timeout names it).
     fn set_superstep(&mut self, superstep: usize);

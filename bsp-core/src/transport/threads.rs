@@ -10,7 +10,7 @@ pub(crate) mod session;
 
 use super::barrier::{Barrier, BarrierKind, Interrupted};
 use super::split::Frame;
-use super::{timeout_message, Aborted, Blocks, Body, Comm, Group, Rows, RunLimits};
+use super::{timeout_message, Aborted, Blocks, Body, Capabilities, Comm, Group, Rows, RunLimits};
 use crate::error::{Error, ErrorKind, Result};
 
 /// After a run with a sync time limit has failed, how long the processors
@@ -288,35 +288,6 @@ impl ThreadsComm {
             }
         }
     }
-
-    fn exchange(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted> {
-        let set = self.next_set();
-        let inboxes = &self.shared.inboxes[set];
-        for (to, block) in blocks {
-            if !block.is_empty() {
-                lock(&inboxes[to]).push((self.pid, block));
-            }
-        }
-        self.arrive()?;
-        let mut received = std::mem::take(&mut *lock(&inboxes[self.pid]));
-        received.sort_unstable_by_key(|&(from, _)| from);
-        // The lengths a caller expects are what MPI would receive: check
-        // them here, where the tests run at every p.
-        if let Some(lens) = expected.filter(|_| cfg!(debug_assertions)) {
-            let mut got = vec![0; lens.len()];
-            for (from, block) in &received {
-                got[*from] = crate::segments::segments_len(block) as u64;
-            }
-            for (from, (&want, &got)) in lens.iter().zip(&got).enumerate() {
-                assert!(
-                    from == self.pid || want == got,
-                    "bsp: processor {} expected {want} bytes from {from}, got {got}",
-                    self.pid
-                );
-            }
-        }
-        Ok(received)
-    }
 }
 
 impl Comm for ThreadsComm {
@@ -350,12 +321,41 @@ impl Comm for ThreadsComm {
             .clone())
     }
 
-    fn transpose(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted> {
-        self.exchange(blocks, expected)
+    fn exchange(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted> {
+        let set = self.next_set();
+        let inboxes = &self.shared.inboxes[set];
+        for (to, block) in blocks {
+            if !block.is_empty() {
+                lock(&inboxes[to]).push((self.pid, block));
+            }
+        }
+        self.arrive()?;
+        let mut received = std::mem::take(&mut *lock(&inboxes[self.pid]));
+        received.sort_unstable_by_key(|&(from, _)| from);
+        // The lengths a caller expects are what MPI would receive: check
+        // them here, where the tests run at every p.
+        if let Some(lens) = expected.filter(|_| cfg!(debug_assertions)) {
+            let mut got = vec![0; lens.len()];
+            for (from, block) in &received {
+                got[*from] = crate::segments::segments_len(block) as u64;
+            }
+            for (from, (&want, &got)) in lens.iter().zip(&got).enumerate() {
+                assert!(
+                    from == self.pid || want == got,
+                    "bsp: processor {} expected {want} bytes from {from}, got {got}",
+                    self.pid
+                );
+            }
+        }
+        Ok(received)
     }
 
-    fn alltoallv(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted> {
-        self.exchange(blocks, expected)
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            shares_memory: true,
+            one_node: true,
+            scatter_receive: false,
+        }
     }
 
     fn set_superstep(&mut self, superstep: usize) {

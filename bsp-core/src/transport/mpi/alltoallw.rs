@@ -1,20 +1,19 @@
 //! Irregular exchanges: the counts exchange, then one `MPI_Alltoallw` that
 //! sends every block straight from its segments through hindexed datatypes
-//! (the default), or the blocks flattened into one `MPI_Alltoallv`
-//! (`BSP_MPI_SEND=flatten`); blocks above a p-th of the piece limit, and
+//! (no send buffer is filled); blocks above a p-th of the piece limit, and
 //! on one node those between one eager message and 64 KiB, then follow
 //! point to point, in messages under the limit or eager-sized (`p2p.rs`).
 
 use std::os::raw::c_int;
 
-use mpi::datatype::{Partition, PartitionMut};
 use mpi::raw::AsRaw;
 use mpi::traits::*;
 use mpi::Count;
 
-use super::p2p::Scatter;
-use super::{MpiComm, SendMode};
+use super::MpiComm;
+use crate::pool::BUFFERS;
 use crate::segments::{segments_len, Segments};
+use crate::transport::Scatter;
 
 impl MpiComm {
     /// Sends `blocks[k]` to rank k and returns the block from each rank.
@@ -48,8 +47,7 @@ impl MpiComm {
     /// Sends `blocks[k]` to each rank k and receives `recv_lens[k]` bytes
     /// from each, this rank's own entries empty: the blocks that travel
     /// [in the collective](Self::in_collective) in one `MPI_Alltoallw`
-    /// straight from their segments (or, with `BSP_MPI_SEND=flatten`, one
-    /// `MPI_Alltoallv` of a flattened copy), then the others point to
+    /// straight from their segments, then the others point to
     /// point, in messages of at most [`message_limit`](Self::message_limit)
     /// bytes (`p2p.rs`): eager-sized ones for the mid-sized blocks of one
     /// node, the piece limit's otherwise. Both ends of a pair know the block's length,
@@ -82,17 +80,14 @@ impl MpiComm {
         // the larger blocks. The collective's part is below the piece
         // limit, so its displacements are MPI counts.
         let mut displs = vec![0usize; p];
-        let (mut at, mut collective_len) = (0, 0);
+        let mut at = 0;
         for large in [false, true] {
             for k in (0..p).filter(|&k| recv_apart[k] == large) {
                 displs[k] = at;
                 at += recv_lens[k];
             }
-            if !large {
-                collective_len = at;
-            }
         }
-        let mut recv = self.world.pool.take(at);
+        let mut recv = BUFFERS.take(at);
         let recv_displs: Vec<Count> = (0..p)
             .map(|k| {
                 if recv_counts[k] > 0 {
@@ -102,39 +97,19 @@ impl MpiComm {
                 }
             })
             .collect();
-        // Every rank takes the same branch: the collectives must match.
-        if self.send == SendMode::Hindexed {
-            let recv_types = vec![byte_type(); p];
-            let into = Receive {
-                base: recv.as_mut_ptr().cast(),
-                counts: &recv_counts,
-                displs: &recv_displs,
-                types: &recv_types,
-            };
-            // SAFETY: `recv` is owned here and untouched until the call
-            // returns; from each rank k it receives `recv_counts[k]` bytes
-            // at `recv_displs[k]`, within `recv` (the layout above). The
-            // lengths match the senders' (this function's contract), so do
-            // the counts, which both ends derive from them alike.
-            unsafe { self.alltoallw_from_segments(blocks, &send_counts, into) };
-        } else {
-            let send_displs = offsets(&send_counts);
-            let total = send_counts.iter().map(|&c| c as usize).sum();
-            let mut send = self.world.pool.take(total);
-            send.clear();
-            for (block, _) in blocks.iter().zip(&send_counts).filter(|(_, &c)| c > 0) {
-                for seg in block {
-                    send.extend_from_slice(seg);
-                }
-            }
-            {
-                let sendp = Partition::new(&send[..], &send_counts[..], &send_displs[..]);
-                let into = &mut recv[..collective_len];
-                let mut recvp = PartitionMut::new(into, &recv_counts[..], &recv_displs[..]);
-                self.comm().all_to_all_varcount_into(&sendp, &mut recvp);
-            }
-            self.world.pool.give(send);
-        }
+        let recv_types = vec![byte_type(); p];
+        let into = Receive {
+            base: recv.as_mut_ptr().cast(),
+            counts: &recv_counts,
+            displs: &recv_displs,
+            types: &recv_types,
+        };
+        // SAFETY: `recv` is owned here and untouched until the call
+        // returns; from each rank k it receives `recv_counts[k]` bytes
+        // at `recv_displs[k]`, within `recv` (the layout above). The
+        // lengths match the senders' (this function's contract), so do
+        // the counts, which both ends derive from them alike.
+        unsafe { self.alltoallw_from_segments(blocks, &send_counts, into) };
         if send_apart.iter().chain(&recv_apart).any(|&apart| apart) {
             let base = recv.as_mut_ptr();
             let mut into = Scatter::default();
@@ -148,9 +123,9 @@ impl MpiComm {
             let large = blocks.iter().enumerate().filter(|&(k, _)| send_apart[k]);
             // SAFETY: from each rank k with a large block, exactly its
             // length, into its own range of `recv`, owned here.
-            unsafe { self.exchange_into(large, into) };
+            unsafe { self.p2p_into(large, into) };
         }
-        let recv = self.world.pool.share(recv);
+        let recv = BUFFERS.share(recv);
         (0..p)
             .map(|k| {
                 let (d, c) = (displs[k], recv_lens[k]);
@@ -217,18 +192,6 @@ impl MpiComm {
 /// keeps below MPI's count limit.
 fn as_count(n: usize) -> Count {
     Count::try_from(n).expect("bsp: a collective's part within the piece limit")
-}
-
-/// The displacements of consecutive parts of the given counts.
-fn offsets(counts: &[Count]) -> Vec<Count> {
-    counts
-        .iter()
-        .scan(0, |at, &c| {
-            let here = *at;
-            *at += c;
-            Some(here)
-        })
-        .collect()
 }
 
 /// The receive side of [`MpiComm::alltoallw_from_segments`]: from each

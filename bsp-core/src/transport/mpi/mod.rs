@@ -33,35 +33,19 @@
 //! # Exchanges
 //!
 //! * `allgather` is one `MPI_Allgather` of the sync row.
-//! * `alltoallv` (the direct router) is one `MPI_Alltoall` of p byte counts
-//!   followed by one `MPI_Alltoallw` that sends every block straight from
-//!   its segments: the send datatype for each destination is an hindexed
-//!   type over the segments' absolute addresses (from `MPI_BOTTOM`), so no
-//!   send buffer is filled. `BSP_MPI_SEND=flatten` copies the blocks into
-//!   one buffer and calls `MPI_Alltoallv` instead (measured slower:
-//!   `benchmarks/mpi.md`).
-//! * `transpose` (the two-phase router's uniform exchanges) is, by
-//!   default, the same counts + `MPI_Alltoallw`. The alternative
-//!   (`BSP_MPI_TRANSPOSE=alltoall`) is an *eager padded* `MPI_Alltoall`:
-//!   every block travels in a slot of an agreed size S, led by a 16-byte
-//!   header (the block's length, and the largest block its sender sends in
-//!   this exchange). After the exchange every rank holds every sender's
-//!   largest block, so all ranks agree, without another collective, on
-//!   whether some block did not fit (then the remainders follow in one
-//!   `MPI_Alltoallv` whose counts every rank already knows) and on the slot
-//!   size of the next transpose, which is the largest block of this one plus
-//!   an eighth, capped at [`EAGER_TOTAL`]`/p` bytes to bound padding. In
-//!   steady state a transpose is then one collective instead of two, but on
-//!   OpenMPI 4.1 over shared memory it measured no faster than
-//!   `MPI_Alltoallv` (`benchmarks/mpi.md`), so it is not the default.
-//!
-//! * `exchange_placed` (the direct and two-phase
-//!   routers where records are large, `placed.rs` and
-//!   `placed_two_phase.rs`) send the record headers first (in one
-//!   `MPI_Alltoallw` whose counts every rank knows from the sync rows up
-//!   to 64 ranks, counted beyond), and then the payloads, which `MPI_Alltoallw` receives
-//!   straight into the coarrays through hindexed datatypes over their
-//!   addresses.
+//! * `exchange` (every router's all-to-all) is one `MPI_Alltoall` of p
+//!   byte counts (spared where the caller knows them) followed by one
+//!   `MPI_Alltoallw` that sends every block straight from its segments:
+//!   the send datatype for each destination is an hindexed type over the
+//!   segments' absolute addresses (from `MPI_BOTTOM`), so no send buffer
+//!   is filled. (Two alternatives were measured no faster on Open MPI 4.1
+//!   over shared memory and removed: an eager padded `MPI_Alltoall` for
+//!   the two-phase router's transposes, and flattening the blocks into one
+//!   `MPI_Alltoallv`; see git history and BENCHMARKS.md.)
+//! * `exchange_into` (the placed routings of `router/placed.rs`, which
+//!   know beforehand what each rank sends) is one round of point-to-point
+//!   messages, sent straight from the segments and received straight into
+//!   the landing regions (`p2p.rs`); no counts travel.
 //!
 //! A rank's block to itself never goes through MPI: it is handed over as
 //! it is (reference-counted segments), and MPI sees an empty block.
@@ -78,11 +62,7 @@
 //! [`PIECE_ENV`] lowers the limit, for tests of these paths.
 
 mod alltoallw;
-mod eager;
 mod p2p;
-mod placed;
-mod placed_two_phase;
-mod pool;
 pub(crate) mod session;
 mod split;
 mod timed;
@@ -100,29 +80,11 @@ use mpi::Threading;
 
 use super::split::Frame;
 use super::{
-    dense, listed, timeout_message, Aborted, Blocks, Body, Comm, Group, OnFailure, Placed, Plan,
-    Program, Rows, RunLimits,
+    dense, listed, timeout_message, Aborted, Blocks, Body, Capabilities, Comm, Group, OnFailure,
+    Program, Rows, RunLimits, Scatter,
 };
 use crate::error::{Error, ErrorKind, Result};
-use crate::router::{Matrix, Router};
-use pool::Pool;
-
-/// Environment variable choosing how `transpose` is carried out:
-/// `alltoallv` (counts + `MPI_Alltoallv`, the default) or `alltoall`
-/// (eager padded `MPI_Alltoall`).
-pub(crate) const TRANSPOSE_ENV: &str = "BSP_MPI_TRANSPOSE";
-
-/// Environment variable choosing how the blocks of an irregular exchange
-/// reach MPI: `hindexed` (the default) or `flatten`; see [`SendMode`].
-/// Every rank of a job must use the same.
-pub(crate) const SEND_ENV: &str = "BSP_MPI_SEND";
-
-/// Environment variable choosing whether the receivers of the direct and
-/// two-phase routers write put payloads straight into their coarrays:
-/// `auto` (the default: where records are large), `placed` (whenever a
-/// superstep has no gets) or `staged` (never); see [`ReceiveMode`]. Every
-/// rank of a job must use the same.
-pub(crate) const RECEIVE_ENV: &str = "BSP_MPI_RECEIVE";
+use crate::segments::Segments;
 
 /// Environment variable lowering the piece limit (bytes, from 1 to
 /// 2³¹ − 1, the default): the most bytes of one MPI message or of one
@@ -130,10 +92,6 @@ pub(crate) const RECEIVE_ENV: &str = "BSP_MPI_RECEIVE";
 /// a few bytes the way those of gigabytes go (see the module docs). Every
 /// rank of a job must use the same (checked when a run starts).
 pub(crate) const PIECE_ENV: &str = "BSP_MPI_PIECE";
-
-/// Upper bound on the bytes of one rank's eager slots in a transpose (all p
-/// of them together); larger blocks send their remainder in a second step.
-pub(crate) const EAGER_TOTAL: usize = 1 << 20;
 
 /// The largest message Open MPI's shared-memory transport sends eagerly:
 /// its `btl_vader_eager_limit` (4 KiB), less room for its match header.
@@ -145,12 +103,6 @@ const EAGER_MESSAGE: usize = 4096 - 128;
 /// single copy than a few microseconds.
 const EAGER_BLOCK: usize = 64 << 10;
 
-/// Smallest eager slot, header included.
-const MIN_SLOT: usize = 256;
-
-/// Bytes of the header leading each eager slot.
-const SLOT_HEADER: usize = 16;
-
 /// The process-wide MPI state: initialised on first use, never dropped.
 struct World {
     /// bsp's own duplicate of `MPI_COMM_WORLD`.
@@ -161,8 +113,6 @@ struct World {
     /// Serialises runs (MPI is initialised with `MPI_THREAD_SERIALIZED`),
     /// and counts those started on this rank.
     run_lock: Mutex<u64>,
-    /// Exchange buffers ready for reuse.
-    pool: Pool,
     /// Send buffers of timed all-gathers abandoned at a timeout, kept
     /// alive because MPI may still read them.
     unsent: Mutex<Vec<Vec<u64>>>,
@@ -270,7 +220,6 @@ fn world() -> &'static World {
             one_node,
             _universe: universe,
             run_lock: Mutex::new(0),
-            pool: Pool::new(),
             unsent: Mutex::new(Vec::new()),
             failure: Mutex::new(None),
         }
@@ -282,58 +231,14 @@ pub(crate) fn world_size() -> usize {
     world().comm.size() as usize
 }
 
-/// How `transpose` is carried out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum TransposeMode {
-    /// Eager padded `MPI_Alltoall` with an agreed, adaptive slot size.
-    Alltoall,
-    /// Counts exchange + `MPI_Alltoallv`, as for `alltoallv`.
-    Alltoallv,
-}
-
-/// How the blocks of an irregular exchange are handed to MPI. A block is a
-/// list of segments: router and record headers, and the payloads, which
-/// for [`Ctx::put_from`](crate::Ctx::put_from), `put_vec` and the two-phase
-/// router's second stage are slices of coarrays or of received buffers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum SendMode {
-    /// Straight from the segments (the default): one `MPI_Alltoallw` with
-    /// one hindexed datatype per destination over the segments' absolute
-    /// addresses. No flattening copy; OpenMPI packs the pieces through its
-    /// shared-memory fragments, which stay in cache.
-    Hindexed,
-    /// Every block copied into one contiguous buffer, then `MPI_Alltoallv`
-    /// (OpenMPI then copies large blocks once, process to process).
-    Flatten,
-}
-
-/// Where the receivers of the direct and two-phase routers put what
-/// arrives (see `placement.rs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ReceiveMode {
-    /// Placed where the records average 4 KiB or more and the superstep
-    /// moves 32 KiB or more per processor; received into a buffer and
-    /// copied elsewhere.
-    Auto,
-    /// Placed in every superstep without gets.
-    Placed,
-    /// Into a receive buffer, then copied where the records say.
-    Staged,
-}
-
 /// One rank's endpoint of the MPI transport.
 pub(crate) struct MpiComm {
     world: &'static World,
     pid: usize,
     nprocs: usize,
-    mode: TransposeMode,
-    send: SendMode,
-    receive: ReceiveMode,
     /// The piece limit: the most bytes of one message or of this rank's
     /// part of a collective (see the module docs).
     piece: usize,
-    /// The agreed slot size of the next eager transpose, header included.
-    slot: usize,
     limits: RunLimits,
     /// The superstep of the coming collectives, for error reports.
     superstep: usize,
@@ -413,44 +318,29 @@ impl Comm for MpiComm {
         Ok(all.into())
     }
 
-    fn transpose(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted> {
-        let blocks = dense(blocks, self.nprocs);
-        Ok(listed(match self.mode {
-            TransposeMode::Alltoall => self.eager_transpose(blocks),
-            TransposeMode::Alltoallv => self.counted_alltoallv(blocks, expected),
-        }))
-    }
-
-    fn alltoallv(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted> {
+    fn exchange(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted> {
         let blocks = dense(blocks, self.nprocs);
         Ok(listed(self.counted_alltoallv(blocks, expected)))
     }
 
-    fn shares_memory(&self) -> bool {
-        false
-    }
-
-    fn one_node(&self) -> bool {
-        self.world.one_node
-    }
-
-    fn heads_in_row(&self) -> bool {
-        self.receive != ReceiveMode::Staged
-    }
-
-    fn places(&self, bytes: u64, records: u64) -> bool {
-        self.placing(bytes, records)
-    }
-
-    fn exchange_placed(
+    unsafe fn exchange_into(
         &mut self,
-        router: Router,
-        heads: Blocks,
-        bodies: Blocks,
-        plan: Plan<'_>,
-        matrix: Option<&Matrix>,
-    ) -> Result<Vec<Placed>, Aborted> {
-        Ok(self.placed(router, heads, bodies, plan, matrix))
+        blocks: &[(usize, Segments)],
+        into: Scatter,
+    ) -> Result<(), Aborted> {
+        let outgoing = blocks.iter().map(|(k, block)| (*k, block));
+        // SAFETY: the caller keeps `exchange_into`'s contract, which is
+        // `p2p_into`'s.
+        unsafe { self.p2p_into(outgoing, into) };
+        Ok(())
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            shares_memory: false,
+            one_node: self.world.one_node,
+            scatter_receive: true,
+        }
     }
 
     fn set_superstep(&mut self, superstep: usize) {
@@ -507,20 +397,6 @@ impl MpiComm {
         std::thread::sleep(Duration::from_millis(200));
         self.world.comm.abort(1)
     }
-}
-
-/// The value of environment variable `name` among `choices` (name, value);
-/// the first choice is the default when the variable is unset.
-fn env_choice<T: Copy>(name: &str, choices: &[(&str, T)]) -> Result<T> {
-    let Ok(set) = std::env::var(name) else {
-        return Ok(choices[0].1);
-    };
-    if let Some(&(_, value)) = choices.iter().find(|(n, _)| *n == set) {
-        return Ok(value);
-    }
-    let expected: Vec<String> = choices.iter().map(|(n, _)| format!("`{n}`")).collect();
-    let msg = format!("{name}={set:?}: expected {}", expected.join(" or "));
-    Err(Error::new(ErrorKind::Config, None, None, msg))
 }
 
 /// Marks this thread as inside an MPI run (and the rank as running) until
@@ -638,28 +514,6 @@ fn open(limits: RunLimits) -> Result<(MpiComm, MutexGuard<'static, u64>)> {
                 .to_owned(),
         ));
     }
-    let mode = env_choice(
-        TRANSPOSE_ENV,
-        &[
-            ("alltoallv", TransposeMode::Alltoallv),
-            ("alltoall", TransposeMode::Alltoall),
-        ],
-    )?;
-    let send = env_choice(
-        SEND_ENV,
-        &[
-            ("hindexed", SendMode::Hindexed),
-            ("flatten", SendMode::Flatten),
-        ],
-    )?;
-    let receive = env_choice(
-        RECEIVE_ENV,
-        &[
-            ("auto", ReceiveMode::Auto),
-            ("placed", ReceiveMode::Placed),
-            ("staged", ReceiveMode::Staged),
-        ],
-    )?;
     let piece = piece_limit()?;
     let world = world();
     let mut serialised =
@@ -679,11 +533,7 @@ fn open(limits: RunLimits) -> Result<(MpiComm, MutexGuard<'static, u64>)> {
         world,
         pid: world.comm.rank() as usize,
         nprocs: world.comm.size() as usize,
-        mode,
-        send,
-        receive,
         piece,
-        slot: MIN_SLOT,
         limits,
         superstep: 0,
         own: None,

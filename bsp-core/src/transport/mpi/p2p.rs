@@ -1,4 +1,5 @@
-//! The payloads of the placed exchanges as point-to-point messages: one
+//! Exchanges into landing regions (`Comm::exchange_into`) as
+//! point-to-point messages: one
 //! message from each sender to each receiver it has bytes for, sent
 //! straight from its segments and received straight into the pieces of
 //! memory the receiver's plan gives.
@@ -27,30 +28,13 @@ use mpi::raw::AsRaw;
 use super::alltoallw::{byte_type, hindexed_bytes};
 use super::MpiComm;
 use crate::segments::Segments;
+use crate::transport::Scatter;
 
 /// The tag of the placed exchanges' messages on bsp's communicator (the
 /// timed all-gather uses another). Messages between two ranks with one tag
 /// are received in the order sent, so consecutive exchanges need no
 /// numbering.
 const TAG: c_int = 0x6274;
-
-/// The receive side of an exchange into memory listed piece by piece: for
-/// each sender, the pieces (address, length) its bytes land in, in order.
-/// Made empty (nothing from any rank).
-#[derive(Default)]
-pub(super) struct Scatter {
-    from: Vec<(usize, Vec<(*const u8, usize)>)>,
-}
-
-impl Scatter {
-    /// What `src` sends lands in `pieces` (address and length), in order.
-    pub(super) fn from(&mut self, src: usize, pieces: &[(*const u8, usize)]) {
-        let pieces: Vec<_> = pieces.iter().copied().filter(|&(_, len)| len > 0).collect();
-        if !pieces.is_empty() {
-            self.from.push((src, pieces));
-        }
-    }
-}
 
 /// Calls `each` with the pieces of consecutive messages that carry the
 /// bytes of `pieces` (address and length; empty ones left out) in order,
@@ -114,7 +98,7 @@ impl MpiComm {
     /// anything else until this returns, and the pieces for each sender
     /// must add up to exactly the bytes it sends here. Every rank must
     /// call this at the same point of the protocol.
-    pub(super) unsafe fn exchange_into<'a>(
+    pub(super) unsafe fn p2p_into<'a>(
         &self,
         outgoing: impl IntoIterator<Item = (usize, &'a Segments)>,
         into: Scatter,

@@ -7,7 +7,7 @@ use std::os::raw::c_int;
 use mpi::topology::{Color, SimpleCommunicator};
 use mpi::traits::*;
 
-use super::{Frame, Group, MpiComm, MIN_SLOT};
+use super::{Frame, Group, MpiComm};
 
 /// A sub-machine's communicator, owned by its endpoint and freed
 /// (`MPI_Comm_free`) when the endpoint is dropped at the end of the
@@ -69,11 +69,7 @@ impl MpiComm {
             world: self.world,
             pid: group.me,
             nprocs: group.members.len(),
-            mode: self.mode,
-            send: self.send,
-            receive: self.receive,
             piece: self.piece,
-            slot: MIN_SLOT,
             limits: self.limits,
             superstep: 0,
             own: Some(SubCommunicator(sub)),

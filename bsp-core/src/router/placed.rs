@@ -1,23 +1,37 @@
-//! The placed exchanges (see `placement.rs`): the heads of every block
+//! The placed routings (see `placement.rs`): the heads of every block
 //! travel first, in a counted exchange, or not at all where the sync rows
 //! carry them (`Matrix::heads_in_rows`, after a placed superstep); then
 //! the bodies follow, straight from their segments, and each sender's
 //! bodies are received either straight into the regions the receiver's
 //! plan gives or, where the plan says no, into one staging buffer.
 //!
-//! The direct router's bodies go in one round of point-to-point messages
-//! (`p2p.rs`); the two-phase router's are dealt over the intermediates
-//! and forwarded, in two (`placed_two_phase.rs`).
+//! The direct router's bodies go in one exchange into landing regions
+//! (`Comm::exchange_into`); the two-phase router's are dealt over the
+//! intermediates and forwarded, in two (`placed_two_phase.rs`).
+//!
+//! Whether a superstep is placed is decided here too ([`Placing`]): only
+//! on a transport whose exchange writes into the landing regions as the
+//! bytes arrive, and only where the records are large enough to repay the
+//! extra exchange of heads.
 
 use std::ops::Range;
 
 use bytes::Bytes;
 
-use super::p2p::Scatter;
-use super::{MpiComm, ReceiveMode};
-use crate::router::{Matrix, Router};
+use super::{Matrix, Router};
+use crate::error::{Error, ErrorKind};
+use crate::placement::{Placed, Plan, Region};
+use crate::pool::BUFFERS;
 use crate::segments::{segments_len, SegmentReader, Segments};
-use crate::transport::{dense, Blocks, Placed, Plan, Region};
+use crate::transport::{dense, listed, Aborted, Blocks, Capabilities, Comm, Scatter};
+
+/// Environment variable choosing whether the receivers of the direct and
+/// two-phase routers write put payloads straight into their coarrays,
+/// where the transport can (MPI): `auto` (the default: where records are
+/// large), `placed` (whenever a superstep has no gets) or `staged`
+/// (never); see [`Placing`]. For tests of both paths; every rank of a
+/// job must use the same.
+pub(crate) const RECEIVE_ENV: &str = "BSP_MPI_RECEIVE";
 
 /// Bytes in front of each head block: the length of its bodies, and the
 /// length of the bytes the exchange adds before the heads.
@@ -39,7 +53,7 @@ const PLACE_MIN_RECORD: u64 = 4 << 10;
 const PLACE_MIN_BYTES: u64 = 32 << 10;
 
 /// Where the bodies from one sender land.
-pub(super) enum Landing {
+pub(crate) enum Landing {
     /// In the regions of the receiver's plan, in order; `ends[r]` is the
     /// offset in the bodies at which region r ends.
     Placed {
@@ -232,175 +246,227 @@ impl Outgoing {
     }
 }
 
-impl MpiComm {
+/// When the receivers of a superstep's puts place the payloads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Placing {
+    /// Where the records average 4 KiB or more and the superstep moves
+    /// 32 KiB or more per processor; received into a buffer and copied
+    /// elsewhere.
+    #[default]
+    Auto,
+    /// In every superstep without gets.
+    Always,
+    /// Never: into a receive buffer, then copied where the records say.
+    Never,
+}
+
+impl Placing {
+    /// The choice of [`RECEIVE_ENV`]: `Auto` where it is unset.
+    pub(crate) fn from_env() -> Result<Self, Error> {
+        match std::env::var(RECEIVE_ENV).as_deref() {
+            Err(_) | Ok("auto") => Ok(Placing::Auto),
+            Ok("placed") => Ok(Placing::Always),
+            Ok("staged") => Ok(Placing::Never),
+            Ok(other) => Err(Error::new(
+                ErrorKind::Config,
+                None,
+                None,
+                format!("{RECEIVE_ENV}={other:?}: expected `auto`, `placed` or `staged`"),
+            )),
+        }
+    }
+
     /// Whether a routing of `bytes` bytes in `records` records (over all
-    /// ranks) takes the placed exchange.
-    pub(super) fn placing(&self, bytes: u64, records: u64) -> bool {
-        match self.receive {
-            ReceiveMode::Staged => false,
-            ReceiveMode::Placed => records > 0,
-            ReceiveMode::Auto => {
+    /// `p` processors) is placed, on a transport that can do `caps`. Every
+    /// processor gets the same answer from the same figures.
+    pub(crate) fn places(self, caps: Capabilities, p: usize, bytes: u64, records: u64) -> bool {
+        if !caps.scatter_receive {
+            return false;
+        }
+        match self {
+            Placing::Never => false,
+            Placing::Always => records > 0,
+            Placing::Auto => {
                 records > 0
                     && bytes / records >= PLACE_MIN_RECORD
-                    && bytes / self.nprocs as u64 >= PLACE_MIN_BYTES
+                    && bytes / p as u64 >= PLACE_MIN_BYTES
             }
         }
     }
 
-    /// The bytes each rank sends this one in
-    /// [`exchange_heads`](Self::exchange_heads), from the communication
-    /// matrix: its heads, `front(i)` bytes in front of them, and the lead;
-    /// nothing where both are empty.
-    pub(super) fn heads_expected(&self, m: &Matrix, front: impl Fn(usize) -> usize) -> Vec<u64> {
-        (0..self.nprocs)
-            .map(|i| {
-                let ahead = m.head_bytes(i, self.pid) + front(i) as u64;
-                if ahead > 0 {
-                    ahead + LEAD_BYTES as u64
-                } else {
-                    0
-                }
-            })
-            .collect()
+    /// Whether the sync rows are worth a slot for the heads of the next
+    /// placed superstep: where placing happens at all.
+    pub(crate) fn heads_in_row(self, caps: Capabilities) -> bool {
+        caps.scatter_receive && self != Placing::Never
     }
+}
 
-    /// The first half of a placed exchange: sends `heads[k]` to each rank
-    /// k ≠ this one, led by `body_lens[k]` and the bytes `front(k)`, in a
-    /// counted exchange (a rank is sent nothing where both are empty), or
-    /// without the counts where every rank passes `expected` (the bytes
-    /// each rank sends this one, lead included); then asks `plan` where
-    /// the bodies go, and lays out the staging buffer of those received as
-    /// bytes.
-    pub(super) fn exchange_heads(
-        &mut self,
-        mut heads: Vec<Segments>,
-        body_lens: &[usize],
-        mut front: impl FnMut(usize) -> Bytes,
-        plan: Plan<'_>,
-        expected: Option<&[u64]>,
-    ) -> Arrived {
-        let me = self.pid;
-        let mut own_heads = Some(std::mem::take(&mut heads[me]));
-        for (k, head) in heads.iter_mut().enumerate().filter(|&(k, _)| k != me) {
-            let extra = front(k);
-            if !head.is_empty() || !extra.is_empty() {
-                let mut lead = [0u8; LEAD_BYTES];
-                lead[..8].copy_from_slice(&(body_lens[k] as u64).to_ne_bytes());
-                lead[8..].copy_from_slice(&(extra.len() as u64).to_ne_bytes());
-                head.splice(0..0, [Bytes::copy_from_slice(&lead), extra]);
+/// The bytes each rank sends this one in
+/// [`exchange_heads`](Self::exchange_heads), from the communication
+/// matrix: its heads, `front(i)` bytes in front of them, and the lead;
+/// nothing where both are empty.
+pub(super) fn heads_expected(m: &Matrix, me: usize, front: impl Fn(usize) -> usize) -> Vec<u64> {
+    (0..m.procs())
+        .map(|i| {
+            let ahead = m.head_bytes(i, me) + front(i) as u64;
+            if ahead > 0 {
+                ahead + LEAD_BYTES as u64
+            } else {
+                0
             }
-        }
-        let mut arrived = Arrived::default();
-        for (k, message) in self
-            .counted_alltoallv(heads, expected)
-            .into_iter()
-            .enumerate()
-        {
-            if k == me {
-                let own = own_heads.take().expect("one block per rank");
-                if !own.is_empty() {
-                    arrived.heads.push((me, own));
-                    arrived.body_lens.push(body_lens[me]);
-                    arrived.fronts.push(Segments::new());
-                }
-            } else if !message.is_empty() {
-                let mut reader = SegmentReader::new(&message);
-                let body_len = reader.read_u64() as usize;
-                let front_len = reader.read_u64() as usize;
-                let (mut front, mut rest) = (Segments::new(), Segments::new());
-                let rest_len = segments_len(&message) - LEAD_BYTES - front_len;
-                assert!(
-                    reader.read_slices(front_len, &mut front)
-                        && reader.read_slices(rest_len, &mut rest),
-                    "bsp: truncated heads"
-                );
-                arrived.heads.push((k, rest));
-                arrived.body_lens.push(body_len);
-                arrived.fronts.push(front);
-            }
-        }
-        arrived.plan(plan, me);
-        arrived
-    }
+        })
+        .collect()
+}
 
-    /// [`Comm::exchange_placed`](crate::transport::Comm::exchange_placed)
-    /// on MPI.
-    pub(super) fn placed(
-        &mut self,
-        router: Router,
-        heads: Blocks,
-        bodies: Blocks,
-        plan: Plan<'_>,
-        matrix: Option<&Matrix>,
-    ) -> Vec<Placed> {
-        let out = Outgoing::new(heads, bodies, self.nprocs, self.pid);
-        match router {
-            Router::Direct => self.placed_alltoallv(out, plan, matrix),
-            Router::TwoPhase => self.placed_two_phase(out, plan, matrix),
-            _ => unreachable!("bsp: only the direct and two-phase routers place payloads"),
+/// The first half of a placed exchange: sends `heads[k]` to each rank
+/// k ≠ this one, led by `body_lens[k]` and the bytes `front(k)`, in a
+/// counted exchange (a rank is sent nothing where both are empty), or
+/// without the counts where every rank passes `expected` (the bytes
+/// each rank sends this one, lead included); then asks `plan` where
+/// the bodies go, and lays out the staging buffer of those received as
+/// bytes.
+pub(super) fn exchange_heads(
+    comm: &mut dyn Comm,
+    mut heads: Vec<Segments>,
+    body_lens: &[usize],
+    mut front: impl FnMut(usize) -> Bytes,
+    plan: Plan<'_>,
+    expected: Option<&[u64]>,
+) -> Result<Arrived, Aborted> {
+    let me = comm.pid();
+    let mut own_heads = Some(std::mem::take(&mut heads[me]));
+    for (k, head) in heads.iter_mut().enumerate().filter(|&(k, _)| k != me) {
+        let extra = front(k);
+        if !head.is_empty() || !extra.is_empty() {
+            let mut lead = [0u8; LEAD_BYTES];
+            lead[..8].copy_from_slice(&(body_lens[k] as u64).to_ne_bytes());
+            lead[8..].copy_from_slice(&(extra.len() as u64).to_ne_bytes());
+            head.splice(0..0, [Bytes::copy_from_slice(&lead), extra]);
         }
     }
+    let mut arrived = Arrived::default();
+    let own_heads_len = own_heads.as_ref().map_or(0, |h| segments_len(h));
+    let mut received = dense(comm.exchange(listed(heads), expected)?, comm.nprocs());
+    debug_assert!(received[me].is_empty() || own_heads_len == 0);
+    for (k, message) in received.drain(..).enumerate() {
+        if k == me {
+            let own = own_heads.take().expect("one block per rank");
+            if !own.is_empty() {
+                arrived.heads.push((me, own));
+                arrived.body_lens.push(body_lens[me]);
+                arrived.fronts.push(Segments::new());
+            }
+        } else if !message.is_empty() {
+            let mut reader = SegmentReader::new(&message);
+            let body_len = reader.read_u64() as usize;
+            let front_len = reader.read_u64() as usize;
+            let (mut front, mut rest) = (Segments::new(), Segments::new());
+            let rest_len = segments_len(&message) - LEAD_BYTES - front_len;
+            assert!(
+                reader.read_slices(front_len, &mut front)
+                    && reader.read_slices(rest_len, &mut rest),
+                "bsp: truncated heads"
+            );
+            arrived.heads.push((k, rest));
+            arrived.body_lens.push(body_len);
+            arrived.fronts.push(front);
+        }
+    }
+    arrived.plan(plan, me);
+    Ok(arrived)
+}
 
-    /// The direct router's placed exchange: the heads (each led by its
-    /// bodies' length) in a counted exchange, or, given the `matrix`
-    /// (which every rank has from the sync's rows), without the counts,
-    /// or not at all where the rows carry them; then the bodies in one
-    /// `MPI_Alltoallw`. A rank's blocks to itself stay here, and come
-    /// back as bytes.
-    fn placed_alltoallv(
-        &mut self,
-        mut out: Outgoing,
-        plan: Plan<'_>,
-        matrix: Option<&Matrix>,
-    ) -> Vec<Placed> {
-        let me = self.pid;
-        // A rank is sent bodies only along with heads.
-        let sends: Vec<bool> = (0..self.nprocs)
-            .map(|k| k != me && !out.heads[k].is_empty() && out.body_lens[k] > 0)
-            .collect();
-        let arrived = match matrix {
-            Some(m) if m.heads_in_rows() => {
-                let own_heads = std::mem::take(&mut out.heads[me]);
-                let own_body_len = out.body_lens[me];
-                let no_front = |_| Segments::new();
-                let mut arrived = Arrived::from_rows(m, me, own_heads, own_body_len, no_front);
-                arrived.plan(plan, me);
-                arrived
-            }
-            _ => {
-                let expected = matrix.map(|m| self.heads_expected(m, |_| 0));
-                self.exchange_heads(
-                    out.heads,
-                    &out.body_lens,
-                    |_| Bytes::new(),
-                    plan,
-                    expected.as_deref(),
-                )
-            }
-        };
-        let mut staging = self.world.pool.take(arrived.staged_len);
-        let mut into = Scatter::default();
-        let mut pieces = Vec::new();
-        for (i, &(src, _)) in arrived.heads.iter().enumerate() {
-            if src != me {
-                pieces.clear();
-                let range = 0..arrived.body_lens[i];
-                arrived.landings[i].pieces(range, staging.as_mut_ptr(), &mut pieces);
-                into.from(src, &pieces);
-            }
-        }
-        // SAFETY: from each sender with bodies, exactly the length it
-        // sends (announced in its heads), over the plan's regions, which
-        // `Plan`'s contract keeps valid, disjoint and untouched until this
-        // returns, or over its part of `staging`, which is owned here.
-        unsafe {
-            let outgoing = out.bodies.iter().enumerate().filter(|&(k, _)| sends[k]);
-            self.exchange_into(outgoing, into)
-        };
-        drop(out.bodies);
-        let staging = self.world.pool.share(staging);
-        arrived.into_placed(&staging, out.own_body)
+/// A placed routing: each processor's stream for `q` is `heads[q]` (its
+/// record headers) and `bodies[q]` (its payloads). The heads travel
+/// straight to their destinations first, and `plan` turns the heads
+/// received into the places the bodies are written to, so that they need
+/// not be copied out of a receive buffer. The bodies then travel by
+/// `router`: in one exchange ([`Router::Direct`]), or dealt over the
+/// intermediates and forwarded as `two_phase.rs` deals a stream
+/// ([`Router::TwoPhase`]). `matrix`, when every processor passes it, is
+/// the routing's communication matrix, heads' bytes included, from which
+/// every processor knows what the heads weigh, so that they need no
+/// exchange of counts; where it carries the heads themselves
+/// ([`Matrix::heads_in_rows`]), they need no exchange at all.
+pub(super) fn exchange(
+    comm: &mut dyn Comm,
+    router: Router,
+    heads: Blocks,
+    bodies: Blocks,
+    plan: Plan<'_>,
+    matrix: Option<&Matrix>,
+) -> Result<Vec<Placed>, Aborted> {
+    let out = Outgoing::new(heads, bodies, comm.nprocs(), comm.pid());
+    match router {
+        Router::Direct => direct(comm, out, plan, matrix),
+        Router::TwoPhase => super::placed_two_phase::exchange(comm, out, plan, matrix),
+        _ => unreachable!("bsp: only the direct and two-phase routers place payloads"),
     }
+}
+
+/// The direct router's placed exchange: the heads (each led by its
+/// bodies' length) in a counted exchange, or, given the `matrix`
+/// (which every rank has from the sync's rows), without the counts,
+/// or not at all where the rows carry them; then the bodies in one
+/// `MPI_Alltoallw`. A rank's blocks to itself stay here, and come
+/// back as bytes.
+fn direct(
+    comm: &mut dyn Comm,
+    mut out: Outgoing,
+    plan: Plan<'_>,
+    matrix: Option<&Matrix>,
+) -> Result<Vec<Placed>, Aborted> {
+    let me = comm.pid();
+    // A rank is sent bodies only along with heads.
+    let sends: Vec<bool> = (0..comm.nprocs())
+        .map(|k| k != me && !out.heads[k].is_empty() && out.body_lens[k] > 0)
+        .collect();
+    let arrived = match matrix {
+        Some(m) if m.heads_in_rows() => {
+            let own_heads = std::mem::take(&mut out.heads[me]);
+            let own_body_len = out.body_lens[me];
+            let no_front = |_| Segments::new();
+            let mut arrived = Arrived::from_rows(m, me, own_heads, own_body_len, no_front);
+            arrived.plan(plan, me);
+            arrived
+        }
+        _ => {
+            let expected = matrix.map(|m| heads_expected(m, me, |_| 0));
+            exchange_heads(
+                comm,
+                out.heads,
+                &out.body_lens,
+                |_| Bytes::new(),
+                plan,
+                expected.as_deref(),
+            )?
+        }
+    };
+    let mut staging = BUFFERS.take(arrived.staged_len);
+    let mut into = Scatter::default();
+    let mut pieces = Vec::new();
+    for (i, &(src, _)) in arrived.heads.iter().enumerate() {
+        if src != me {
+            pieces.clear();
+            let range = 0..arrived.body_lens[i];
+            arrived.landings[i].pieces(range, staging.as_mut_ptr(), &mut pieces);
+            into.from(src, &pieces);
+        }
+    }
+    let outgoing: Blocks = out
+        .bodies
+        .into_iter()
+        .enumerate()
+        .filter(|&(k, _)| sends[k])
+        .collect();
+    // SAFETY: from each sender with bodies, exactly the length it
+    // sends (announced in its heads), over the plan's regions, which
+    // `Plan`'s contract keeps valid, disjoint and untouched until this
+    // returns, or over its part of `staging`, which is owned here.
+    unsafe { comm.exchange_into(&outgoing, into)? };
+    drop(outgoing);
+    let staging = BUFFERS.share(staging);
+    Ok(arrived.into_placed(&staging, out.own_body))
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! Recycled exchange buffers.
+//! Recycled exchange buffers, shared by the transports and the routers of
+//! a process ([`BUFFERS`]).
 
 use std::sync::Mutex;
 
@@ -12,15 +13,15 @@ const POOL_BUFFERS: usize = 8;
 /// itself; received buffers come back here when the last `Bytes` slice of
 /// them is dropped. The pool keeps at most [`POOL_BUFFERS`] buffers, each of
 /// at most the size of the largest exchange seen.
-pub(super) struct Pool(Mutex<Vec<Vec<u8>>>);
+pub(crate) struct Pool(Mutex<Vec<Vec<u8>>>);
 
 impl Pool {
-    pub(super) fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         Pool(Mutex::new(Vec::new()))
     }
 
     /// A buffer of `len` bytes with unspecified contents.
-    pub(super) fn take(&self, len: usize) -> Vec<u8> {
+    pub(crate) fn take(&self, len: usize) -> Vec<u8> {
         let mut free = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let pick = free
             .iter()
@@ -39,7 +40,7 @@ impl Pool {
         buf
     }
 
-    pub(super) fn give(&self, buf: Vec<u8>) {
+    pub(crate) fn give(&self, buf: Vec<u8>) {
         let mut free = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if free.len() < POOL_BUFFERS && buf.capacity() > 0 {
             free.push(buf);
@@ -47,7 +48,7 @@ impl Pool {
     }
 
     /// Hands `buf` out as `Bytes` that return it to the pool when dropped.
-    pub(super) fn share(&'static self, buf: Vec<u8>) -> Bytes {
+    pub(crate) fn share(&'static self, buf: Vec<u8>) -> Bytes {
         Bytes::from_owner(Pooled { buf, pool: self })
     }
 }
@@ -69,3 +70,7 @@ impl Drop for Pooled {
         self.pool.give(std::mem::take(&mut self.buf));
     }
 }
+
+/// The process's buffers: receive buffers of the exchanges, and the
+/// staging and forwarding buffers of the placed routings.
+pub(crate) static BUFFERS: Pool = Pool::new();
