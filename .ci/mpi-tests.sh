@@ -55,6 +55,18 @@ for np in 1 2 3 4; do
     done
 done
 
+echo "== the transport conformance suite (bsp-core's unit tests) as MPI ranks"
+CORE_TESTS=$(cargo test -p bsp-core --features mpi --lib --no-run --message-format=json 2>/dev/null |
+    python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "bsp_core":
+        print(m["executable"])')
+for np in 2 3; do
+    echo "-- mpirun -np $np bsp_core transport::conformance"
+    run_np "$np" "$CORE_TESTS" transport::conformance --test-threads=1 -q
+done
+
 # with_setting VAR=VALUE [NAME...]: the test binaries named NAME-* (all of
 # them without NAMEs) under mpirun -np 2 and 3, with VAR=VALUE on every rank.
 with_setting() {

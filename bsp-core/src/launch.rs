@@ -12,7 +12,18 @@ use crate::panic_hook;
 use crate::profile::{self, Profile};
 use crate::router::Router;
 use crate::scope::Scope;
-use crate::transport::{Aborted, Comm, Transport};
+use crate::transport::{Aborted, Comm, RunLimits, Transport};
+
+/// What every processor of a run starts with (`Runtime::prepare`).
+#[derive(Clone, Copy)]
+pub(crate) struct Setup {
+    pub(crate) limits: RunLimits,
+    pub(crate) router: Router,
+    pub(crate) machine: Option<Machine>,
+    pub(crate) transport: Transport,
+    pub(crate) scope: Scope,
+    pub(crate) stats_memory: usize,
+}
 
 /// Text of a panic payload.
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
@@ -51,19 +62,19 @@ pub(crate) fn panic_error(
 /// [`Comm::abort`], which the transport propagates (threads: record and
 /// release everyone; MPI: print and abort the job). Returns `None` when the
 /// run was aborted.
-pub(crate) fn processor<F, R>(
-    comm: Box<dyn Comm>,
-    router: Router,
-    machine: Option<Machine>,
-    transport: Transport,
-    scope: Scope,
-    stats_memory: usize,
-    f: &F,
-) -> Option<R>
+pub(crate) fn processor<F, R>(comm: Box<dyn Comm>, setup: &Setup, f: &F) -> Option<R>
 where
     F: Fn(&mut Ctx) -> R,
 {
     let _quiet = panic_hook::ProcessorThread::enter();
+    let Setup {
+        router,
+        machine,
+        transport,
+        scope,
+        stats_memory,
+        ..
+    } = *setup;
     let mut ctx = Ctx::new(comm, router, machine, transport, scope, stats_memory);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let result = f(&mut ctx);

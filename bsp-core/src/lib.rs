@@ -84,10 +84,10 @@ pub use machine::{Cost, Machine, DIRECT_MARGIN};
 pub use outcome::Outcome;
 pub use queue::{Encoding, Queue, Raw, Serde, Tag, Tagged};
 pub use router::{ParseRouterError, Router};
-pub use runtime::{launched_by_mpirun, run, Runtime};
+pub use runtime::{run, Runtime};
 pub use session::Session;
 pub use stats::{RouteStats, Stats, SuperstepStats};
-pub use transport::{OnFailure, Transport};
+pub use transport::{launched_by_mpirun, OnFailure, Transport};
 
 /// The `mpi` crate (rsmpi 0.8) that the MPI transport is built on, for
 /// programs that mix bsp runs with their own MPI calls (feature `mpi`). Use

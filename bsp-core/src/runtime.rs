@@ -8,36 +8,13 @@ use serde::Serialize;
 use crate::ctx::Ctx;
 use crate::env::{ON_FAILURE_ENV, PROCS_ENV, ROUTER_ENV, STATS_MEMORY_ENV, SYNC_TIMEOUT_ENV};
 use crate::error::{Error, ErrorKind, Result};
-use crate::launch;
+use crate::launch::{self, Setup};
 use crate::machine::Machine;
 use crate::outcome::Outcome;
 use crate::router::{Placing, Router};
 use crate::scope::Scope;
 use crate::stats_log::STATS_MEMORY;
-use crate::transport::{self, Comm, OnFailure, Program, RunLimits, Transport};
-
-/// Whether this process was started by `mpirun` / `mpiexec` (OpenMPI, MPICH
-/// with Hydra, or any PMIx launcher), judged from the launcher's
-/// environment. [`Runtime::from_env`] picks MPI when this holds and the
-/// binary has the `mpi` feature.
-///
-/// # Examples
-///
-/// ```
-/// if !bsp_core::launched_by_mpirun() {
-///     assert_eq!(bsp_core::Runtime::from_env().transport(), bsp_core::Transport::Threads);
-/// }
-/// ```
-pub fn launched_by_mpirun() -> bool {
-    [
-        "OMPI_COMM_WORLD_SIZE",
-        "PMI_SIZE",
-        "PMIX_RANK",
-        "MPI_LOCALNRANKS",
-    ]
-    .iter()
-    .any(|v| std::env::var_os(v).is_some())
-}
+use crate::transport::{self, launched_by_mpirun, Comm, OnFailure, Program, RunLimits, Transport};
 
 /// Chooses the transport, processor count and router of a BSP run.
 ///
@@ -239,7 +216,7 @@ impl Runtime {
     /// Sets the processor count. Ignored under MPI, where `mpirun -np`
     /// decides it.
     pub fn with_procs(mut self, p: usize) -> Self {
-        if self.transport == Transport::Threads {
+        if self.transport.program_chooses_procs() {
             self.procs = p;
         }
         self
@@ -422,19 +399,30 @@ impl Runtime {
         self
     }
 
-    /// What a run or session needs from the builder: its time limit and
-    /// failure mode, router, machine (found now under [`Router::Auto`]),
-    /// transport and processor count; or the configuration error.
-    pub(crate) fn prepare(&self) -> Result<(RunLimits, Router, Option<Machine>, Transport, usize)> {
+    /// What every processor of a run of `program` starts with, settled
+    /// before the run starts (the machine probed where [`Router::Auto`]
+    /// needs it): for [`run`](Runtime::run) and sessions alike.
+    pub(crate) fn prepare(&self, program: Program) -> Result<Setup> {
         if let Some(msg) = &self.config_error {
             return Err(Error::new(ErrorKind::Config, None, None, msg.clone()));
         }
-        let limits = self.limits()?;
+        let limits = RunLimits {
+            program,
+            ..self.limits()?
+        };
+        let stats_memory = self.stats_budget()?;
         let machine = match (self.machine, self.router) {
             (None, Router::Auto) => Some(Machine::of(self)?),
             (given, _) => given,
         };
-        Ok((limits, self.router, machine, self.transport, self.procs))
+        Ok(Setup {
+            limits,
+            router: self.router,
+            machine,
+            transport: self.transport,
+            scope: Scope::run(),
+            stats_memory,
+        })
     }
 
     /// The processor count (under MPI, the size of the world communicator).
@@ -482,26 +470,12 @@ impl Runtime {
         F: Fn(&mut Ctx) -> R + Sync,
         R: Send,
     {
-        if let Some(msg) = &self.config_error {
-            return Err(Error::new(ErrorKind::Config, None, None, msg.clone()));
-        }
-        let limits = RunLimits {
-            program: Program::of::<F>(),
-            ..self.limits()?
-        };
-        let stats_memory = self.stats_budget()?;
-        let (router, transport) = (self.router, self.transport);
-        let machine = match (self.machine, router) {
-            (None, Router::Auto) => Some(Machine::of(self)?),
-            (given, _) => given,
-        };
-        let scope = Scope::run();
+        let setup = self.prepare(Program::of::<F>())?;
         let body = |comm: Box<dyn Comm>| {
             let (pid, nprocs) = (comm.pid(), comm.nprocs());
-            launch::processor(comm, router, machine, transport, scope, stats_memory, &f)
-                .map(|r| (pid, nprocs, r))
+            launch::processor(comm, &setup, &f).map(|r| (pid, nprocs, r))
         };
-        let held = transport::launch(transport, self.procs, limits, &body)?;
+        let held = transport::launch(setup.transport, self.procs, setup.limits, &body)?;
         let (first, nprocs) = (held[0].0, held[0].1);
         Ok(Outcome::new(
             nprocs,

@@ -7,12 +7,11 @@ use std::sync::Arc;
 
 use crate::ctx::Ctx;
 use crate::error::{Error, ErrorKind, Result};
-use crate::launch::panic_message;
+use crate::launch::{panic_message, Setup};
 use crate::panic_hook;
 use crate::profile::{self, Profile};
 use crate::runtime::Runtime;
-use crate::scope::Scope;
-use crate::transport::{self, Aborted, Comm, Opened, Transport};
+use crate::transport::{self, Aborted, Comm, Held};
 
 /// Where a session is.
 enum State {
@@ -67,7 +66,7 @@ pub struct Session {
     ctx: Ctx,
     state: State,
     /// What the transport holds until the calling thread's session ends.
-    opened: Option<Opened>,
+    opened: Option<Held>,
     _one_thread: PhantomData<*const ()>,
 }
 
@@ -133,18 +132,15 @@ impl Runtime {
         F: Fn(&mut Session) + Send + Sync + 'static,
     {
         let runtime = self.clone().with_procs(p);
-        let (limits, router, machine, transport, procs) = runtime.prepare()?;
-        let limits = transport::RunLimits {
-            program: transport::Program::of::<F>(),
-            ..limits
-        };
-        let stats_memory = runtime.stats_budget()?;
-        let procs = match transport {
-            Transport::Threads => procs,
-            #[cfg(feature = "mpi")]
-            Transport::Mpi => p,
-        };
-        let scope = Scope::run();
+        let setup = runtime.prepare(transport::Program::of::<F>())?;
+        let Setup {
+            limits,
+            router,
+            machine,
+            transport,
+            scope,
+            stats_memory,
+        } = setup;
         let worker: transport::Worker = Arc::new(move |comm: Box<dyn Comm>| {
             let _quiet = panic_hook::ProcessorThread::enter();
             let ctx = Ctx::new(comm, router, machine, transport, scope, stats_memory);
@@ -158,7 +154,7 @@ impl Runtime {
                 }
             }
         });
-        let Some((comm, opened)) = transport::start(transport, procs, limits, worker)? else {
+        let Some((comm, opened)) = transport::begin(transport, p, limits, worker)? else {
             return Ok(None);
         };
         let ctx = Ctx::new(comm, router, machine, transport, scope, stats_memory);
@@ -167,7 +163,7 @@ impl Runtime {
 }
 
 impl Session {
-    fn new(ctx: Ctx, opened: Option<Opened>) -> Self {
+    fn new(ctx: Ctx, opened: Option<Held>) -> Self {
         Session {
             ctx,
             state: State::Open,

@@ -21,7 +21,7 @@ use super::{unusable, Ctx};
 use crate::coarray::{Coarray, PodBytes};
 use crate::error::{Error, ErrorKind};
 use crate::segments::{copy_prefix, segments_len, SegmentReader};
-use crate::transport::{Blocks, Transport};
+use crate::transport::Blocks;
 
 /// One range of a [`Ctx::put_direct`]: `len` elements of processor `dst`'s
 /// part of the coarray, starting at element `offset`.
@@ -248,7 +248,7 @@ impl Ctx {
             Err(why) => unusable(me, step, why, "coarray", id),
         };
         let mut opened = Opened { local: Some(local) };
-        let shared = self.transport == Transport::Threads;
+        let shared = self.comm.capabilities().shares_memory;
         let part = opened.local.as_mut().expect("present");
         let base = if shared {
             part.as_mut_ptr().expose_provenance() as u64

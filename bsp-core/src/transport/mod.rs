@@ -6,14 +6,17 @@
 //! all-to-all exchange of blocks, plus a way to abort the whole run. [`Comm`] is that crate-private interface; the public
 //! [`Transport`] enum names the implementations.
 //!
-//! Each transport module owns its launch: it starts the processors, gives
-//! each a [`Comm`] endpoint and runs a [`Body`] on it, and gathers the
-//! results or the run's first error. Transports know nothing of `Ctx`,
-//! routers or the runtime builder; the body (see `launch.rs`) does. A new
-//! transport is one module here plus one arm of [`Transport`] and of
-//! [`launch`].
+//! Each transport module opens the endpoints of a run ([`Launcher`]); one
+//! launcher (`launcher.rs`) starts them, for runs and sessions alike, and
+//! gathers the results or the run's first error. Transports know nothing
+//! of `Ctx`, routers or the runtime builder; the body (see `launch.rs`)
+//! does. A new transport is one module here plus one arm of
+//! [`Transport`] and of [`Transport::launcher`].
 
 pub(crate) mod barrier;
+#[cfg(test)]
+mod conformance;
+mod launcher;
 #[cfg(feature = "mpi")]
 pub(crate) mod mpi;
 pub(crate) mod split;
@@ -24,6 +27,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::segments::{segments_len, SegmentReader, Segments};
+pub(crate) use launcher::{begin, launch, Held, Launcher, OpenRun, Opened, Purpose, Worker};
 pub(crate) use split::Group;
 
 /// What a run asks of its transport beyond moving bytes.
@@ -128,6 +132,7 @@ impl OnFailure {
 
 /// Marker payload used to unwind a processor out of the runtime after the
 /// run has been aborted (by another processor's failure or its own).
+#[derive(Debug)]
 pub(crate) struct Aborted;
 
 /// The result of an all-gather: every processor's row, in pid order. Shared,
@@ -325,61 +330,61 @@ impl Transport {
             Transport::Mpi => "mpi",
         }
     }
-}
 
-/// What the processors of a session other than the calling thread's run on
-/// their endpoints (see [`start`]).
-pub(crate) type Worker = std::sync::Arc<dyn Fn(Box<dyn Comm>) + Send + Sync>;
-
-/// What a session's transport holds until the session ends (MPI: the run
-/// lock and the in-a-run mark, which must be dropped on the calling thread).
-pub(crate) enum Opened {
-    /// Nothing: the threads transport's workers hold their shared state.
-    Threads,
-    /// An MPI rank's run, open until this is dropped.
-    #[cfg(feature = "mpi")]
-    Mpi { _held: mpi::session::Opened },
-}
-
-/// Starts a run of `procs` processors for a session: the calling thread's
-/// endpoint (processor 0 on threads, this rank under MPI), with `worker`
-/// running every other processor this process runs (p − 1 threads; none
-/// under MPI). Under MPI the run takes the world's first `procs` ranks,
-/// and the others get `None`.
-pub(crate) fn start(
-    transport: Transport,
-    procs: usize,
-    limits: RunLimits,
-    worker: Worker,
-) -> Result<Option<(Box<dyn Comm>, Opened)>> {
-    match transport {
-        Transport::Threads => {
-            threads::session::start(procs, limits, worker).map(|c| Some((c, Opened::Threads)))
+    /// Whether the program chooses the number of processors (threads), or
+    /// the launcher does (`mpirun -np`).
+    pub(crate) fn program_chooses_procs(self) -> bool {
+        match self {
+            Transport::Threads => true,
+            #[cfg(feature = "mpi")]
+            Transport::Mpi => false,
         }
+    }
+
+    /// The transports this process can run on: threads always; MPI where
+    /// it is compiled in and the process was started by `mpirun`.
+    #[cfg(test)]
+    pub(crate) fn registered() -> Vec<Transport> {
+        let threads = [Transport::Threads];
         #[cfg(feature = "mpi")]
-        Transport::Mpi => {
-            let _ = worker;
-            let opened = mpi::session::start(limits, procs)?;
-            Ok(opened.map(|(c, held)| (c, Opened::Mpi { _held: held })))
+        if launched_by_mpirun() {
+            return [threads[0], Transport::Mpi].to_vec();
+        }
+        threads.to_vec()
+    }
+
+    /// How this transport opens a run: the one registration of each
+    /// transport module.
+    pub(crate) fn launcher(self) -> &'static dyn Launcher {
+        match self {
+            Transport::Threads => &threads::Threads,
+            #[cfg(feature = "mpi")]
+            Transport::Mpi => &mpi::Mpi,
         }
     }
 }
 
-/// Runs `body` on the processors of `transport` (`procs` of them where the
-/// transport lets the program choose) and returns the results this process
-/// holds, in pid order: every processor's on threads, the local rank's
-/// under MPI.
-pub(crate) fn launch<R: Send>(
-    transport: Transport,
-    procs: usize,
-    limits: RunLimits,
-    body: &impl Body<R>,
-) -> Result<Vec<R>> {
-    match transport {
-        Transport::Threads => threads::launch(procs, limits, body),
-        #[cfg(feature = "mpi")]
-        Transport::Mpi => mpi::launch(limits, body),
-    }
+/// Whether this process was started by `mpirun` / `mpiexec` (OpenMPI, MPICH
+/// with Hydra, or any PMIx launcher), judged from the launcher's
+/// environment. [`Runtime::from_env`] picks MPI when this holds and the
+/// binary has the `mpi` feature.
+///
+/// # Examples
+///
+/// ```
+/// if !bsp_core::launched_by_mpirun() {
+///     assert_eq!(bsp_core::Runtime::from_env().transport(), bsp_core::Transport::Threads);
+/// }
+/// ```
+pub fn launched_by_mpirun() -> bool {
+    [
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+        "PMIX_RANK",
+        "MPI_LOCALNRANKS",
+    ]
+    .iter()
+    .any(|v| std::env::var_os(v).is_some())
 }
 
 /// The message of a [`Timeout`](crate::ErrorKind::Timeout) error: who has

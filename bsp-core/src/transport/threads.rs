@@ -6,11 +6,12 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-pub(crate) mod session;
-
 use super::barrier::{Barrier, BarrierKind, Interrupted};
 use super::split::Frame;
-use super::{timeout_message, Aborted, Blocks, Body, Capabilities, Comm, Group, Rows, RunLimits};
+use super::{
+    timeout_message, Aborted, Blocks, Capabilities, Comm, Group, Launcher, OpenRun, Opened,
+    Purpose, Rows, RunLimits,
+};
 use crate::error::{Error, ErrorKind, Result};
 
 /// After a run with a sync time limit has failed, how long the processors
@@ -431,6 +432,27 @@ fn processor_stack_bytes() -> usize {
 /// allocations.
 const THREAD_OVERHEAD_BYTES: usize = 256 << 10;
 
+/// The stack of a session's processor threads: `RUST_MIN_STACK` where set;
+/// else the main thread's soft limit (`ulimit -s`), between 2 MiB and
+/// 256 MiB, and 8 MiB where it is unlimited or unreadable. Code written
+/// for processes (C programs, under a BSPlib layer) expects the main
+/// thread's stack, not std's 2 MiB.
+fn session_stack_bytes() -> usize {
+    if let Some(bytes) = std::env::var("RUST_MIN_STACK")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+    {
+        return bytes;
+    }
+    std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("Max stack size"))?;
+            line.split_whitespace().nth(3)?.parse::<usize>().ok()
+        })
+        .map_or(8 << 20, |soft| soft.clamp(2 << 20, 256 << 20))
+}
+
 /// Checks `p` processor threads against the address-space limit
 /// (`ulimit -v`), so that a run too large for it fails with a clear error
 /// before the first thread starts rather than part way: a thread that
@@ -469,11 +491,10 @@ fn config_error(msg: String) -> Error {
     Error::new(ErrorKind::Config, None, None, msg)
 }
 
-/// The checks before a run's threads start, shared by [`launch`] and
-/// sessions: p > 0, within the limits on threads and on address space
+/// The checks before a run's threads start, for runs and sessions: p > 0, within the limits on threads and on address space
 /// (for stacks of `stack` bytes), and a valid `BSP_BARRIER`. Returns the
 /// stack size and the barrier kind to use.
-pub(super) fn preflight(p: usize, stack: usize) -> Result<(usize, BarrierKind)> {
+fn preflight(p: usize, stack: usize) -> Result<(usize, BarrierKind)> {
     if p == 0 {
         return Err(config_error(
             "a run needs at least one processor (p = 0)".to_owned(),
@@ -495,49 +516,45 @@ pub(super) fn preflight(p: usize, stack: usize) -> Result<(usize, BarrierKind)> 
     Ok((stack, barrier))
 }
 
-/// Runs `body` on `p` threads of this process and returns every
-/// processor's result in pid order, or the run's first error.
-pub(crate) fn launch<R: Send>(p: usize, limits: RunLimits, body: &impl Body<R>) -> Result<Vec<R>> {
-    let (stack, barrier) = preflight(p, processor_stack_bytes())?;
-    let shared = ThreadsShared::new(p, limits, barrier);
-    let results: Vec<Option<R>> = std::thread::scope(|scope| {
-        let mut handles = Vec::with_capacity(p);
-        for pid in 0..p {
-            let comm = ThreadsComm::new(Arc::clone(&shared), pid);
-            let processor = move || {
-                let shared = Arc::clone(&comm.shared);
-                let result = body(Box::new(comm));
-                shared.body_returned();
-                result
-            };
-            let spawned = std::thread::Builder::new()
-                .name(format!("bsp-{pid}"))
-                .stack_size(stack)
-                .spawn_scoped(scope, processor);
-            match spawned {
-                Ok(handle) => handles.push(handle),
-                Err(e) => {
-                    // The processors already started are waiting at their
-                    // first sync (or will be): release them with the error.
-                    shared.fail(config_error(format!(
-                        "cannot start processor thread {pid} of {p}: {e}; \
-                         use fewer processors (BSP_PROCS) or raise the limits on threads and memory"
-                    )));
-                    break;
-                }
-            }
-        }
-        shared.await_bodies(handles.len());
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_default())
-            .collect()
-    });
-    if let Some(error) = shared.take_error() {
-        return Err(error);
+/// The threads transport's way in: p endpoints on one shared state, each
+/// run on a thread of its own.
+pub(crate) struct Threads;
+
+impl Launcher for Threads {
+    fn open(&self, p: usize, limits: RunLimits, purpose: Purpose) -> Result<Option<Opened>> {
+        let stack = match purpose {
+            Purpose::Run => processor_stack_bytes(),
+            Purpose::Session => session_stack_bytes(),
+        };
+        let (stack, barrier) = preflight(p, stack)?;
+        let shared = ThreadsShared::new(p, limits, barrier);
+        let endpoints = (0..p)
+            .map(|pid| Box::new(ThreadsComm::new(Arc::clone(&shared), pid)) as Box<dyn Comm>)
+            .collect();
+        Ok(Some(Opened {
+            endpoints,
+            on_caller: false,
+            stack,
+            run: shared,
+            held: Box::new(()),
+        }))
     }
-    Ok(results
-        .into_iter()
-        .map(|r| r.expect("bsp: a processor ended without result or error"))
-        .collect())
+}
+
+impl OpenRun for ThreadsShared {
+    fn fail(&self, error: Error) {
+        ThreadsShared::fail(self, error);
+    }
+
+    fn body_returned(&self) {
+        ThreadsShared::body_returned(self);
+    }
+
+    fn await_bodies(&self, started: usize) {
+        ThreadsShared::await_bodies(self, started);
+    }
+
+    fn take_error(&self) -> Option<Error> {
+        ThreadsShared::take_error(self)
+    }
 }

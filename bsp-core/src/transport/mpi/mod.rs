@@ -63,7 +63,6 @@
 
 mod alltoallw;
 mod p2p;
-pub(crate) mod session;
 mod split;
 mod timed;
 
@@ -80,8 +79,8 @@ use mpi::Threading;
 
 use super::split::Frame;
 use super::{
-    dense, listed, timeout_message, Aborted, Blocks, Body, Capabilities, Comm, Group, OnFailure,
-    Program, Rows, RunLimits, Scatter,
+    dense, listed, timeout_message, Aborted, Blocks, Capabilities, Comm, Group, Launcher,
+    OnFailure, OpenRun, Opened, Program, Purpose, Rows, RunLimits, Scatter,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::segments::Segments;
@@ -542,26 +541,77 @@ fn open(limits: RunLimits) -> Result<(MpiComm, MutexGuard<'static, u64>)> {
     Ok((comm, serialised))
 }
 
-/// Runs `body` as this rank's processor and returns its result (alone).
-///
-/// In [`OnFailure::Abort`] mode a failure anywhere in the job aborts it
-/// (see the module docs), so this returns `Ok` or a configuration error
-/// found before any communication; in [`OnFailure::Return`] mode, the
-/// run's error.
-pub(crate) fn launch<R: Send>(limits: RunLimits, body: &impl Body<R>) -> Result<Vec<R>> {
-    let (comm, _serialised) = open(limits)?;
-    let (world, pid) = (comm.world, comm.pid);
-    let _running = RunGuard::enter();
-    let outcome = body(Box::new(comm));
-    let failure = lock(&world.failure).take();
-    match (outcome, failure) {
-        (Some(result), None) => Ok(vec![result]),
-        (_, Some(error)) => Err(error),
-        // In abort mode the body returns `None` only after `Comm::abort`,
-        // which ends the process; keep a clear message should that change.
-        (None, None) => {
-            eprintln!("bsp: rank {pid} aborted");
-            world.comm.abort(1)
-        }
+/// The MPI transport's way in: this rank's endpoint, run on the calling
+/// thread (which holds the run lock and the in-a-run mark).
+pub(crate) struct Mpi;
+
+impl Launcher for Mpi {
+    /// A run takes the whole world; a session of `procs` processors its
+    /// first `procs` ranks, the others taking no part.
+    fn open(&self, procs: usize, limits: RunLimits, purpose: Purpose) -> Result<Option<Opened>> {
+        let (comm, serialised) = open(limits)?;
+        let world = comm.world;
+        let size = comm.nprocs;
+        let comm = match purpose {
+            Purpose::Run => comm,
+            Purpose::Session if procs == 0 || procs > size => {
+                return Err(config_error(format!(
+                    "a session of {procs} processors cannot run on {size} MPI ranks (it needs 1 \
+                     to {size}); start the program with mpirun -np {procs}"
+                )));
+            }
+            Purpose::Session if procs < size => match comm.first_ranks(procs) {
+                Some(comm) => comm,
+                None => return Ok(None),
+            },
+            Purpose::Session => comm,
+        };
+        let held = Held {
+            world,
+            _running: RunGuard::enter(),
+            _serialised: serialised,
+        };
+        Ok(Some(Opened {
+            endpoints: vec![Box::new(comm)],
+            on_caller: true,
+            stack: 0,
+            run: Arc::new(Failures(world)),
+            held: Box::new(held),
+        }))
+    }
+}
+
+/// The run's failure as the launcher sees it: recorded by
+/// [`Comm::abort`] in [`OnFailure::Return`] mode; in abort mode a failure
+/// ends the job, and none is ever taken.
+struct Failures(&'static World);
+
+impl OpenRun for Failures {
+    /// A thread cannot fail to start: the rank's processor runs on the
+    /// calling thread.
+    fn fail(&self, error: Error) {
+        let mut failure = lock(&self.0.failure);
+        failure.get_or_insert(error);
+    }
+
+    fn take_error(&self) -> Option<Error> {
+        lock(&self.0.failure).take()
+    }
+}
+
+/// What this rank holds while a run (or session) is open: the lock that
+/// serialises runs on this process and the mark that a run is in progress
+/// (the exit hook aborts the job if the process exits before the run
+/// ends). Dropped on the thread that opened it, in this order.
+struct Held {
+    world: &'static World,
+    _running: RunGuard,
+    _serialised: MutexGuard<'static, u64>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // The failure agreed in return mode belongs to this run only.
+        lock(&self.world.failure).take();
     }
 }

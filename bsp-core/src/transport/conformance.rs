@@ -1,0 +1,195 @@
+//! The contract of [`Comm`], checked on every registered transport
+//! ([`Transport::registered`]): what a new transport must pass before a
+//! router may run on it. Each test opens runs through the one launcher
+//! ([`launch`]) and drives the endpoints directly, below `Ctx` and the
+//! routers.
+//!
+//! Threads run here with `cargo test`; MPI where this test binary runs as
+//! the ranks of a job (`.ci/mpi-tests.sh` runs it under `mpirun -np 2`
+//! and `-np 3` with the filter `transport::conformance`). Under MPI the
+//! ranks must run the same tests in the same order (`--test-threads=1`).
+
+use bytes::Bytes;
+
+use super::{launch, Blocks, Comm, Group, RunLimits, Scatter, Transport};
+use crate::segments::Segments;
+
+/// Processor counts tried on a transport where the program chooses them;
+/// MPI takes the job's.
+const PROCS: [usize; 4] = [1, 2, 3, 5];
+
+/// Runs `body` on every registered transport, at every count of
+/// [`PROCS`] it can run, and returns nothing: `body` asserts.
+fn on_every_transport(body: impl Fn(&mut dyn Comm) + Sync) {
+    for transport in Transport::registered() {
+        for p in PROCS {
+            let run = |mut comm: Box<dyn Comm>| {
+                body(comm.as_mut());
+                Some(())
+            };
+            let done = launch(transport, p, RunLimits::default(), &run)
+                .unwrap_or_else(|e| panic!("{} at p = {p}: {e}", transport.name()));
+            assert!(!done.is_empty(), "{}: no processor ran", transport.name());
+            if !transport.program_chooses_procs() {
+                break;
+            }
+        }
+    }
+}
+
+/// The byte at `i` of the block `src` sends `dst`.
+fn byte(src: usize, dst: usize, i: usize) -> u8 {
+    (i.wrapping_mul(7) ^ (src * 31 + dst * 17)) as u8
+}
+
+/// The length of the block `src` sends `dst`: some empty, some of several
+/// kilobytes, none the same as its neighbours'.
+fn block_len(src: usize, dst: usize) -> usize {
+    match (src + 2 * dst) % 4 {
+        0 => 0,
+        1 => 1 + src,
+        2 => 300 + 7 * dst,
+        _ => 5000 + 13 * src + dst,
+    }
+}
+
+/// The block `src` sends `dst`, cut into segments of uneven lengths.
+fn block(src: usize, dst: usize) -> Segments {
+    let bytes: Vec<u8> = (0..block_len(src, dst))
+        .map(|i| byte(src, dst, i))
+        .collect();
+    bytes.chunks(97 + src).map(Bytes::copy_from_slice).collect()
+}
+
+/// Every processor's blocks to every processor (itself included).
+fn blocks_of(me: usize, p: usize) -> Blocks {
+    (0..p)
+        .map(|q| (q, block(me, q)))
+        .filter(|(_, b)| !b.is_empty())
+        .collect()
+}
+
+#[test]
+fn the_allgather_returns_every_row_in_pid_order() {
+    on_every_transport(|comm| {
+        let (me, p) = (comm.pid(), comm.nprocs());
+        assert!(me < p);
+        for round in 0..3u64 {
+            let row = [me as u64, p as u64, round];
+            let rows = comm.allgather(&row).expect("not aborted");
+            assert_eq!(rows.len(), 3 * p);
+            for (q, r) in rows.chunks(3).enumerate() {
+                assert_eq!(r, [q as u64, p as u64, round]);
+            }
+        }
+        // An empty row is a barrier.
+        assert!(comm.allgather(&[]).expect("not aborted").is_empty());
+    });
+}
+
+#[test]
+fn an_exchange_delivers_every_block_by_sender() {
+    on_every_transport(|comm| {
+        let (me, p) = (comm.pid(), comm.nprocs());
+        let expected: Vec<u64> = (0..p).map(|q| block_len(q, me) as u64).collect();
+        for known in [false, true] {
+            let got = comm
+                .exchange(blocks_of(me, p), known.then_some(&expected[..]))
+                .expect("not aborted");
+            let senders: Vec<usize> = got.iter().map(|(q, _)| *q).collect();
+            let want: Vec<usize> = (0..p).filter(|&q| block_len(q, me) > 0).collect();
+            assert_eq!(senders, want, "processor {me}: the senders, ascending");
+            for (q, segments) in &got {
+                let bytes = segments.concat();
+                assert_eq!(bytes.len(), block_len(*q, me));
+                assert!(bytes.iter().enumerate().all(|(i, &b)| b == byte(*q, me, i)));
+            }
+        }
+    });
+}
+
+#[test]
+fn an_exchange_into_lands_every_byte_in_its_region() {
+    on_every_transport(|comm| {
+        let (me, p) = (comm.pid(), comm.nprocs());
+        // One buffer, with a gap between senders' landings, each landing
+        // cut into two pieces in reverse order of the buffer.
+        let lens: Vec<usize> = (0..p)
+            .map(|q| if q == me { 0 } else { block_len(q, me) })
+            .collect();
+        let mut buffer = vec![0xAAu8; lens.iter().map(|l| l + 8).sum()];
+        let base = buffer.as_mut_ptr();
+        let mut into = Scatter::default();
+        let mut at = 0;
+        let mut starts = vec![0; p];
+        for (q, &len) in lens.iter().enumerate() {
+            starts[q] = at;
+            let half = len / 2;
+            // Both pieces lie inside `buffer`, which outlives the exchange.
+            let second = (base.wrapping_add(at).cast_const(), half);
+            let first = (base.wrapping_add(at + half).cast_const(), len - half);
+            into.from(q, &[first, second]);
+            at += len + 8;
+        }
+        let outgoing: Blocks = blocks_of(me, p)
+            .into_iter()
+            .filter(|(q, _)| *q != me)
+            .collect();
+        // SAFETY: every piece lies in `buffer`, disjoint from the others,
+        // untouched until the exchange returns; each sender's pieces add
+        // up to what it sends here (`block_len`), and it sends nothing to
+        // itself.
+        unsafe { comm.exchange_into(&outgoing, into) }.expect("not aborted");
+        for (q, &len) in lens.iter().enumerate() {
+            let half = len / 2;
+            let landed = &buffer[starts[q]..starts[q] + len];
+            let (low, high) = landed.split_at(half);
+            let sent: Vec<u8> = (0..len).map(|i| byte(q, me, i)).collect();
+            assert_eq!(high, &sent[..len - half], "the first piece, from {q}");
+            assert_eq!(low, &sent[len - half..], "the second piece, from {q}");
+            let gap = &buffer[starts[q] + len..starts[q] + len + 8];
+            assert!(gap.iter().all(|&b| b == 0xAA), "bytes outside the landing");
+        }
+    });
+}
+
+#[test]
+fn a_split_gives_each_group_its_own_collectives() {
+    on_every_transport(|comm| {
+        let (me, p) = (comm.pid(), comm.nprocs());
+        // Two colors, members ordered by descending parent pid.
+        let choices: Vec<(u64, u64)> = (0..p).map(|q| ((q % 2) as u64, (p - q) as u64)).collect();
+        let group = Group::of(&choices, me);
+        let mut sub = comm.split(&group, 0).expect("not aborted");
+        assert_eq!(sub.nprocs(), group.members.len());
+        assert_eq!(sub.pid(), group.me);
+        let rows = sub.allgather(&[me as u64]).expect("not aborted");
+        let parents: Vec<usize> = rows.iter().map(|&r| r as usize).collect();
+        assert_eq!(parents, group.members);
+        let got = sub
+            .exchange(blocks_of(sub.pid(), sub.nprocs()), None)
+            .expect("not aborted");
+        for (q, segments) in &got {
+            assert_eq!(segments.concat().len(), block_len(*q, sub.pid()));
+        }
+        drop(sub);
+        // The parent still works after the group is done.
+        let rows = comm.allgather(&[1]).expect("not aborted");
+        assert_eq!(rows.len(), p);
+    });
+}
+
+#[test]
+fn capabilities_are_consistent() {
+    on_every_transport(|comm| {
+        let caps = comm.capabilities();
+        assert!(
+            !caps.shares_memory || caps.one_node,
+            "memory shared across nodes"
+        );
+        // Every processor sees the same capabilities.
+        let row = [u64::from(caps.shares_memory), u64::from(caps.one_node)];
+        let rows = comm.allgather(&row).expect("not aborted");
+        assert!(rows.chunks(2).all(|r| r == row));
+    });
+}
