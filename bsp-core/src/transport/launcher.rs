@@ -65,6 +65,11 @@ pub(crate) trait OpenRun: Send + Sync {
 
 /// A transport's way to open a run.
 pub(crate) trait Launcher: Sync {
+    /// The transport's name in statistics and benchmark output.
+    fn name(&self) -> &'static str;
+    /// Whether the program chooses the number of processors (threads),
+    /// or the launcher of the processes does (`mpirun -np`).
+    fn program_chooses_procs(&self) -> bool;
     /// The endpoints of a run of `procs` processors for `purpose`, or
     /// `None` where this process takes no part (an MPI rank beyond a
     /// session's `procs`).

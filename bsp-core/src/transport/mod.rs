@@ -324,21 +324,13 @@ pub enum Transport {
 impl Transport {
     /// The name used in statistics and benchmark output (`threads`, `mpi`).
     pub fn name(self) -> &'static str {
-        match self {
-            Transport::Threads => "threads",
-            #[cfg(feature = "mpi")]
-            Transport::Mpi => "mpi",
-        }
+        self.launcher().name()
     }
 
     /// Whether the program chooses the number of processors (threads), or
     /// the launcher does (`mpirun -np`).
     pub(crate) fn program_chooses_procs(self) -> bool {
-        match self {
-            Transport::Threads => true,
-            #[cfg(feature = "mpi")]
-            Transport::Mpi => false,
-        }
+        self.launcher().program_chooses_procs()
     }
 
     /// The transports this process can run on: threads always; MPI where

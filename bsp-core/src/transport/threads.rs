@@ -521,6 +521,14 @@ fn preflight(p: usize, stack: usize) -> Result<(usize, BarrierKind)> {
 pub(crate) struct Threads;
 
 impl Launcher for Threads {
+    fn name(&self) -> &'static str {
+        "threads"
+    }
+
+    fn program_chooses_procs(&self) -> bool {
+        true
+    }
+
     fn open(&self, p: usize, limits: RunLimits, purpose: Purpose) -> Result<Option<Opened>> {
         let stack = match purpose {
             Purpose::Run => processor_stack_bytes(),

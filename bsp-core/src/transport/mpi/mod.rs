@@ -546,6 +546,14 @@ fn open(limits: RunLimits) -> Result<(MpiComm, MutexGuard<'static, u64>)> {
 pub(crate) struct Mpi;
 
 impl Launcher for Mpi {
+    fn name(&self) -> &'static str {
+        "mpi"
+    }
+
+    fn program_chooses_procs(&self) -> bool {
+        false
+    }
+
     /// A run takes the whole world; a session of `procs` processors its
     /// first `procs` ranks, the others taking no part.
     fn open(&self, procs: usize, limits: RunLimits, purpose: Purpose) -> Result<Option<Opened>> {
