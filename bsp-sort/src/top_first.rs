@@ -21,7 +21,7 @@ use bsp_core::{prefetch, Ctx};
 use bytemuck::Pod;
 
 use crate::counting_sort::Engine;
-use crate::radix_sort::{plan, DigitPass};
+use crate::digit_pass::{plan, DigitPass};
 
 /// The passes of a top-first sort: the top digit, and the local passes
 /// over the varying bits below it (least significant first).
