@@ -17,7 +17,8 @@
 //! (no bucket above four times the average or half a processor's share),
 //! so that this stays a small correction.
 
-use bsp_core::{prefetch, Ctx};
+use bsp_core::expert::prefetch;
+use bsp_core::Ctx;
 use bytemuck::Pod;
 
 use crate::counting_sort::Engine;
