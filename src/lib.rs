@@ -10,8 +10,10 @@
 //!
 //! This crate is the façade of the workspace: the runtime at the top level,
 //! the collectives and random-access primitives in [`algos`], the sorts in
-//! [`sort`]. Coming from another BSP or MPI library? [`coming_from`] maps
-//! their primitives to these.
+//! [`sort`], and the kernels those sorts are built from (digit-grouped
+//! direct puts, cache-line writes, prefetching) in [`expert`], which
+//! ordinary programs do not need. Coming from another BSP or MPI library?
+//! [`coming_from`] maps their primitives to these.
 //!
 //! ## A tour
 //!

@@ -4,7 +4,7 @@ use bsp_core::Ctx;
 use bytemuck::Pod;
 
 use crate::dist::Block;
-use crate::klevel::{broadcast_k_level, tree_levels_cost, Levels};
+use crate::klevel::{broadcast_k_level, pass_whole, tree_levels_cost, Levels};
 use crate::model::{all_but_own, ceil_log2, floor_log2, pick_for, Model, Variant};
 use crate::rows::gather_in_place;
 use crate::same_len::Lengths;
@@ -244,32 +244,6 @@ pub fn broadcast_tree<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) 
         let receives = v % (2 * mask) == mask;
         pass_whole(ctx, buf, child.as_slice(), receives);
     }
-}
-
-/// One superstep of a broadcast that moves whole buffers: this processor
-/// puts all of `buf` to each of `targets`, or, if it `receives`, takes the
-/// buffer its sender puts straight into `buf` (registered as an area for
-/// the superstep, so there is no copy out of a coarray); the lengths are
-/// checked after the sync.
-pub(crate) fn pass_whole<T: Pod + Send>(
-    ctx: &mut Ctx,
-    buf: &mut [T],
-    targets: &[usize],
-    receives: bool,
-) {
-    debug_assert!(!receives || targets.is_empty());
-    let len = buf.len();
-    let lengths = Lengths::new(ctx);
-    let (sending, landing): (&[T], &mut [T]) = if receives { (&[], buf) } else { (buf, &mut []) };
-    ctx.with_area(landing, |ctx, area| {
-        let to_each = targets.iter().map(|&dst| (dst, area, 0));
-        ctx.multicast_area(bytemuck::cast_slice(sending), to_each);
-        for &dst in targets {
-            lengths.send(ctx, dst, len);
-        }
-        ctx.sync();
-    });
-    lengths.check(ctx, "broadcast", len);
 }
 
 /// Two-phase broadcast for long data: the root scatters the buffer in p

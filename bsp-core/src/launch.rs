@@ -6,9 +6,8 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::ctx::Ctx;
-use crate::error::{Error, ErrorKind};
 use crate::machine::Machine;
-use crate::panic_hook;
+use crate::panic_hook::{self, panic_error};
 use crate::profile::{self, Profile};
 use crate::router::Router;
 use crate::scope::Scope;
@@ -23,38 +22,6 @@ pub(crate) struct Setup {
     pub(crate) transport: Transport,
     pub(crate) scope: Scope,
     pub(crate) stats_memory: usize,
-}
-
-/// Text of a panic payload.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(non-string panic payload)".to_owned()
-    }
-}
-
-/// The error of a processor's panic with `payload` (not [`Aborted`]) on
-/// processor `pid` at `superstep`: the misuse it carries, or a
-/// [`ErrorKind::Panic`] with the panic's message and location.
-pub(crate) fn panic_error(
-    payload: Box<dyn std::any::Any + Send>,
-    pid: usize,
-    superstep: usize,
-) -> Error {
-    match payload.downcast::<Error>() {
-        // A misuse found by a method that could not end the run itself.
-        Ok(error) => *error,
-        Err(payload) => {
-            let mut message = panic_message(payload.as_ref());
-            if let Some(at) = panic_hook::take_location() {
-                message = format!("{message} (at {at})");
-            }
-            Error::at(ErrorKind::Panic, pid, superstep, message)
-        }
-    }
 }
 
 /// Runs one processor's share of the program on `comm`: the closure, then

@@ -47,16 +47,14 @@ mod delivery;
 mod env;
 mod error;
 mod exit_hook;
+pub mod expert;
 mod launch;
-pub mod line_writer;
 mod machine;
 mod outbox;
 mod outcome;
-pub mod pages;
 mod panic_hook;
 mod placement;
 mod pool;
-pub mod prefetch;
 mod profile;
 mod protocol;
 mod queue;
@@ -73,7 +71,7 @@ mod wire;
 
 pub use area::Area;
 pub use coarray::{Coarray, GetHandle};
-pub use ctx::{Ctx, Digit, DigitCounts, DigitKey, DirectPiece};
+pub use ctx::{Ctx, DirectPiece};
 pub use env::{
     BARRIER_ENV, MACHINE_CACHE_ENV, MACHINE_ENV, ON_FAILURE_ENV, PROCS_ENV, PROFILE_ENV,
     ROUTER_ENV, STATS_MEMORY_ENV, SYNC_TIMEOUT_ENV, TRACE_FILE_ENV,

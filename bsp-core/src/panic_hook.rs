@@ -9,6 +9,8 @@ use std::cell::{Cell, RefCell};
 use std::panic::{self, PanicHookInfo};
 use std::sync::Once;
 
+use crate::error::{Error, ErrorKind};
+
 thread_local! {
     /// Whether this thread is running a processor's closure.
     static ON_PROCESSOR: Cell<bool> = const { Cell::new(false) };
@@ -54,5 +56,37 @@ impl ProcessorThread {
 impl Drop for ProcessorThread {
     fn drop(&mut self) {
         ON_PROCESSOR.with(|c| c.set(self.was));
+    }
+}
+
+/// Text of a panic payload.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(non-string panic payload)".to_owned()
+    }
+}
+
+/// The error of a processor's panic with `payload` (not [`Aborted`]) on
+/// processor `pid` at `superstep`: the misuse it carries, or a
+/// [`ErrorKind::Panic`] with the panic's message and location.
+pub(crate) fn panic_error(
+    payload: Box<dyn std::any::Any + Send>,
+    pid: usize,
+    superstep: usize,
+) -> Error {
+    match payload.downcast::<Error>() {
+        // A misuse found by a method that could not end the run itself.
+        Ok(error) => *error,
+        Err(payload) => {
+            let mut message = panic_message(payload.as_ref());
+            if let Some(at) = take_location() {
+                message = format!("{message} (at {at})");
+            }
+            Error::at(ErrorKind::Panic, pid, superstep, message)
+        }
     }
 }

@@ -1,5 +1,7 @@
 //! Launching a BSP program: the runtime builder and `run`.
 
+mod probe;
+
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use crate::ctx::Ctx;
 use crate::error::{Error, ErrorKind, Result};
-use crate::launch::{panic_message, Setup};
+use crate::launch::Setup;
 use crate::panic_hook;
+use crate::panic_hook::panic_message;
 use crate::profile::{self, Profile};
 use crate::runtime::Runtime;
 use crate::transport::{self, Aborted, Comm, Held};

@@ -13,7 +13,8 @@
 
 use std::ops::Range;
 
-use bsp_core::{Coarray, Ctx, Digit, DigitCounts, DirectPiece};
+use bsp_core::expert::{Digit, DigitCounts};
+use bsp_core::{Coarray, Ctx, DirectPiece};
 
 use crate::gather_area::GatherArea;
 

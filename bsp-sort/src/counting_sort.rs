@@ -19,8 +19,9 @@
 //!    congruent with the input (processor j holds the same number of keys as
 //!    before).
 
-use bsp_core::line_writer::LineWriter;
-use bsp_core::{pages, prefetch, Coarray, Ctx, DirectPiece};
+use bsp_core::expert::line_writer::LineWriter;
+use bsp_core::expert::{pages, prefetch};
+use bsp_core::{Coarray, Ctx, DirectPiece};
 use bytemuck::Pod;
 
 use crate::gather_area::GatherArea;
@@ -86,7 +87,7 @@ pub(crate) struct Engine<T> {
     next: Coarray<T>,
     /// Whether the memory of `cur` and of `next` has been mapped (written
     /// once, or populated): a direct delivery maps `next` in one call
-    /// first where it has not (see [`bsp_core::pages`]).
+    /// first where it has not (see [`bsp_core::expert::pages`]).
     cur_mapped: bool,
     next_mapped: bool,
     tran: Coarray<u64>,

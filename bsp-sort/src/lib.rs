@@ -32,6 +32,7 @@
 
 mod bucket_rank;
 mod counting_sort;
+mod digit_pass;
 mod gather_area;
 pub mod inputs;
 mod key;
@@ -42,8 +43,8 @@ mod top_first;
 
 pub use bucket_rank::BucketRanker;
 pub use counting_sort::{CountingSort, Delivery};
+pub use digit_pass::DigitPass;
 pub use key::RadixKey;
 pub use radix_sort::{
-    radix_sort, radix_sort_by_key, DigitOrder, DigitPass, RadixOptions, RadixSorter, SortInfo,
-    MAX_DIGIT_BITS,
+    radix_sort, radix_sort_by_key, DigitOrder, RadixOptions, RadixSorter, SortInfo, MAX_DIGIT_BITS,
 };

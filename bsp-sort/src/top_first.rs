@@ -17,11 +17,12 @@
 //! (no bucket above four times the average or half a processor's share),
 //! so that this stays a small correction.
 
-use bsp_core::{prefetch, Ctx};
+use bsp_core::expert::prefetch;
+use bsp_core::Ctx;
 use bytemuck::Pod;
 
 use crate::counting_sort::Engine;
-use crate::radix_sort::{plan, DigitPass};
+use crate::digit_pass::{plan, DigitPass};
 
 /// The passes of a top-first sort: the top digit, and the local passes
 /// over the varying bits below it (least significant first).

@@ -394,7 +394,7 @@ fn counting_sort_pieces(
 
 #[test]
 fn a_put_by_digit_is_a_stable_counting_sort_over_all_processors() {
-    use bsp::{Digit, DigitCounts};
+    use bsp::expert::{Digit, DigitCounts};
     on_runtimes(120, &[1, 2, 3, 5], |rt| {
         for seed in 1..5u64 {
             let digit = Digit::new(18 + seed as u32, 1 + seed as u32);
@@ -441,7 +441,7 @@ fn a_put_by_digit_is_a_stable_counting_sort_over_all_processors() {
 
 #[test]
 fn pieces_that_do_not_hold_a_digits_keys_end_the_run_naming_the_writer() {
-    use bsp::{Digit, DigitCounts};
+    use bsp::expert::{Digit, DigitCounts};
     if under_mpi() {
         return;
     }

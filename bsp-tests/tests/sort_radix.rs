@@ -310,7 +310,7 @@ fn a_sorter_is_reusable() {
 }
 
 /// Scatters of 16 MiB or more per processor whose keys spread over many
-/// digits go through `bsp_core::line_writer::LineWriter` (whole lines by
+/// digits go through `bsp_core::expert::line_writer::LineWriter` (whole lines by
 /// non-temporal stores): 2^21 64-bit keys per processor, uniform and
 /// Gaussian-like, against a sequential sort.
 #[test]

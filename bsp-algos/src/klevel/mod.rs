@@ -42,6 +42,7 @@ mod one_to_all;
 pub(crate) use all_to_all::levels_cost as all_to_all_levels_cost;
 pub use all_to_all::{all_to_all_k_level, all_to_all_k_level_cost};
 pub use all_to_one::{gather_k_level, gather_k_level_cost, reduce_k_level, reduce_k_level_cost};
+pub(crate) use one_to_all::pass_whole;
 pub use one_to_all::{
     broadcast_k_level, broadcast_k_level_cost, scatter_k_level, scatter_k_level_cost,
 };

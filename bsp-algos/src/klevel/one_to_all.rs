@@ -4,9 +4,9 @@ use bsp_core::{Ctx, Machine};
 use bytemuck::Pod;
 
 use super::{auto, tree_cost, whole_message_cost, Blocks, Combined, Levels};
-use crate::broadcast::pass_whole;
 #[cfg(doc)]
 use crate::model::Model;
+use crate::same_len::Lengths;
 
 /// Broadcasts the root's `buf` into `buf` on every processor with a
 /// `levels`-level algorithm: the root sends `buf` to the leader of each
@@ -237,4 +237,30 @@ pub fn scatter_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels: L
     // Each leader gets its block's parts, each with its length (8 bytes).
     let to_leader = |blocks: Blocks| blocks.largest() as f64 * (bytes as f64 + 8.0);
     tree_cost(&auto(machine), p, p, levels.count(p), &to_leader, false)
+}
+
+/// One superstep of a broadcast that moves whole buffers: this processor
+/// puts all of `buf` to each of `targets`, or, if it `receives`, takes the
+/// buffer its sender puts straight into `buf` (registered as an area for
+/// the superstep, so there is no copy out of a coarray); the lengths are
+/// checked after the sync.
+pub(crate) fn pass_whole<T: Pod + Send>(
+    ctx: &mut Ctx,
+    buf: &mut [T],
+    targets: &[usize],
+    receives: bool,
+) {
+    debug_assert!(!receives || targets.is_empty());
+    let len = buf.len();
+    let lengths = Lengths::new(ctx);
+    let (sending, landing): (&[T], &mut [T]) = if receives { (&[], buf) } else { (buf, &mut []) };
+    ctx.with_area(landing, |ctx, area| {
+        let to_each = targets.iter().map(|&dst| (dst, area, 0));
+        ctx.multicast_area(bytemuck::cast_slice(sending), to_each);
+        for &dst in targets {
+            lengths.send(ctx, dst, len);
+        }
+        ctx.sync();
+    });
+    lengths.check(ctx, "broadcast", len);
 }

@@ -12,14 +12,12 @@
 mod areas;
 mod clock;
 mod coarrays;
-mod digit_put;
 mod direct_put;
 mod inbox;
 mod queues;
 mod remote;
 mod split;
 
-pub use digit_put::{Digit, DigitCounts, DigitKey};
 pub use direct_put::DirectPiece;
 
 use std::time::Instant;

@@ -4,7 +4,7 @@
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 use super::{gather_texts, Ctx};
-use crate::launch::panic_error;
+use crate::panic_hook::panic_error;
 use crate::protocol;
 use crate::transport::{Aborted, Group};
 

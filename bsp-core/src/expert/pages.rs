@@ -19,7 +19,7 @@
 ///
 /// ```
 /// let mut buf = vec![0u64; 1 << 20];
-/// bsp_core::pages::populate(&mut buf);
+/// bsp_core::expert::pages::populate(&mut buf);
 /// assert!(buf.iter().all(|&x| x == 0));
 /// ```
 ///

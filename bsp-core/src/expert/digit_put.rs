@@ -17,11 +17,11 @@
 
 use bytemuck::Pod;
 
-use super::Ctx;
+use super::line_writer::LineWriter;
+use super::prefetch;
 use crate::coarray::Coarray;
-use crate::ctx::DirectPiece;
+use crate::ctx::{Ctx, DirectPiece};
 use crate::error::ErrorKind;
-use crate::line_writer::LineWriter;
 
 mod sealed {
     pub trait Sealed {}
@@ -35,7 +35,7 @@ mod sealed {
 /// # Examples
 ///
 /// ```
-/// use bsp_core::DigitKey;
+/// use bsp_core::expert::DigitKey;
 ///
 /// assert_eq!(0x1234u16.word(), 0x1234);
 /// ```
@@ -64,7 +64,7 @@ digit_key!(u8, u16, u32, u64, usize);
 /// # Examples
 ///
 /// ```
-/// use bsp_core::Digit;
+/// use bsp_core::expert::Digit;
 ///
 /// let d = Digit::new(4, 8);
 /// assert_eq!(d.of(0xabcd_u32), 0xbc);
@@ -125,7 +125,7 @@ impl Digit {
 /// # Examples
 ///
 /// ```
-/// use bsp_core::{Digit, DigitCounts};
+/// use bsp_core::expert::{Digit, DigitCounts};
 ///
 /// let keys = [5u32, 17, 3, 16];
 /// let counted = DigitCounts::new(&keys, Digit::new(4, 1));
@@ -156,7 +156,7 @@ impl<'k, K: DigitKey> DigitCounts<'k, K> {
         let mut counts = vec![0u64; digit.values()];
         let mut running = vec![0u32; digit.values()];
         for chunk in keys.chunks(u32::MAX as usize) {
-            for &k in crate::prefetch::lines(chunk).flatten() {
+            for &k in prefetch::lines(chunk).flatten() {
                 let d = digit.of(k);
                 // SAFETY: `d` is at most the digit's mask, and `running`
                 // has `digit.values()` = mask + 1 entries.
@@ -216,7 +216,8 @@ impl Ctx {
     /// # Examples
     ///
     /// ```
-    /// use bsp_core::{Digit, DigitCounts, DirectPiece};
+    /// use bsp_core::expert::{Digit, DigitCounts};
+    /// use bsp_core::DirectPiece;
     ///
     /// // Two processors bucket their keys by the top bit: processor 0 gets
     /// // the keys below 8, processor 1 the rest, processor 0's keys first.

@@ -34,7 +34,7 @@ pub const AHEAD_BYTES: usize = 2048;
 /// ```
 /// let keys: Vec<u32> = (0..1000).collect();
 /// let mut sum = 0u64;
-/// for line in bsp_core::prefetch::lines(&keys) {
+/// for line in bsp_core::expert::prefetch::lines(&keys) {
 ///     assert!(line.len() <= 16);
 ///     sum += line.iter().map(|&k| u64::from(k)).sum::<u64>();
 /// }

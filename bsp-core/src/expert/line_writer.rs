@@ -27,7 +27,7 @@ use std::marker::PhantomData;
 use bytemuck::Pod;
 
 /// The bytes of the cache line that [`LineWriter`] fills before writing.
-pub const LINE_BYTES: usize = crate::prefetch::LINE_BYTES;
+pub const LINE_BYTES: usize = super::prefetch::LINE_BYTES;
 
 /// The effective number of busy bins from which
 /// [`LineWriter::pays`] says combining lines pays.
@@ -79,7 +79,7 @@ impl Bin {
 /// # Examples
 ///
 /// ```
-/// use bsp_core::line_writer::LineWriter;
+/// use bsp_core::expert::line_writer::LineWriter;
 ///
 /// let keys: Vec<u64> = (0..1000).map(|i| (i * 7919) % 1000).collect();
 /// let mut low = vec![0u64; 500];
@@ -152,7 +152,7 @@ impl<'a, T: Pod> LineWriter<'a, T> {
     /// # Examples
     ///
     /// ```
-    /// use bsp_core::line_writer::LineWriter;
+    /// use bsp_core::expert::line_writer::LineWriter;
     ///
     /// assert_eq!(LineWriter::<u64>::pays(&[1 << 20; 256]), cfg!(target_arch = "x86_64"));
     /// assert!(!LineWriter::<u64>::pays(&[1000; 256])); // 2 MiB: stays in the cache

@@ -1,0 +1,44 @@
+//! Kernels for counting and radix sorts: ordinary programs do not need
+//! them.
+//!
+//! A counting sort's scatter sends every key to the piece of its digit,
+//! and at a few nanoseconds a key the cost is the memory system's, not the
+//! routing's. These are the pieces `bsp-sort` builds its passes from, kept
+//! here because they need `unsafe` (bsp-core is the one crate of the
+//! workspace allowed it, and every unsafe block carries its `// SAFETY:`
+//! justification):
+//!
+//! * digit-grouped direct puts: [`DigitCounts`] counts keys by a
+//!   [`Digit`], and [`Ctx::put_direct_by_digit`] scatters them into the
+//!   pieces of a [`put_direct`](Ctx::put_direct) without a check per key
+//!   ([`DigitKey`]: the key types it takes);
+//! * cache-line write combining: [`line_writer::LineWriter`] fills each
+//!   output window a cache line at a time and writes whole lines with
+//!   stores that do not read them first;
+//! * prefetching: [`prefetch::lines`] walks a slice by cache lines,
+//!   requesting the memory ahead;
+//! * buffers mapped ahead of their first writes: [`pages::populate`] maps
+//!   a fresh buffer's pages in one request to the kernel instead of a
+//!   fault per page.
+//!
+//! A program sends data with [`Ctx::put`], [`Ctx::send`] and
+//! [`Ctx::put_direct`], and sorts with `bsp::sort`; it reaches for these
+//! only to write a sort kernel of its own.
+//!
+//! ```
+//! use bsp_core::expert::{Digit, DigitCounts};
+//!
+//! let keys = [5u32, 1, 4, 1];
+//! let counted = DigitCounts::new(&keys, Digit::new(0, 2));
+//! assert_eq!(counted.counts(), &[1, 3, 0, 0]); // the low two bits: 4 → 0; 5, 1, 1 → 1
+//! ```
+
+mod digit_put;
+pub mod line_writer;
+pub mod pages;
+pub mod prefetch;
+
+pub use digit_put::{Digit, DigitCounts, DigitKey};
+
+#[cfg(doc)]
+use crate::ctx::Ctx;
