@@ -16,12 +16,13 @@
 //! Every variant's result is checked.
 //!
 //! ```text
-//! cargo run --release --example bench_collectives
-//! cargo run --release --example bench_collectives -- --full --json
-//! cargo build --release --features mpi --example bench_collectives
+//! cargo run --release -p bsp-benchmarks --example bench_collectives
+//! cargo run --release -p bsp-benchmarks --example bench_collectives -- --full --json
+//! cargo build --release -p bsp-benchmarks --features mpi --example bench_collectives
 //! mpirun -np 4 target/release/examples/bench_collectives
 //! ```
 
+#[path = "../../examples/common/mod.rs"]
 mod common;
 
 use std::time::Instant;

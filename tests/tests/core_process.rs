@@ -145,7 +145,7 @@ fn a_panic_prints_nothing_before_the_error() {
     let run = child("panic", &[("BSP_PROCS", "3"), ("RUST_BACKTRACE", "1")]);
     assert!(
         run.stdout.contains(
-            "scenario result: Panic: processor 1, superstep 1: panicked: processor one fails (at bsp-tests/tests/core_process.rs:"
+            "scenario result: Panic: processor 1, superstep 1: panicked: processor one fails (at tests/tests/core_process.rs:"
         ),
         "stdout:\n{}",
         run.stdout

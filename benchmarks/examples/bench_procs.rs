@@ -7,10 +7,11 @@
 //! clean memory figure.
 //!
 //! ```text
-//! cargo build --release --example bench_procs
+//! cargo build --release -p bsp-benchmarks --example bench_procs
 //! target/release/examples/bench_procs --procs 1024 --router two-phase --steps 20
 //! ```
 
+#[path = "../../examples/common/mod.rs"]
 mod common;
 
 use std::time::Instant;

@@ -3,7 +3,7 @@
 //! uniform, zipf and single-element destinations, side by side.
 //!
 //! ```text
-//! cargo run --release --example bench_access -- [--n N] [--procs P[,P...]] [--reps R] [--json]
+//! cargo run --release -p bsp-benchmarks --example bench_access -- [--n N] [--procs P[,P...]] [--reps R] [--json]
 //! ```
 //!
 //! Each configuration runs both variants on the same data `--reps` times
@@ -13,6 +13,7 @@
 //! checks itself: both variants must produce the same array, whose sum
 //! must be n; otherwise it exits with status 1.
 
+#[path = "../../examples/common/mod.rs"]
 mod common;
 
 use std::process::ExitCode;

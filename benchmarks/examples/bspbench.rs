@@ -10,11 +10,12 @@
 //! plus a p-integer `MPI_Alltoall`, measured the same way, beside l.
 //!
 //! ```text
-//! cargo run --release --example bspbench -- --procs 2 --router two-phase
-//! cargo build --release --features mpi --example bspbench
+//! cargo run --release -p bsp-benchmarks --example bspbench -- --procs 2 --router two-phase
+//! cargo build --release -p bsp-benchmarks --features mpi --example bspbench
 //! mpirun -np 2 target/release/examples/bspbench
 //! ```
 
+#[path = "../../examples/common/mod.rs"]
 mod common;
 
 use std::time::Instant;

@@ -6,12 +6,13 @@
 //! functions charge from these figures.
 //!
 //! ```text
-//! cargo run --release --example bench_split -- [--procs 4,8,16] [--reps R] [--json]
+//! cargo run --release -p bsp-benchmarks --example bench_split -- [--procs 4,8,16] [--reps R] [--json]
 //! ```
 //!
 //! Every figure is the median over the reps of the slowest processor's
 //! seconds.
 
+#[path = "../../examples/common/mod.rs"]
 mod common;
 
 use std::time::Instant;

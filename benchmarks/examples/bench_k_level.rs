@@ -4,7 +4,7 @@
 //! beside the time its cost function predicts from this machine's g and l.
 //!
 //! ```text
-//! cargo run --release --example bench_k_level -- [--procs P[,P...]] [--bytes B[,B...]] [--reps R] [--json]
+//! cargo run --release -p bsp-benchmarks --example bench_k_level -- [--procs P[,P...]] [--bytes B[,B...]] [--reps R] [--json]
 //! ```
 //!
 //! Each configuration runs every variant `--reps` times and reports the
@@ -12,6 +12,7 @@
 //! prediction. It checks itself: every result is compared with what the
 //! collective must produce; on a wrong answer it exits with status 1.
 
+#[path = "../../examples/common/mod.rs"]
 mod common;
 
 use std::process::ExitCode;

@@ -2,7 +2,7 @@
 //! run, as ratios.
 //!
 //! ```text
-//! cargo build --release --features mpi --example bench_mpi
+//! cargo build --release -p bsp-benchmarks --features mpi --example bench_mpi
 //! mpirun -np 2 target/release/examples/bench_mpi [--json] [--quick]
 //! ```
 //!

@@ -19,11 +19,12 @@
 //! receives into a buffer pays.
 //!
 //! ```text
-//! cargo run --release --example bench_router -- --procs 2,8 --mib 1024
-//! cargo build --release --features mpi --example bench_router
+//! cargo run --release -p bsp-benchmarks --example bench_router -- --procs 2,8 --mib 1024
+//! cargo build --release -p bsp-benchmarks --features mpi --example bench_router
 //! mpirun -np 2 target/release/examples/bench_router --mib 256
 //! ```
 
+#[path = "../../examples/common/mod.rs"]
 mod common;
 
 use std::time::Instant;
