@@ -21,7 +21,7 @@ START=$SECONDS
 
 # run_np NP PROGRAM ARGS...: mpirun with a time limit. --oversubscribe only
 # when NP exceeds the cores: it makes OpenMPI yield in its progress loop,
-# which slows the np <= cores case (benchmarks/mpi.md).
+# which slows the np <= cores case (BENCHMARKS.md, section 4).
 run_np() {
     local np=$1
     shift
