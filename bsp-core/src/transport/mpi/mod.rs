@@ -39,7 +39,7 @@
 //!   type over the segments' absolute addresses (from `MPI_BOTTOM`), so no
 //!   send buffer is filled. `BSP_MPI_SEND=flatten` copies the blocks into
 //!   one buffer and calls `MPI_Alltoallv` instead (measured slower:
-//!   `benchmarks/mpi.md`, now in git history).
+//!   `benchmarks/mpi.md`).
 //! * `transpose` (the two-phase router's uniform exchanges) is, by
 //!   default, the same counts + `MPI_Alltoallw`. The alternative
 //!   (`BSP_MPI_TRANSPOSE=alltoall`) is an *eager padded* `MPI_Alltoall`:
@@ -53,8 +53,7 @@
 //!   an eighth, capped at [`EAGER_TOTAL`]`/p` bytes to bound padding. In
 //!   steady state a transpose is then one collective instead of two, but on
 //!   OpenMPI 4.1 over shared memory it measured no faster than
-//!   `MPI_Alltoallv` (`benchmarks/mpi.md`, now in git history), so it is
-//!   not the default.
+//!   `MPI_Alltoallv` (`benchmarks/mpi.md`), so it is not the default.
 //!
 //! * `exchange_placed` (the direct and two-phase
 //!   routers where records are large, `placed.rs` and
