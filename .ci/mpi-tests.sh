@@ -21,7 +21,7 @@ START=$SECONDS
 
 # run_np NP PROGRAM ARGS...: mpirun with a time limit. --oversubscribe only
 # when NP exceeds the cores: it makes OpenMPI yield in its progress loop,
-# which slows the np <= cores case (benchmarks/mpi.md).
+# which slows the np <= cores case (BENCHMARKS.md, section 4).
 run_np() {
     local np=$1
     shift
@@ -40,7 +40,7 @@ cargo test --workspace --features mpi
 
 echo "== test binaries as MPI ranks"
 # Every integration-test binary, run as the ranks of one job: the shared
-# harness (bsp-tests/tests/support) switches to the MPI world; tests that spawn
+# harness (tests/tests/support) switches to the MPI world; tests that spawn
 # mpirun themselves skip inside a job.
 mapfile -t TESTS < <(cargo test -p bsp-tests --features mpi --tests --no-run --message-format=json 2>/dev/null |
     python3 -c 'import json,sys

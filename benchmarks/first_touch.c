@@ -1,4 +1,4 @@
-// First-touch cost of memory (BENCHMARKS.md section 9): T threads each
+// First-touch cost of memory (BENCHMARKS.md section 9 of 2026-11-24, now in git history): T threads each
 // write a fresh mmap'd region of MIB/T MiB, then write it again; prints
 // both rates and the time per 4 KiB page faulted in.
 //

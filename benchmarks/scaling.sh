@@ -6,8 +6,8 @@
 #   bash benchmarks/scaling.sh BIN_DIR OUT_DIR [PROCS]
 #
 # BIN_DIR holds binaries built elsewhere (the many-core machine builds
-# nothing): bsp's examples bench_procs, bspbench, bench_router, bench_sort,
-# nas_is, radix_sort (statically linked for threads:
+# nothing): bsp's harnesses bench_procs, bspbench, bench_router, bench_sort
+# (benchmarks/examples/) and examples nas_is, radix_sort (statically linked for threads:
 # RUSTFLAGS="-C target-feature=+crt-static" cargo build --release
 # --workspace --examples --target x86_64-unknown-linux-gnu), omp_barrier
 # (gcc -O2 -fopenmp -static benchmarks/omp_barrier.c) and, optionally,

@@ -11,7 +11,7 @@
  *                 in its cache when the other rank reads it)
  *   4 placed      a 24-byte header exchange, then 1 (bsp's placed path)
  *
- * Build and run (BENCHMARKS.md section 2d):
+ * Build and run (BENCHMARKS.md section 2d, now in git history; section 4 has the current MPI figures):
  *   mpicc -O2 benchmarks/mpi_probes/block_shapes.c -o /tmp/block_shapes
  *   mpirun -np 2 /tmp/block_shapes 65536
  */

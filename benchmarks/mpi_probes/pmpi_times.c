@@ -5,7 +5,7 @@
  * baselines) are counted apart from those on other communicators (bsp's
  * duplicate of the world).
  *
- * Build and run (BENCHMARKS.md section 2d):
+ * Build and run (BENCHMARKS.md section 2d, now in git history; section 4 has the current MPI figures):
  *   mpicc -O2 -shared -fPIC benchmarks/mpi_probes/pmpi_times.c -o /tmp/libpmpi_times.so
  *   mpirun -np 2 -x LD_PRELOAD=/tmp/libpmpi_times.so target/release/examples/bench_router \
  *       --kib 128 --reps 20000 --rounds 1 --shapes shift --routers direct

@@ -76,7 +76,7 @@
 //! descending source processor, BSPonMPI's order, where the standard
 //! leaves the order open (this layer's is ascending); on threads,
 //! `init_1` expects a C global per processor (threads share the
-//! process's) and `init_2` calls MPI itself. The top-level README has the
+//! process's) and `init_2` calls MPI itself. This crate's README.md has the
 //! details.
 
 mod proc;

@@ -2,8 +2,9 @@
 //! output is serde_json's, and figures across processors come from
 //! `bsp::algos` collectives.
 //!
-//! Each example includes this module with `mod common;`. Not every example
-//! uses every helper.
+//! Each example includes this module with `mod common;`, and so do the
+//! benchmark harnesses in `benchmarks/examples/` (through `#[path]`). Not
+//! every program uses every helper.
 #![allow(dead_code)]
 
 use std::collections::HashMap;

@@ -101,7 +101,7 @@ impl Buckets {
     /// at most about 256 buckets in all (and at least one per processor),
     /// so that the local counting sort scatters into few enough streams to
     /// stay in cache; 256 measured a little faster than 1024 and 4096 in
-    /// `examples/bench_access.rs`.
+    /// `benchmarks/examples/bench_access.rs`.
     fn balanced(len: usize, p: usize) -> Self {
         const MAX_BUCKETS: usize = 256;
         Self::new(len, p, (len.isqrt() / p).min(MAX_BUCKETS / p))

@@ -36,7 +36,7 @@ use crate::dist::Block;
 /// reduce-scatter among them, and one value per written element reaches
 /// the owner. Every step is linear in the writes and the bucket widths, so
 /// the time does not depend on how hot the hot spots are (see
-/// `examples/bench_access.rs`).
+/// `benchmarks/examples/bench_access.rs`).
 ///
 /// # Examples
 ///
