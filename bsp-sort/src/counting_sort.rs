@@ -417,7 +417,7 @@ const INTERLEAVED_COUNT_MAX_RADIX: usize = 1 << 16;
 /// The [S] sort of 2^26 keys at p = 2 (three passes, each counted here)
 /// took 0.46 s against 0.56 s with one table of 64-bit counters
 /// (bench_sort, reused sorter, alternating builds; BENCHMARKS.md section
-/// 4c has the whole sort before and after).
+/// 4c as of commit d743920, in git, has the whole sort before and after).
 fn count<T>(keys: &[T], counts: &mut [u64], digit: impl Fn(&T) -> usize) {
     let r = counts.len();
     if r > INTERLEAVED_COUNT_MAX_RADIX {

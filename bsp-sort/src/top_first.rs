@@ -144,7 +144,7 @@ pub(crate) fn sort_segment<T: Copy>(
 /// sort of 2^26 keys at p = 2 (buckets of 2^15 keys, two local passes)
 /// took 0.36–0.37 s against 0.39–0.40 s with a loop over a slice of passes
 /// (bench_sort, reused sorter, alternating builds; BENCHMARKS.md section
-/// 4c has the whole sort before and after).
+/// 4c as of commit d743920, in git, has the whole sort before and after).
 fn count_digits<T, const N: usize>(
     seg: &[T],
     counts: &mut [usize],

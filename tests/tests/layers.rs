@@ -1,4 +1,5 @@
-//! Layers: no import cycle between the top-level modules of any crate.
+//! Layers: no import cycle between the top-level modules of any crate,
+//! and a transport layer in bsp-core that imports only mechanisms.
 //!
 //! A *module* is a top-level file or folder of a crate's `src/` (`lib.rs`
 //! and `main.rs` are the crate itself; `src/bin/` holds crates of their
@@ -315,5 +316,35 @@ fn no_crate_has_an_import_cycle_between_its_top_level_modules() {
         "import cycles between top-level modules (a module must not import one that \
          imports it back; move the items both need into a lower module):\n  {}",
         failures.join("\n  ")
+    );
+}
+
+/// The modules of bsp-core below the transport boundary may import: the
+/// transport knows processors, bytes and memory regions, and nothing of
+/// `Ctx`, records, routers or the runtime, so that a new transport is
+/// written against `Comm` alone.
+const TRANSPORT_MAY_IMPORT: [&str; 5] = ["env", "error", "exit_hook", "pool", "segments"];
+
+#[test]
+fn the_transport_layer_imports_only_mechanisms() {
+    let root = workspace_root();
+    let modules = modules(&root.join("bsp-core").join("src"));
+    assert!(
+        modules.contains_key("transport"),
+        "bsp-core/src/transport is gone"
+    );
+    let edges = edges(&root, &modules);
+    let beyond: Vec<String> = edges
+        .iter()
+        .filter(|((from, to), _)| {
+            from == "transport" && !TRANSPORT_MAY_IMPORT.contains(&to.as_str())
+        })
+        .map(|((_, to), places)| format!("transport -> {to}: {}", places.join(", ")))
+        .collect();
+    assert!(
+        beyond.is_empty(),
+        "the transport layer imports above its boundary (it may import only {}):\n  {}",
+        TRANSPORT_MAY_IMPORT.join(", "),
+        beyond.join("\n  ")
     );
 }

@@ -7,7 +7,7 @@
 //! bytes of slice and a fill count per digit, a compare per key) costs a
 //! fifth more than the sequential loop `out[next[d]++] = key` (NAS IS
 //! class B, p = 2, threads: about 620 against 760 Mop/s, BENCHMARKS.md
-//! section 4b). That loop is sound without any check
+//! section 4b as of commit d743920, in git). That loop is sound without any check
 //! once two things are known: how many keys have each digit, and that
 //! every digit's pieces hold exactly that many. [`DigitCounts`] counts the
 //! keys with bsp-core's own digit function over a slice it keeps borrowed,

@@ -16,7 +16,8 @@
 //!
 //! On the 2-core VM of BENCHMARKS.md, one thread scattering 2^25 8-byte
 //! keys into 2^11 windows took 5.0 ns a key with plain stores and 3.1 ns
-//! through line buffers (section 4d has the sort before and after).
+//! through line buffers (BENCHMARKS.md section 4d as of commit d743920, in git, has the sort
+//! before and after).
 //!
 //! Elements whose size does not divide a line (or processors other than
 //! x86-64) are written straight through, one store each, as a plain loop
@@ -36,7 +37,7 @@ pub const COMBINE_MIN_BUSY: f64 = 64.0;
 /// The bytes of a scatter from which [`LineWriter::pays`] says combining
 /// lines pays: a smaller output stays in the cache, where plain stores
 /// find their lines and the next pass finds the output, and the line
-/// buffers are overhead (BENCHMARKS.md section 4d: 20-35% slower below
+/// buffers are overhead (BENCHMARKS.md section 4d as of commit d743920: 20-35% slower below
 /// 8 MiB per processor, 7% faster from 16 MiB).
 pub const COMBINE_MIN_BYTES: u64 = 16 << 20;
 

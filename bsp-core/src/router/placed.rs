@@ -47,9 +47,10 @@ const PLACE_MIN_RECORD: u64 = 4 << 10;
 /// not contiguous, and Open MPI sends such a block above its eager limit
 /// through its pipelined copy-in, copy-out protocol, where a lone payload
 /// goes in one process-to-process copy. On the Intel VM of BENCHMARKS.md
-/// section 2d the two break even at 16 KiB per rank, and placing is
-/// 1.2-1.7x faster at 32-64 KiB (on the AMD VM of section 2b it was
-/// no faster at 64 KiB, and no slower by more than the spread).
+/// section 2d (as of commit d743920, in git) the two break even at 16 KiB
+/// per rank, and placing is 1.2-1.7x faster at 32-64 KiB (on the AMD VM
+/// of section 2b it was no faster at 64 KiB, and no slower by more than
+/// the spread).
 const PLACE_MIN_BYTES: u64 = 32 << 10;
 
 /// Where the bodies from one sender land.
