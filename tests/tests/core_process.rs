@@ -133,6 +133,12 @@ fn a_processor_stuck_for_good_ends_the_process_with_the_error() {
         "stderr:\n{}",
         run.stderr
     );
+    // The report names the program: its closure and where it started.
+    assert!(
+        run.stderr.contains("(the run of ") && run.stderr.contains("core_process.rs:"),
+        "stderr:\n{}",
+        run.stderr
+    );
     // The limit (0.3 s) plus the grace period (5 s), not much more.
     assert!(run.elapsed < Duration::from_secs(30), "{:?}", run.elapsed);
 }

@@ -44,8 +44,8 @@ pub(crate) struct RunLimits {
     pub(crate) report: Option<fn(&Error) -> String>,
     /// What the run runs: MPI ranks compare it at the start of every run,
     /// so that ranks starting different runs at the same time (from
-    /// several threads) fail instead of pairing up.
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    /// several threads) fail instead of pairing up; threads name it when
+    /// processors stuck in their own code end the process.
     pub(crate) program: Program,
 }
 

@@ -227,9 +227,10 @@ impl ThreadsShared {
         }
         report.push_str(&format!(
             "bsp: processors [{}] are still in their own code {:.1} s after the run failed; \
-             they cannot be stopped safely, so the process exits\n",
+             they cannot be stopped safely, so the process exits (the run of {})\n",
             stuck.join(", "),
-            grace.as_secs_f64()
+            grace.as_secs_f64(),
+            self.limits.program
         ));
         let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), report.as_bytes());
         std::process::exit(1)
