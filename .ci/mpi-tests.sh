@@ -109,6 +109,9 @@ for src in examples/*.rs benchmarks/examples/*.rs; do
         histogram) args=(--n 1000000 --bins 1000 --dist zipf --reps 1) ;;
         radix_sort) args=(--n 1000003 --dist S --bits 64) ;;
         nas_is) args=(--class S) ;;
+        prefix_sum) args=(--n 100003) ;;
+        word_count) args=(--words 100000) ;;
+        bfs) args=(--n 100000) ;;
         bench_procs)
             echo "-- skipping bench_procs under MPI: it measures large p on threads"
             continue

@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use bsp::algos::{self, Max};
 use bsp::prelude::*;
-use common::{ran, upper_median, Args, Progress};
+use common::{mix, ran, upper_median, Args, Progress};
 use serde_json::json;
 
 const HELP: &str = "histogram: counts of u32 values into K bins, checked against a sequential count
@@ -67,11 +67,7 @@ fn parse_opts(args: &Args) -> Opts {
 
 /// Value i of the global input (the same whatever p).
 fn value(dist: &str, i: u64) -> u32 {
-    let mut z = i
-        .wrapping_add(0x9e37_79b9_7f4a_7c15)
-        .wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^= z >> 31;
+    let z = mix(i);
     match dist {
         "uniform" => z as u32,
         // log-uniform over 1..2^32: value v has probability ~ 1/v

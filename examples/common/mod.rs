@@ -248,3 +248,29 @@ fn under_mpi_rank_other_than_0() -> bool {
         .filter_map(|v| std::env::var(v).ok())
         .any(|rank| rank != "0")
 }
+
+/// A pseudo-random 64-bit number, the `i`-th of a fixed sequence
+/// (splitmix64's finaliser): the examples' inputs, the same whatever p.
+pub fn mix(i: u64) -> u64 {
+    let mut z = i
+        .wrapping_add(0x9e37_79b9_7f4a_7c15)
+        .wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A block-distributed array (`mine`: this processor's block) whole on
+/// processor 0, `None` elsewhere. Collective: every processor calls it.
+pub fn whole_on_root<T: bytemuck::Pod>(ctx: &mut bsp::Ctx, mine: &[T]) -> Option<Vec<T>> {
+    bsp::algos::gather(ctx, 0, mine).map(|parts| parts.concat())
+}
+
+/// What a lesson prints of its check: `verified against {oracle}`, or
+/// `WRONG: differs from {oracle}`.
+pub fn checked(ok: bool, oracle: &str) -> String {
+    if ok {
+        format!("verified against {oracle}")
+    } else {
+        format!("WRONG: differs from {oracle}")
+    }
+}
