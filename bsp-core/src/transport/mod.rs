@@ -358,7 +358,7 @@ impl Transport {
 
 /// Whether this process was started by `mpirun` / `mpiexec` (OpenMPI, MPICH
 /// with Hydra, or any PMIx launcher), judged from the launcher's
-/// environment. [`Runtime::from_env`] picks MPI when this holds and the
+/// environment. [`Runtime::from_env`](crate::Runtime::from_env) picks MPI when this holds and the
 /// binary has the `mpi` feature.
 ///
 /// # Examples
