@@ -87,6 +87,34 @@ pub use session::Session;
 pub use stats::{RouteStats, Stats, SuperstepStats};
 pub use transport::{launched_by_mpirun, OnFailure, Transport};
 
+/// The `bytemuck` crate that coarrays, puts and `Raw` queues are typed
+/// with (`T: Pod`), so that a program needs no dependency of its own. Its
+/// derive macros name `::bytemuck`; through this re-export, tell them
+/// where it is:
+///
+/// ```
+/// use bsp_core::bytemuck::{self, Pod, Zeroable};
+///
+/// #[derive(Clone, Copy, Pod, Zeroable)]
+/// #[bytemuck(crate = "bsp_core::bytemuck")]
+/// #[repr(C)]
+/// struct Edge {
+///     from: u32,
+///     to: u32,
+/// }
+///
+/// let out = bsp_core::run(2, |ctx| {
+///     let edges = ctx.coarray::<Edge>(1);
+///     let me = ctx.pid() as u32;
+///     ctx.put(1 - ctx.pid(), &edges, 0, &[Edge { from: me, to: 1 - me }]);
+///     ctx.sync();
+///     ctx.local(&edges)[0].from
+/// })?;
+/// assert_eq!(out.all(), Some(&[1, 0][..]));
+/// # Ok::<(), bsp_core::Error>(())
+/// ```
+pub use bytemuck;
+
 /// The `mpi` crate (rsmpi 0.8) that the MPI transport is built on, for
 /// programs that mix bsp runs with their own MPI calls (feature `mpi`). Use
 /// it after MPI is initialised (by [`Runtime::mpi`] or by the program).

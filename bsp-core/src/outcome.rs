@@ -85,6 +85,23 @@ impl<R> Outcome<R> {
         self.get(0)
     }
 
+    /// Whether this process ran processor 0 (always on threads; rank 0
+    /// under MPI): the process that should print a program's answer, on
+    /// every transport alike.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(3, |ctx| ctx.pid() * 10)?;
+    /// if out.is_root() {
+    ///     println!("processor 0 says {:?}", out.root());
+    /// }
+    /// # Ok::<(), bsp_core::Error>(())
+    /// ```
+    pub fn is_root(&self) -> bool {
+        self.first == 0
+    }
+
     /// Processor `pid`'s result, if this process holds it.
     pub fn get(&self, pid: usize) -> Option<&R> {
         pid.checked_sub(self.first)
