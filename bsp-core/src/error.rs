@@ -118,7 +118,7 @@ impl ErrorKind {
 /// assert_eq!(err.superstep(), Some(0));
 /// assert!(err.to_string().contains("bad input"));
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Error {
     kind: ErrorKind,
     pid: Option<usize>,
@@ -227,6 +227,36 @@ impl fmt::Display for Error {
             _ => {}
         }
         write!(f, "{}: {}", self.kind.what(), self.message)
+    }
+}
+
+/// `{:?}` writes what `Display` writes, so that a `main` returning
+/// `Result<(), bsp::Error>` ends with the sentence a user can act on
+/// (`Error: processor 1, superstep 0: …`); `{:#?}` writes the fields.
+///
+/// ```
+/// let err = bsp_core::run(2, |ctx| {
+///     if ctx.pid() == 1 {
+///         panic!("bad input");
+///     }
+///     ctx.sync();
+/// })
+/// .unwrap_err();
+/// assert_eq!(format!("{err:?}"), err.to_string());
+/// assert!(format!("{err:#?}").contains("kind: Panic"));
+/// ```
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !f.alternate() {
+            return fmt::Display::fmt(self, f);
+        }
+        f.debug_struct("Error")
+            .field("kind", &self.kind)
+            .field("pid", &self.pid)
+            .field("superstep", &self.superstep)
+            .field("message", &self.message)
+            .field("source", &self.source.as_ref().map(|s| s.to_string()))
+            .finish()
     }
 }
 
