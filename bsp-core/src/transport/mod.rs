@@ -252,14 +252,17 @@ pub(crate) trait Comm: Send {
         into: Scatter,
     ) -> Result<(), Aborted> {
         let mut expected = vec![0u64; self.nprocs()];
-        for (src, pieces) in &into.from {
+        let mut landing = vec![None; self.nprocs()];
+        for (i, (src, pieces)) in into.from.iter().enumerate() {
             expected[*src] = pieces.iter().map(|&(_, len)| len as u64).sum();
+            landing[*src] = Some(i);
         }
         let received = self.exchange(blocks.to_vec(), Some(&expected))?;
         for (src, block) in received {
-            let Some((_, pieces)) = into.from.iter().find(|(s, _)| *s == src) else {
+            let Some(i) = landing[src] else {
                 continue;
             };
+            let pieces = &into.from[i].1;
             let mut reader = SegmentReader::new(&block);
             for &(at, len) in pieces {
                 // SAFETY: the piece is valid for writes of `len` bytes and

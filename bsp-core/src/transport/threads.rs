@@ -172,44 +172,6 @@ impl ThreadsShared {
         }
     }
 
-    /// The first error recorded during the run, if any.
-    fn take_error(&self) -> Option<Error> {
-        lock(&self.first_error).take().map(|(error, _)| error)
-    }
-
-    /// Counts one processor's body as returned.
-    fn body_returned(&self) {
-        *lock(&self.finished) += 1;
-        self.finished_signal.notify_all();
-    }
-
-    /// Waits until `started` bodies have returned. With a time limit, a run
-    /// that has failed waits at most the grace period for processors still
-    /// in their own code (they unwind when they next reach bsp); past it,
-    /// they cannot be stopped safely, so the process prints the error and
-    /// exits with status 1.
-    fn await_bodies(&self, started: usize) {
-        let Some(limit) = self.limits.sync_timeout else {
-            return; // the scope's join waits, for ever if need be
-        };
-        let grace = limit.max(MIN_GRACE);
-        let mut finished = lock(&self.finished);
-        while *finished < started {
-            let failed_at = lock(&self.first_error).as_ref().map(|(_, at)| *at);
-            if let Some(at) = failed_at {
-                if at.elapsed() >= grace {
-                    self.exit_with_stuck_processors(started, grace);
-                }
-            }
-            let pause = Duration::from_millis(100);
-            finished = self
-                .finished_signal
-                .wait_timeout(finished, pause)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
-    }
-
     fn exit_with_stuck_processors(&self, started: usize, grace: Duration) -> ! {
         let error = lock(&self.first_error).as_ref().map(|(e, _)| e.clone());
         let newest = self.entered[..started]
@@ -555,15 +517,41 @@ impl OpenRun for ThreadsShared {
         ThreadsShared::fail(self, error);
     }
 
-    fn body_returned(&self) {
-        ThreadsShared::body_returned(self);
-    }
-
-    fn await_bodies(&self, started: usize) {
-        ThreadsShared::await_bodies(self, started);
-    }
-
+    /// The first error recorded during the run, if any.
     fn take_error(&self) -> Option<Error> {
-        ThreadsShared::take_error(self)
+        lock(&self.first_error).take().map(|(error, _)| error)
+    }
+
+    /// Counts one processor's body as returned.
+    fn body_returned(&self) {
+        *lock(&self.finished) += 1;
+        self.finished_signal.notify_all();
+    }
+
+    /// Waits until `started` bodies have returned. With a time limit, a run
+    /// that has failed waits at most the grace period for processors still
+    /// in their own code (they unwind when they next reach bsp); past it,
+    /// they cannot be stopped safely, so the process prints the error and
+    /// exits with status 1.
+    fn await_bodies(&self, started: usize) {
+        let Some(limit) = self.limits.sync_timeout else {
+            return; // the scope's join waits, for ever if need be
+        };
+        let grace = limit.max(MIN_GRACE);
+        let mut finished = lock(&self.finished);
+        while *finished < started {
+            let failed_at = lock(&self.first_error).as_ref().map(|(_, at)| *at);
+            if let Some(at) = failed_at {
+                if at.elapsed() >= grace {
+                    self.exit_with_stuck_processors(started, grace);
+                }
+            }
+            let pause = Duration::from_millis(100);
+            finished = self
+                .finished_signal
+                .wait_timeout(finished, pause)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
     }
 }
