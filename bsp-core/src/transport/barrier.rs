@@ -1,36 +1,64 @@
-//! A reusable barrier that spins briefly, then blocks, can be poisoned,
-//! and can give up at a deadline: a central counter, or a binomial tree
-//! (*Collective Communication and Computation*, 13.4.2, Listings 13.1 and
-//! 13.2), chosen by `BSP_BARRIER`.
+//! The barrier of the threads transport: a central counter, a
+//! dissemination barrier or a binomial tree (*Collective Communication and
+//! Computation*, 13.4.2), chosen by `BSP_BARRIER` or, by default, by the
+//! number of processors and cores. Every kind waits through
+//! [`Parking`](super::waiting::Parking): it spins while the processors
+//! have cores of their own, then parks each waiter by itself; it can be
+//! poisoned, and a wait can give up at a deadline.
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use crossbeam_utils::{Backoff, CachePadded};
+use crossbeam_utils::CachePadded;
+
+use super::waiting::{Interrupted, Parking, Signal};
 
 /// How the processors of the threads transport meet at a sync.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) enum BarrierKind {
-    /// One shared arrival counter; the last arrival bumps a generation
-    /// that everyone waits on (p atomic increments on one cache line).
+    /// Picked from the processors and the cores ([`BarrierKind::resolve`]).
     #[default]
+    Auto,
+    /// One shared arrival counter; the last arrival raises a generation
+    /// that everyone waits on (p atomic increments on one cache line; the
+    /// last arrival wakes every sleeper).
     Central,
-    /// A binomial tree: each processor waits for its children's ready
-    /// epochs, publishes its own, and waits for processor 0's, so no cache
-    /// line is written by more than one processor.
+    /// ⌈log₂ p⌉ rounds; in round k processor i signals processor
+    /// i + 2ᵏ (mod p) and waits for i − 2ᵏ. No word is written by two
+    /// processors, nobody waits for a single hot spot, and the wakes of
+    /// sleepers are spread over every processor.
+    Dissemination,
+    /// A binomial tree: arrivals go up (each processor waits for its
+    /// children, then tells its parent) and the release comes down the
+    /// same tree, so each word has one writer and one reader.
     Binomial,
 }
 
 impl BarrierKind {
-    /// The kind `BSP_BARRIER` names (`central`, the default, or `binomial`).
+    /// The kind `BSP_BARRIER` names (`auto`, the default, `central`,
+    /// `dissemination` or `binomial`).
     pub(crate) fn from_env() -> Result<Self, String> {
         match std::env::var(crate::env::BARRIER_ENV) {
             Err(_) => Ok(BarrierKind::default()),
             Ok(v) if v.trim().is_empty() => Ok(BarrierKind::default()),
             Ok(v) => v.parse(),
+        }
+    }
+
+    /// The kind to use for `p` processors on `cores` cores. With a core
+    /// each, the dissemination barrier: its critical path is ⌈log₂ p⌉
+    /// one-way cache-line transfers, against 2·log₂ p for the tree and a
+    /// serialised line for the counter. With more processors than cores,
+    /// the central counter: every waiter parks at once, and one wake-up
+    /// pass by the last arrival costs p wakes, where the others make each
+    /// processor sleep once per round.
+    pub(crate) fn resolve(self, p: usize, cores: usize) -> BarrierKind {
+        match self {
+            BarrierKind::Auto if p > cores => BarrierKind::Central,
+            BarrierKind::Auto => BarrierKind::Dissemination,
+            kind => kind,
         }
     }
 }
@@ -40,10 +68,13 @@ impl FromStr for BarrierKind {
 
     fn from_str(s: &str) -> Result<Self, String> {
         match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(BarrierKind::Auto),
             "central" => Ok(BarrierKind::Central),
+            "dissemination" => Ok(BarrierKind::Dissemination),
             "binomial" => Ok(BarrierKind::Binomial),
             _ => Err(format!(
-                "{}: unknown barrier {s:?} (expected `central` or `binomial`)",
+                "{}: unknown barrier {s:?} (expected `auto`, `central`, `dissemination` \
+                 or `binomial`)",
                 crate::env::BARRIER_ENV
             )),
         }
@@ -53,217 +84,162 @@ impl FromStr for BarrierKind {
 impl fmt::Display for BarrierKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
+            BarrierKind::Auto => "auto",
             BarrierKind::Central => "central",
+            BarrierKind::Dissemination => "dissemination",
             BarrierKind::Binomial => "binomial",
         })
     }
 }
 
-/// The per-processor state of the binomial-tree barrier.
-struct Tree {
-    /// `ready[i]`: the last barrier whose arrivals processor i's subtree
-    /// has all made. Written only by processor i.
-    ready: Vec<CachePadded<AtomicUsize>>,
-    /// `epoch[i]`: the barriers processor i has entered (its own counter).
-    epoch: Vec<CachePadded<AtomicUsize>>,
-    /// `children[i]`: processor i's children are i + 2^c for c below this.
-    children: Vec<u32>,
+/// The words of one barrier algorithm.
+enum Shape {
+    Central(Box<Central>),
+    /// `flags[i * rounds + k]`: raised by processor i − 2ᵏ in round k.
+    Dissemination {
+        rounds: usize,
+        flags: Vec<CachePadded<Signal>>,
+    },
+    /// `ready[i]`: processor i's subtree has arrived (read by its parent);
+    /// `release[i]`: its parent has been released (read by i).
+    Binomial {
+        ready: Vec<CachePadded<Signal>>,
+        release: Vec<CachePadded<Signal>>,
+    },
 }
 
-impl Tree {
-    fn new(p: usize) -> Self {
-        let mut children = vec![0u32; p];
-        // The subtree of `root` spans `size` processors from it: children
-        // at offsets 1, 2, 4, … below `size`, the one at offset i spanning
-        // min(i, size − i).
-        let mut stack = vec![(0usize, p)];
-        while let Some((root, size)) = stack.pop() {
-            let mut i = 1;
-            while i < size {
-                children[root] += 1;
-                stack.push((root + i, i.min(size - i)));
-                i *= 2;
-            }
-        }
-        let zeros = || {
-            (0..p)
-                .map(|_| CachePadded::new(AtomicUsize::new(0)))
-                .collect()
-        };
-        Tree {
-            ready: zeros(),
-            epoch: zeros(),
-            children,
-        }
-    }
+/// The central counter's words, each on a cache line of its own.
+#[derive(Default)]
+struct Central {
+    arrived: CachePadded<AtomicUsize>,
+    generation: CachePadded<Signal>,
 }
 
-/// Why a wait ended without every party arriving.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Interrupted {
-    /// The barrier was poisoned: the run is being aborted.
-    Poisoned,
-    /// The deadline passed first.
-    TimedOut,
-}
-
-/// A barrier for `p` threads: a central counter or a binomial tree
-/// ([`BarrierKind`]).
-///
-/// Central: arrivals increment a counter; the last one resets it and bumps
-/// the generation. Binomial: each processor waits until its children in a
-/// binomial tree have published the current epoch, publishes it itself,
-/// and waits for processor 0 (the root) to publish it. Either way, waiters
-/// first spin (cheap when every processor has a core of its own), then
-/// sleep on a condition variable, so that p = 256 threads on two cores do
-/// not steal time from the threads they are waiting for. Poisoning
-/// releases every waiter with `Aborted`.
+/// A reusable barrier for `parties` processors, each waiting from one
+/// thread at a time. Barriers are numbered from 1; every word holds the
+/// number of the last barrier it announced, so no word needs resetting
+/// and no sense is reversed.
 pub(crate) struct Barrier {
     parties: usize,
-    /// The binomial tree, when that is the kind.
-    tree: Option<Tree>,
-    arrived: CachePadded<AtomicUsize>,
-    generation: CachePadded<AtomicUsize>,
-    poisoned: AtomicBool,
-    /// Waiters asleep on `wake` (a binomial-tree arrival wakes them only
-    /// when there are some).
-    sleepers: AtomicUsize,
-    sleep_lock: Mutex<()>,
-    wake: Condvar,
-    /// Backoff steps to spin before sleeping.
-    spin_steps: u32,
+    shape: Shape,
+    /// `entered[i]`: the barriers processor i has entered (written by i).
+    entered: Vec<CachePadded<AtomicUsize>>,
+    parking: Parking,
+}
+
+/// Processor i's children in the binomial tree: i + 2ᶜ below p, for 2ᶜ
+/// below i's lowest set bit (any c for the root), largest subtree first.
+fn children(i: usize, p: usize) -> impl Iterator<Item = usize> {
+    let limit = if i == 0 {
+        usize::MAX
+    } else {
+        1 << i.trailing_zeros()
+    };
+    (0..usize::BITS)
+        .rev()
+        .map(|c| 1usize << c)
+        .filter(move |&d| d < limit && i.checked_add(d).is_some_and(|j| j < p))
+        .map(move |d| i + d)
+}
+
+/// Processor i's parent in the binomial tree (i > 0): i without its
+/// lowest set bit.
+fn parent(i: usize) -> usize {
+    i & (i - 1)
 }
 
 impl Barrier {
-    pub(crate) fn new(parties: usize, kind: BarrierKind) -> Self {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    /// A barrier for `parties` processors of `kind` (already resolved),
+    /// whose waiters spin before parking when `spin` holds.
+    pub(crate) fn new(parties: usize, kind: BarrierKind, spin: bool) -> Self {
+        let signals = |n: usize| (0..n).map(|_| CachePadded::default()).collect();
+        let shape = match kind {
+            BarrierKind::Central | BarrierKind::Auto => Shape::Central(Box::default()),
+            BarrierKind::Dissemination => {
+                let rounds = parties.next_power_of_two().trailing_zeros() as usize;
+                Shape::Dissemination {
+                    rounds,
+                    flags: signals(parties * rounds),
+                }
+            }
+            BarrierKind::Binomial => Shape::Binomial {
+                ready: signals(parties),
+                release: signals(parties),
+            },
+        };
         Barrier {
             parties,
-            tree: (kind == BarrierKind::Binomial).then(|| Tree::new(parties)),
-            arrived: CachePadded::new(AtomicUsize::new(0)),
-            generation: CachePadded::new(AtomicUsize::new(0)),
-            poisoned: AtomicBool::new(false),
-            sleepers: AtomicUsize::new(0),
-            sleep_lock: Mutex::new(()),
-            wake: Condvar::new(),
-            // With a core per thread, spinning for a while is the fast path;
-            // oversubscribed, a spinning thread only delays the late ones.
-            spin_steps: if parties <= cores { 4000 } else { 2 },
+            shape,
+            entered: (0..parties).map(|_| CachePadded::default()).collect(),
+            parking: Parking::new(parties, spin),
         }
+    }
+
+    /// How this barrier's processors wait, for waits of their own between
+    /// two barriers.
+    pub(crate) fn parking(&self) -> &Parking {
+        &self.parking
+    }
+
+    /// The barriers processor `q` has entered.
+    pub(crate) fn entered(&self, q: usize) -> usize {
+        self.entered[q].load(Ordering::Acquire)
     }
 
     /// Waits until all parties have arrived, the barrier is poisoned, or
-    /// `deadline` (if any) passes; `pid` is the caller's party, in
-    /// `0..parties`, each party waiting from one thread. A waiter that
-    /// times out has still counted as arrived: the caller must poison the
-    /// barrier.
-    pub(crate) fn wait(&self, pid: usize, deadline: Option<Instant>) -> Result<(), Interrupted> {
-        match &self.tree {
-            Some(tree) => self.wait_tree(tree, pid, deadline),
-            None => self.wait_central(deadline),
-        }
-    }
-
-    fn wait_tree(
-        &self,
-        tree: &Tree,
-        pid: usize,
-        deadline: Option<Instant>,
-    ) -> Result<(), Interrupted> {
-        // Only this thread writes epoch[pid].
-        let epoch = tree.epoch[pid].load(Ordering::Relaxed) + 1;
-        tree.epoch[pid].store(epoch, Ordering::Relaxed);
-        for c in 0..tree.children[pid] {
-            let child = &tree.ready[pid + (1 << c)];
-            self.wait_until(deadline, || child.load(Ordering::Acquire) >= epoch)?;
-        }
-        tree.ready[pid].store(epoch, Ordering::SeqCst);
-        if self.sleepers.load(Ordering::SeqCst) > 0 {
-            // Taking the lock orders the store before any sleeper's re-check.
-            drop(self.sleep_lock.lock().unwrap_or_else(|e| e.into_inner()));
-            self.wake.notify_all();
-        }
-        if pid != 0 {
-            let root = &tree.ready[0];
-            self.wait_until(deadline, || root.load(Ordering::Acquire) >= epoch)?;
-        }
-        self.check()
-    }
-
-    /// Spins, then sleeps, until `done()`, the barrier is poisoned, or the
-    /// deadline passes.
-    fn wait_until(
-        &self,
-        deadline: Option<Instant>,
-        done: impl Fn() -> bool,
-    ) -> Result<(), Interrupted> {
-        let backoff = Backoff::new();
-        for _ in 0..self.spin_steps {
-            if done() || self.is_poisoned() {
-                return self.check();
-            }
-            if backoff.is_completed() {
-                std::thread::yield_now();
-            } else {
-                backoff.snooze();
-            }
-        }
-        let mut guard = self.sleep_lock.lock().unwrap_or_else(|e| e.into_inner());
-        self.sleepers.fetch_add(1, Ordering::SeqCst);
-        let outcome = loop {
-            if done() || self.is_poisoned() {
-                break self.check();
-            }
-            guard = match deadline {
-                None => self.wake.wait(guard).unwrap_or_else(|e| e.into_inner()),
-                Some(deadline) => {
-                    let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-                        break Err(Interrupted::TimedOut);
-                    };
-                    self.wake
-                        .wait_timeout(guard, left)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0
+    /// `deadline` (if any) passes; `me` is the caller's party, in
+    /// `0..parties`. A waiter that times out may have let others through:
+    /// the caller must poison the barrier.
+    pub(crate) fn wait(&self, me: usize, deadline: Option<Instant>) -> Result<(), Interrupted> {
+        // Only processor `me` writes its count.
+        let epoch = self.entered[me].load(Ordering::Relaxed) + 1;
+        self.entered[me].store(epoch, Ordering::Release);
+        let parking = &self.parking;
+        match &self.shape {
+            Shape::Central(central) => {
+                let Central {
+                    arrived,
+                    generation,
+                } = &**central;
+                if arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.parties {
+                    // Reset before the raise lets anyone into the next one.
+                    arrived.store(0, Ordering::Relaxed);
+                    parking.raise(generation, epoch, None);
+                } else {
+                    parking.wait(me, generation, epoch, deadline)?;
                 }
-            };
-        };
-        self.sleepers.fetch_sub(1, Ordering::SeqCst);
-        drop(guard);
-        outcome
-    }
-
-    fn wait_central(&self, deadline: Option<Instant>) -> Result<(), Interrupted> {
-        let generation = self.generation.load(Ordering::Acquire);
-        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.parties {
-            self.arrived.store(0, Ordering::Relaxed);
-            self.generation
-                .store(generation.wrapping_add(1), Ordering::Release);
-            // Taking the lock orders the bump before any sleeper's re-check.
-            drop(self.sleep_lock.lock().unwrap_or_else(|e| e.into_inner()));
-            self.wake.notify_all();
-            return self.check();
+            }
+            Shape::Dissemination { rounds, flags } => {
+                let p = self.parties;
+                for k in 0..*rounds {
+                    let to = (me + (1 << k)) % p;
+                    parking.raise(&flags[to * rounds + k], epoch, Some(to));
+                    parking.wait(me, &flags[me * rounds + k], epoch, deadline)?;
+                }
+            }
+            Shape::Binomial { ready, release } => {
+                for child in children(me, self.parties) {
+                    parking.wait(me, &ready[child], epoch, deadline)?;
+                }
+                if me != 0 {
+                    parking.raise(&ready[me], epoch, Some(parent(me)));
+                    parking.wait(me, &release[me], epoch, deadline)?;
+                }
+                for child in children(me, self.parties) {
+                    parking.raise(&release[child], epoch, Some(child));
+                }
+            }
         }
-        let released = || self.generation.load(Ordering::Acquire) != generation;
-        self.wait_until(deadline, released)
-    }
-
-    fn check(&self) -> Result<(), Interrupted> {
-        if self.is_poisoned() {
-            Err(Interrupted::Poisoned)
-        } else {
-            Ok(())
+        if parking.is_poisoned() {
+            return Err(Interrupted::Poisoned);
         }
+        Ok(())
     }
 
-    fn is_poisoned(&self) -> bool {
-        self.poisoned.load(Ordering::Acquire)
-    }
-
-    /// Releases all current and future waiters with `Aborted`.
+    /// Releases all current and future waiters with
+    /// [`Interrupted::Poisoned`].
     pub(crate) fn poison(&self) {
-        self.poisoned.store(true, Ordering::Release);
-        drop(self.sleep_lock.lock().unwrap_or_else(|e| e.into_inner()));
-        self.wake.notify_all();
+        self.parking.poison();
     }
 }
 
@@ -272,56 +248,65 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicU64;
 
-    const KINDS: [BarrierKind; 2] = [BarrierKind::Central, BarrierKind::Binomial];
+    const KINDS: [BarrierKind; 3] = [
+        BarrierKind::Central,
+        BarrierKind::Dissemination,
+        BarrierKind::Binomial,
+    ];
 
     #[test]
     fn many_rounds_many_threads() {
         for kind in KINDS {
-            for parties in [1, 2, 3, 6, 17, 64] {
-                let barrier = Barrier::new(parties, kind);
-                let counter = AtomicU64::new(0);
-                std::thread::scope(|s| {
-                    for pid in 0..parties {
-                        let (barrier, counter) = (&barrier, &counter);
-                        s.spawn(move || {
-                            for round in 0..200u64 {
-                                counter.fetch_add(1, Ordering::SeqCst);
-                                barrier.wait(pid, None).ok().unwrap();
-                                // Everyone has incremented for this round.
-                                let seen = counter.load(Ordering::SeqCst);
-                                assert!(seen >= (round + 1) * parties as u64, "{kind}");
-                                barrier.wait(pid, None).ok().unwrap();
-                            }
-                        });
-                    }
-                });
+            for spin in [false, true] {
+                for parties in [1, 2, 3, 6, 17, 64] {
+                    let barrier = Barrier::new(parties, kind, spin && parties <= 3);
+                    let counter = AtomicU64::new(0);
+                    std::thread::scope(|s| {
+                        for pid in 0..parties {
+                            let (barrier, counter) = (&barrier, &counter);
+                            s.spawn(move || {
+                                for round in 0..200u64 {
+                                    counter.fetch_add(1, Ordering::SeqCst);
+                                    barrier.wait(pid, None).ok().unwrap();
+                                    // Everyone has incremented for this round.
+                                    let seen = counter.load(Ordering::SeqCst);
+                                    assert!(seen >= (round + 1) * parties as u64, "{kind}");
+                                    barrier.wait(pid, None).ok().unwrap();
+                                }
+                            });
+                        }
+                    });
+                }
             }
         }
     }
 
     #[test]
-    fn the_binomial_tree_has_p_minus_one_edges() {
+    fn the_binomial_tree_spans_every_processor_once() {
         for p in 1..70 {
-            let tree = Tree::new(p);
-            let edges: u32 = tree.children.iter().sum();
-            assert_eq!(edges as usize, p - 1, "p = {p}");
-            for (i, &c) in tree.children.iter().enumerate() {
-                assert!(c == 0 || i + (1 << (c - 1)) < p, "p = {p}, {i} has {c}");
+            let mut seen = vec![0; p];
+            for i in 0..p {
+                for c in children(i, p) {
+                    assert_eq!(parent(c), i, "p = {p}");
+                    seen[c] += 1;
+                }
             }
+            assert_eq!(seen[0], 0);
+            assert!(seen[1..].iter().all(|&n| n == 1), "p = {p}: {seen:?}");
         }
     }
 
     #[test]
     fn poison_releases_waiters() {
         for kind in KINDS {
-            let barrier = Barrier::new(3, kind);
+            let barrier = Barrier::new(3, kind, false);
             std::thread::scope(|s| {
                 let a = s.spawn(|| barrier.wait(0, None).is_err());
                 let b = s.spawn(|| barrier.wait(1, None).is_err());
                 std::thread::sleep(std::time::Duration::from_millis(50));
                 barrier.poison();
-                assert!(a.join().unwrap());
-                assert!(b.join().unwrap());
+                assert!(a.join().unwrap(), "{kind}");
+                assert!(b.join().unwrap(), "{kind}");
             });
             assert!(barrier.wait(2, None).is_err());
         }
@@ -330,18 +315,26 @@ mod tests {
     #[test]
     fn a_deadline_ends_the_wait_of_an_incomplete_barrier() {
         for kind in KINDS {
-            let barrier = Barrier::new(2, kind);
+            let barrier = Barrier::new(2, kind, true);
             let start = Instant::now();
             let deadline = start + std::time::Duration::from_millis(50);
+            // Processor 1 waits for processor 0 in every kind.
             assert_eq!(barrier.wait(1, Some(deadline)), Err(Interrupted::TimedOut));
             assert!(start.elapsed() >= std::time::Duration::from_millis(50));
         }
     }
 
     #[test]
-    fn kinds_parse() {
+    fn kinds_parse_and_resolve() {
         assert_eq!(" Binomial".parse(), Ok(BarrierKind::Binomial));
+        assert_eq!("dissemination".parse(), Ok(BarrierKind::Dissemination));
         assert_eq!("central".parse(), Ok(BarrierKind::Central));
         assert!("tree".parse::<BarrierKind>().is_err());
+        assert_eq!(BarrierKind::Auto.resolve(1024, 2), BarrierKind::Central);
+        assert_eq!(BarrierKind::Auto.resolve(2, 2), BarrierKind::Dissemination);
+        assert_eq!(
+            BarrierKind::Binomial.resolve(1024, 2),
+            BarrierKind::Binomial
+        );
     }
 }

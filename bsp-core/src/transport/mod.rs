@@ -21,6 +21,7 @@ mod launcher;
 pub(crate) mod mpi;
 pub(crate) mod split;
 pub(crate) mod threads;
+mod waiting;
 
 use std::panic::Location;
 use std::time::Duration;

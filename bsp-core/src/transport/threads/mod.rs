@@ -1,13 +1,22 @@
-//! The threads transport: one OS thread per processor, exchanging
-//! reference-counted byte segments through shared mailboxes.
+//! The threads transport: one OS thread per processor, publishing rows and
+//! reference-counted byte segments to one another in shared memory.
+//!
+//! A collective is one barrier and no lock: each processor publishes its
+//! part in a slot of its own (`slots.rs`), passes the barrier
+//! (`../barrier.rs`, which spins while the processors have cores and parks
+//! each waiter by itself otherwise) and reads what the others published.
+
+mod limits;
+mod slots;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use super::barrier::{Barrier, BarrierKind, Interrupted};
+use super::barrier::{Barrier, BarrierKind};
 use super::split::Frame;
+use super::waiting::{cores, Interrupted};
 use super::{
     timeout_message, Aborted, Blocks, Capabilities, Comm, Group, Launcher, OpenRun, Opened,
     Purpose, Rows, RunLimits,
@@ -19,19 +28,13 @@ use crate::error::{Error, ErrorKind, Result};
 /// the process exits: the limit, but at least this.
 const MIN_GRACE: Duration = Duration::from_secs(5);
 
-/// State shared by the p processor threads of one run.
+/// State shared by the p processor threads of one run: the barrier and
+/// the published slots of every collective (see `slots.rs`).
 ///
-/// Mailboxes come in two sets used alternately by consecutive collectives.
-/// A processor writes set `e % 2` in collective `e` and reads it after that
-/// collective's barrier; it can only write the same set again in collective
-/// `e + 2`, after passing the barrier of `e + 1`, which nobody passes before
-/// every processor has finished reading collective `e`. One barrier per
-/// collective is therefore enough.
-///
-/// Nothing here grows with p²: an all-gather fills one shared table of
-/// rows, read as one shared snapshot, and an exchange leaves each block in
-/// its receiver's inbox, so a processor touches only its own inbox and
-/// the inboxes of the processors it sends to.
+/// Nothing here grows with p²: a large all-gather is read as one shared
+/// snapshot, and an exchange links each block into its receiver's inbox,
+/// so a processor touches only its own inbox and the slots of the
+/// processors that send to it.
 ///
 /// A sub-machine (a group formed by a split) has a `ThreadsShared` of its
 /// own, over its members only, linked to the run's (its `root`): its
@@ -47,12 +50,7 @@ pub(crate) struct ThreadsShared {
     /// The run's sub-machines, shared by all states of the run.
     family: Arc<Family>,
     barrier: Barrier,
-    rows: [Mutex<RowTable>; 2],
-    /// `inboxes[set][to]`: the non-empty blocks sent to `to`, with their senders.
-    inboxes: [Vec<Mutex<Blocks>>; 2],
-    /// `entered[q]`: the number of collectives processor q has entered,
-    /// to name the missing ones when a wait times out.
-    entered: Vec<AtomicUsize>,
+    slots: slots::Slots,
     limits: RunLimits,
     /// The run's first error, and when it was recorded.
     first_error: Mutex<Option<(Error, Instant)>>,
@@ -68,8 +66,14 @@ type GroupKey = (u64, usize, u64);
 /// What the states of one run share to form sub-machines.
 #[derive(Default)]
 struct Family {
-    /// The barrier every machine of the run uses (`BSP_BARRIER`).
+    /// The barrier asked for (`BSP_BARRIER`), resolved for each machine by
+    /// its size.
     barrier: BarrierKind,
+    /// The cores of the process (its CPU affinity).
+    cores: usize,
+    /// Whether waiters spin before parking: every processor of the run
+    /// has a core.
+    spin: bool,
     /// The number of the next sub-machine.
     next_id: AtomicU64,
     /// Groups being formed, by (parent state, parent epoch, color): the
@@ -81,19 +85,13 @@ struct Family {
     subs: Mutex<Vec<Weak<ThreadsShared>>>,
 }
 
-/// The rows of one all-gather, and the snapshot every processor returns.
-#[derive(Default)]
-struct RowTable {
-    /// The collective (epoch) the table is for.
-    epoch: usize,
-    words: Vec<u64>,
-    snapshot: Option<Rows>,
-}
-
 impl ThreadsShared {
     fn new(nprocs: usize, limits: RunLimits, barrier: BarrierKind) -> Arc<Self> {
+        let cores = cores();
         let family = Arc::new(Family {
             barrier,
+            cores,
+            spin: nprocs <= cores,
             ..Family::default()
         });
         Arc::new(Self::state(nprocs, limits, None, None, family))
@@ -106,18 +104,16 @@ impl ThreadsShared {
         frame: Option<Arc<Frame>>,
         family: Arc<Family>,
     ) -> Self {
-        let inboxes = || (0..nprocs).map(|_| Mutex::new(Vec::new())).collect();
         let id = family.next_id.fetch_add(1, Ordering::Relaxed);
+        let kind = family.barrier.resolve(nprocs, family.cores);
         ThreadsShared {
             nprocs,
             id,
             root,
             frame,
-            barrier: Barrier::new(nprocs, family.barrier),
+            barrier: Barrier::new(nprocs, kind, family.spin),
             family,
-            rows: Default::default(),
-            inboxes: [inboxes(), inboxes()],
-            entered: (0..nprocs).map(|_| AtomicUsize::new(0)).collect(),
+            slots: slots::Slots::new(nprocs),
             limits,
             first_error: Mutex::new(None),
             finished: Mutex::new(0),
@@ -174,13 +170,12 @@ impl ThreadsShared {
 
     fn exit_with_stuck_processors(&self, started: usize, grace: Duration) -> ! {
         let error = lock(&self.first_error).as_ref().map(|(e, _)| e.clone());
-        let newest = self.entered[..started]
-            .iter()
-            .map(|e| e.load(Ordering::Acquire))
+        let newest = (0..started)
+            .map(|q| self.barrier.entered(q))
             .max()
             .unwrap_or(0);
         let stuck: Vec<String> = (0..started)
-            .filter(|&q| self.entered[q].load(Ordering::Acquire) < newest)
+            .filter(|&q| self.barrier.entered(q) < newest)
             .map(|q| q.to_string())
             .collect();
         let mut report = String::new();
@@ -200,7 +195,7 @@ impl ThreadsShared {
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A poisoned mailbox only means another processor panicked while holding
+    // A poisoned mutex only means another processor panicked while holding
     // it; the run is being aborted anyway and the data is still valid.
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -225,32 +220,38 @@ impl ThreadsComm {
         }
     }
 
-    fn next_set(&mut self) -> usize {
-        let set = self.epoch % 2;
+    /// The number of the collective being entered, counting it as entered.
+    fn enter(&mut self) -> usize {
         self.epoch += 1;
-        set
+        self.epoch - 1
+    }
+
+    /// The deadline of a wait starting now, under the run's time limit.
+    fn deadline(&self) -> Option<Instant> {
+        self.shared.limits.sync_timeout.map(|t| Instant::now() + t)
     }
 
     /// Arrives at the barrier of the current collective and waits for the
-    /// others, within the run's time limit.
-    fn arrive(&self) -> Result<(), Aborted> {
+    /// others until `deadline`.
+    fn arrive(&self, deadline: Option<Instant>) -> Result<(), Aborted> {
+        let waited = self.shared.barrier.wait(self.pid, deadline);
+        waited.map_err(|why| self.interrupted(why))
+    }
+
+    /// The end of a wait cut short: when the time limit ran out, records
+    /// the timeout, naming the processors that have not arrived.
+    fn interrupted(&self, why: Interrupted) -> Aborted {
         let shared = &*self.shared;
-        shared.entered[self.pid].store(self.epoch, Ordering::Release);
-        let deadline = shared.limits.sync_timeout.map(|t| Instant::now() + t);
-        match shared.barrier.wait(self.pid, deadline) {
-            Ok(()) => Ok(()),
-            Err(Interrupted::Poisoned) => Err(Aborted),
-            Err(Interrupted::TimedOut) => {
-                let limit = shared.limits.sync_timeout.unwrap_or_default();
-                let missing: Vec<usize> = (0..shared.nprocs)
-                    .filter(|&q| shared.entered[q].load(Ordering::Acquire) < self.epoch)
-                    .collect();
-                let culprit = missing.first().copied().unwrap_or(self.pid);
-                let msg = timeout_message(&missing, shared.nprocs, limit);
-                shared.fail(Error::at(ErrorKind::Timeout, culprit, self.superstep, msg));
-                Err(Aborted)
-            }
+        if why == Interrupted::TimedOut {
+            let limit = shared.limits.sync_timeout.unwrap_or_default();
+            let missing: Vec<usize> = (0..shared.nprocs)
+                .filter(|&q| shared.barrier.entered(q) < self.epoch)
+                .collect();
+            let culprit = missing.first().copied().unwrap_or(self.pid);
+            let msg = timeout_message(&missing, shared.nprocs, limit);
+            shared.fail(Error::at(ErrorKind::Timeout, culprit, self.superstep, msg));
         }
+        Aborted
     }
 }
 
@@ -264,38 +265,22 @@ impl Comm for ThreadsComm {
     }
 
     fn allgather(&mut self, row: &[u64]) -> Result<Rows, Aborted> {
-        let (p, epoch) = (self.shared.nprocs, self.epoch);
-        let set = self.next_set();
-        let table = &self.shared.rows[set];
-        {
-            let mut t = lock(table);
-            if t.epoch != epoch || t.words.len() != p * row.len() {
-                t.epoch = epoch;
-                t.snapshot = None;
-                t.words.clear();
-                t.words.resize(p * row.len(), 0);
-            }
-            t.words[self.pid * row.len()..(self.pid + 1) * row.len()].copy_from_slice(row);
-        }
-        self.arrive()?;
-        let mut t = lock(table);
-        let t = &mut *t;
-        Ok(t.snapshot
-            .get_or_insert_with(|| Rows::from(&t.words[..]))
-            .clone())
+        let epoch = self.enter();
+        let deadline = self.deadline();
+        let shared = &*self.shared;
+        shared.slots.publish_row(epoch, self.pid, row);
+        self.arrive(deadline)?;
+        let parking = shared.barrier.parking();
+        let rows = shared.slots.rows(epoch, self.pid, parking, deadline);
+        rows.map_err(|why| self.interrupted(why))
     }
 
     fn exchange(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted> {
-        let set = self.next_set();
-        let inboxes = &self.shared.inboxes[set];
-        for (to, block) in blocks {
-            if !block.is_empty() {
-                lock(&inboxes[to]).push((self.pid, block));
-            }
-        }
-        self.arrive()?;
-        let mut received = std::mem::take(&mut *lock(&inboxes[self.pid]));
-        received.sort_unstable_by_key(|&(from, _)| from);
+        let epoch = self.enter();
+        let deadline = self.deadline();
+        self.shared.slots.publish_blocks(epoch, self.pid, blocks);
+        self.arrive(deadline)?;
+        let received = self.shared.slots.take_blocks(epoch, self.pid);
         // The lengths a caller expects are what MPI would receive: check
         // them here, where the tests run at every p.
         if let Some(lens) = expected.filter(|_| cfg!(debug_assertions)) {
@@ -360,125 +345,6 @@ impl Comm for ThreadsComm {
     }
 }
 
-/// The most processor threads this process may start: the kernel's
-/// limits on threads (`/proc/sys/kernel/threads-max`) and on this user's
-/// processes (`ulimit -u`), where they can be read.
-fn thread_limit() -> Option<(usize, String)> {
-    let threads_max = std::fs::read_to_string("/proc/sys/kernel/threads-max")
-        .ok()
-        .and_then(|s| s.trim().parse::<usize>().ok())
-        .map(|n| (n, format!("the kernel's threads-max ({n})")));
-    let user_max = std::fs::read_to_string("/proc/self/limits")
-        .ok()
-        .and_then(|s| {
-            let line = s.lines().find(|l| l.starts_with("Max processes"))?;
-            line.split_whitespace().nth(2)?.parse::<usize>().ok()
-        })
-        .map(|n| (n, format!("this user's process limit, ulimit -u ({n})")));
-    [threads_max, user_max]
-        .into_iter()
-        .flatten()
-        .min_by_key(|(n, _)| *n)
-}
-
-/// The stack each processor thread gets: `RUST_MIN_STACK` where set (as
-/// for any thread std starts), else std's default of 2 MiB.
-fn processor_stack_bytes() -> usize {
-    std::env::var("RUST_MIN_STACK")
-        .ok()
-        .and_then(|s| s.trim().parse::<usize>().ok())
-        .unwrap_or(2 << 20)
-}
-
-/// Address space a processor thread takes besides its stack: a guard
-/// page, the signal stack std maps for it and room for its first
-/// allocations.
-const THREAD_OVERHEAD_BYTES: usize = 256 << 10;
-
-/// The stack of a session's processor threads: `RUST_MIN_STACK` where set;
-/// else the main thread's soft limit (`ulimit -s`), between 2 MiB and
-/// 256 MiB, and 8 MiB where it is unlimited or unreadable. Code written
-/// for processes (C programs, under a BSPlib layer) expects the main
-/// thread's stack, not std's 2 MiB.
-fn session_stack_bytes() -> usize {
-    if let Some(bytes) = std::env::var("RUST_MIN_STACK")
-        .ok()
-        .and_then(|s| s.trim().parse::<usize>().ok())
-    {
-        return bytes;
-    }
-    std::fs::read_to_string("/proc/self/limits")
-        .ok()
-        .and_then(|s| {
-            let line = s.lines().find(|l| l.starts_with("Max stack size"))?;
-            line.split_whitespace().nth(3)?.parse::<usize>().ok()
-        })
-        .map_or(8 << 20, |soft| soft.clamp(2 << 20, 256 << 20))
-}
-
-/// Checks `p` processor threads against the address-space limit
-/// (`ulimit -v`), so that a run too large for it fails with a clear error
-/// before the first thread starts rather than part way: a thread that
-/// starts but cannot map its signal stack aborts the whole process.
-fn check_address_space(p: usize, stack: usize) -> Result<()> {
-    let field = |text: &str, prefix: &str, index: usize| -> Option<u64> {
-        let line = text.lines().find(|l| l.starts_with(prefix))?;
-        line.split_whitespace().nth(index)?.parse::<u64>().ok()
-    };
-    let Some(limit) = std::fs::read_to_string("/proc/self/limits")
-        .ok()
-        .and_then(|s| field(&s, "Max address space", 3))
-    else {
-        return Ok(()); // unlimited, or not readable here
-    };
-    let used = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| field(&s, "VmSize:", 1))
-        .map_or(0, |kib| kib * 1024);
-    let needed = p as u64 * (stack + THREAD_OVERHEAD_BYTES) as u64;
-    let left = limit.saturating_sub(used);
-    if needed > left {
-        let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
-        return Err(config_error(format!(
-            "cannot start p = {p} processor threads: their stacks need {:.2} GiB of address space \
-             and the address-space limit (ulimit -v) leaves {:.2} GiB; use fewer processors \
-             (BSP_PROCS), smaller stacks (RUST_MIN_STACK) or the MPI transport",
-            gib(needed),
-            gib(left)
-        )));
-    }
-    Ok(())
-}
-
-fn config_error(msg: String) -> Error {
-    Error::new(ErrorKind::Config, None, None, msg)
-}
-
-/// The checks before a run's threads start, for runs and sessions: p > 0, within the limits on threads and on address space
-/// (for stacks of `stack` bytes), and a valid `BSP_BARRIER`. Returns the
-/// stack size and the barrier kind to use.
-fn preflight(p: usize, stack: usize) -> Result<(usize, BarrierKind)> {
-    if p == 0 {
-        return Err(config_error(
-            "a run needs at least one processor (p = 0)".to_owned(),
-        ));
-    }
-    // Small runs are far below any limit; skip reading /proc for them.
-    if let Some((max, what)) = (p > 1024).then(thread_limit).flatten() {
-        if p > max {
-            return Err(config_error(format!(
-                "p = {p} processor threads exceed {what}; use fewer processors \
-                 (BSP_PROCS) or the MPI transport"
-            )));
-        }
-    }
-    if p > 64 {
-        check_address_space(p, stack)?;
-    }
-    let barrier = BarrierKind::from_env().map_err(config_error)?;
-    Ok((stack, barrier))
-}
-
 /// The threads transport's way in: p endpoints on one shared state, each
 /// run on a thread of its own.
 pub(crate) struct Threads;
@@ -494,10 +360,10 @@ impl Launcher for Threads {
 
     fn open(&self, p: usize, limits: RunLimits, purpose: Purpose) -> Result<Option<Opened>> {
         let stack = match purpose {
-            Purpose::Run => processor_stack_bytes(),
-            Purpose::Session => session_stack_bytes(),
+            Purpose::Run => limits::processor_stack_bytes(),
+            Purpose::Session => limits::session_stack_bytes(),
         };
-        let (stack, barrier) = preflight(p, stack)?;
+        let (stack, barrier) = limits::preflight(p, stack)?;
         let shared = ThreadsShared::new(p, limits, barrier);
         let endpoints = (0..p)
             .map(|pid| Box::new(ThreadsComm::new(Arc::clone(&shared), pid)) as Box<dyn Comm>)
