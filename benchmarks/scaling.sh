@@ -10,7 +10,7 @@
 # (benchmarks/examples/) and examples nas_is, radix_sort (statically linked for threads:
 # RUSTFLAGS="-C target-feature=+crt-static" cargo build --release
 # --workspace --examples --target x86_64-unknown-linux-gnu), omp_barrier
-# (gcc -O2 -fopenmp -static benchmarks/omp_barrier.c) and, optionally,
+# (gcc -O2 -fopenmp -static benchmarks/floor/omp_barrier.c) and, optionally,
 # is.B.x (NPB 3.4 IS class B, OpenMP, built outside this repository).
 # PROCS defaults to "2 4 8 16" (only those not above nproc are run).
 # Every step has its own time limit, so the whole stays under ~9 minutes;
