@@ -12,7 +12,8 @@
  *
  * Prints one JSON object: nanoseconds per step (barrier + row reads +
  * barrier) and per bare `#pragma omp barrier`, each the median over ROUNDS
- * rounds of STEPS steps.
+ * rounds of STEPS steps. The harness benchmarks/examples/bench_floor.rs runs
+ * it beside bsp's supersteps (benchmarks/floor/README.md).
  */
 #include <omp.h>
 #include <stdint.h>
