@@ -86,11 +86,14 @@ else
     SYSCONF=$(ompi_dir sysconfdir)
     LAUNCHER=$(readlink -f "$(command -v mpirun)")
     install -m 755 "$LAUNCHER" "$M/bin/orterun"
-    ln -s orterun "$M/bin/mpirun"
+    install -m 755 "$LAUNCHER" "$M/bin/mpirun"
     ORTED=$(command -v orted || true)
     [ -n "$ORTED" ] && install -m 755 "$(readlink -f "$ORTED")" "$M/bin/orted"
     cp -r "$PKGLIB" "$M/lib/openmpi3"
     cp -r "$PKGDATA" "$M/share/openmpi"
+    # The compiler wrappers' settings (links, some named mpic++...): no
+    # compiler runs there.
+    rm -f "$M/share/openmpi/"*wrapper-data*
     # Debian's site settings (which transports to leave out), if any.
     [ -f "$SYSCONF/openmpi-mca-params.conf" ] && cp "$SYSCONF/openmpi-mca-params.conf" "$M/etc/"
     # PMIx, when Open MPI uses an external one: its plugins and help files
@@ -133,6 +136,12 @@ else
         done < <(ldd "$elf" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}')
     done
     find "$M/lib" -name '*.so*' -type f -exec strip --strip-unneeded {} + 2>/dev/null || true
+    # Plain files only: the copy to the lent machine may not keep links.
+    if [ -n "$(find "$M" -type l)" ]; then
+        echo "bundle.sh: links left in the bundle:" >&2
+        find "$M" -type l >&2
+        exit 1
+    fi
 
     cat >"$M/run" <<'RUN'
 #!/bin/sh
