@@ -3,7 +3,7 @@
 # machine (no Rust toolchain, no MPI, no network) that gets the working
 # tree plus a few carried paths:
 #
-#   bash benchmarks/bundle.sh [OUT_DIR]      # OUT_DIR defaults to .scaling_bin
+#   bash benchmarks/bundle.sh [OUT_DIR]   # default: .scaling_bin at the repository root
 #
 # OUT_DIR/                 threads harnesses of bsp-benchmarks (bench_floor,
 #                          bspbench, bench_router, bench_sort, bench_collectives,
@@ -24,10 +24,10 @@
 # and prints the sizes (the carried paths may take 64 MiB in all).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
-OUT=${1:-.scaling_bin}
+OUT=${1:-$ROOT/.scaling_bin}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
+cd "$ROOT"
 TRIPLE=x86_64-unknown-linux-gnu
 TARGET_DIR=$(cargo metadata --format-version 1 --no-deps |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
