@@ -116,6 +116,10 @@ for src in examples/*.rs benchmarks/examples/*.rs; do
             echo "-- skipping bench_procs under MPI: it measures large p on threads"
             continue
             ;;
+        bench_floor)
+            echo "-- skipping bench_floor under MPI: it measures threads against an OpenMP program"
+            continue
+            ;;
         bench_sort)
             echo "-- skipping bench_sort under MPI: its peers (std, rayon, ...) run on threads only; CI runs it on threads"
             continue

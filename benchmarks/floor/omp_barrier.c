@@ -7,12 +7,13 @@
  * A second barrier ends the step so that no thread overwrites its row while
  * a slower one still reads it (a real sync double-buffers instead).
  *
- *   gcc -O2 -fopenmp -static benchmarks/omp_barrier.c -o omp_barrier
- *   omp_barrier THREADS [STEPS] [ROUNDS]
+ *   gcc -O2 -fopenmp benchmarks/floor/omp_barrier.c -o benchmarks/floor/omp_barrier
+ *   benchmarks/floor/omp_barrier THREADS [STEPS] [ROUNDS]
  *
  * Prints one JSON object: nanoseconds per step (barrier + row reads +
  * barrier) and per bare `#pragma omp barrier`, each the median over ROUNDS
- * rounds of STEPS steps.
+ * rounds of STEPS steps. The harness benchmarks/examples/bench_floor.rs runs
+ * it beside bsp's supersteps (benchmarks/floor/README.md).
  */
 #include <omp.h>
 #include <stdint.h>
