@@ -33,7 +33,7 @@ use crate::router::{self, route, Matrix, Placing, Router};
 use crate::scope::{Scope, Scoped};
 use crate::stats::Stats;
 use crate::stats_log::{Choice, StatsLog};
-use crate::transport::{blocks_len, Aborted, Blocks, Comm, Transport};
+use crate::transport::{blocks_len, Aborted, Blocks, Comm, Offer, Transport};
 
 /// Ends the run with an error of `kind` blaming processor `pid` in
 /// `superstep`: unwinds with the error as the payload, which the
@@ -61,6 +61,15 @@ enum Arrival {
     /// Routes directly, the transport writing put payloads straight into
     /// their coarrays where it can; applies the rest.
     Place,
+}
+
+/// What a sync's delivery starts from.
+enum Outgoing {
+    /// Streams to route.
+    Route(placement::Streams),
+    /// What arrived by a direct exchange made inside the rows' all-gather,
+    /// and what this processor sent in it.
+    Arrived(Blocks, router::Offered),
 }
 
 /// The value of a collective; unwinds the processor if the run was aborted.
@@ -482,9 +491,23 @@ impl Ctx {
     /// picks the sync's router and logs the rows and the choice for the
     /// statistics. Returns the decision, the router, and (when the rows
     /// carry counts) the communication matrix.
-    fn exchange_rows(&mut self, mine: Vec<u64>) -> (SyncDecision, Router, Option<Matrix>) {
+    ///
+    /// `offered`, on a transport that publishes blocks beside the rows, are
+    /// this processor's streams, offered for a direct exchange in the same
+    /// collective; the transport's answer comes back with the decision.
+    fn exchange_rows(
+        &mut self,
+        mine: Vec<u64>,
+        offered: Option<Blocks>,
+    ) -> (SyncDecision, Router, Option<Matrix>, Option<Offer>) {
         let width = mine.len();
-        let words = self.collective(|c| c.allgather(&mine));
+        let (words, offer) = match offered {
+            None => (self.collective(|c| c.allgather(&mine)), None),
+            Some(blocks) => {
+                let (words, offer) = self.collective(|c| c.allgather_offering(&mine, blocks));
+                (words, Some(offer))
+            }
+        };
         let (registry, comm, announcing) = (&self.registry, &mut self.comm, &self.announcing);
         let decision = protocol::decide(&words, width, |texts| {
             let mine = match texts {
@@ -518,7 +541,7 @@ impl Ctx {
         };
         let expected = protocol::matrix(&words, width);
         self.stats.push(words, choice);
-        (decision, choice.router, expected)
+        (decision, choice.router, expected, offer)
     }
 
     /// Ends the superstep: delivers every put, get and send requested by any
@@ -575,12 +598,24 @@ impl Ctx {
             let heads = heads.iter().flat_map(|(_, h)| h.iter().map(|b| &b[..]));
             protocol::put_heads(&mut mine, self.nprocs, heads);
         }
-        let (decision, router, expected) = self.exchange_rows(mine);
+        // On a transport that publishes blocks beside the rows, every
+        // processor offers its streams (maybe none) with its row, so that a
+        // direct routing costs no collective of its own.
+        let offering = cut.is_none() && self.comm.capabilities().publishes_with_rows;
+        let (sent, offered) = offering
+            .then(|| {
+                let streams = match self.outbox.is_empty() {
+                    true => Blocks::new(),
+                    false => self.take_streams(),
+                };
+                (router::Offered::of(self.pid, &streams), streams)
+            })
+            .unzip();
+        let (decision, router, expected, offer) = self.exchange_rows(mine, offered);
         let mut figures = SyncFigures::default();
         figures.records.sent = records;
         if decision.anything {
             let mut deferred = Vec::new();
-            let streams = cut.unwrap_or_else(|| placement::Streams::Whole(self.take_streams()));
             // Without gets, a transport may write the puts' payloads in
             // place while they arrive (gets must read the data first).
             let placed = matches!(router, Router::Direct | Router::TwoPhase)
@@ -605,9 +640,25 @@ impl Ctx {
                 }
                 _ => 0,
             };
+            let outgoing = match (offer, sent) {
+                (Some(Offer::Published), Some(sent)) => {
+                    let direct = router == Router::Direct && !placed;
+                    let blocks = self.comm.take_offered(direct);
+                    match direct {
+                        true => Outgoing::Arrived(blocks, sent),
+                        false => Outgoing::Route(placement::Streams::Whole(blocks)),
+                    }
+                }
+                (Some(Offer::Kept(blocks)), _) => {
+                    Outgoing::Route(placement::Streams::Whole(blocks))
+                }
+                _ => Outgoing::Route(
+                    cut.unwrap_or_else(|| placement::Streams::Whole(self.take_streams())),
+                ),
+            };
             let replies = self.deliver(
                 router,
-                streams,
+                outgoing,
                 expected,
                 arrival,
                 &mut figures,
@@ -616,7 +667,7 @@ impl Ctx {
             if let Some((mut replies, requests)) = replies {
                 figures.records.sent += replies.records();
                 let streams = replies.take(|_| unreachable!("replies are copied"));
-                let streams = placement::Streams::Whole(streams);
+                let streams = Outgoing::Route(placement::Streams::Whole(streams));
                 self.deliver(
                     router,
                     streams,
@@ -645,6 +696,9 @@ impl Ctx {
                 self.agree_on_delivery();
             }
             self.heads_slot = next_slot;
+        } else if let Some(Offer::Published) = offer {
+            // Nothing was offered anywhere; this ends the offer.
+            self.comm.take_offered(false);
         }
         self.has_gets = false;
         self.superstep += 1;
@@ -747,7 +801,8 @@ impl Ctx {
         (rest, placed_records)
     }
 
-    /// Routes `streams` and delivers what arrives as `arrival` says; with
+    /// Routes `outgoing` (unless it has arrived already) and delivers what
+    /// arrives as `arrival` says; with
     /// [`Arrival::ServeGets`], only answers the get requests among it, and
     /// returns the replies to send and what arrived, to be applied once
     /// the replies have landed. `matrix`, when known, is the routing's
@@ -755,21 +810,32 @@ impl Ctx {
     fn deliver(
         &mut self,
         router: Router,
-        streams: placement::Streams,
+        outgoing: Outgoing,
         matrix: Option<Matrix>,
         arrival: Arrival,
         figures: &mut SyncFigures,
         deferred: &mut Vec<DeferredPut>,
     ) -> Option<(Outbox, Blocks)> {
-        figures.bytes.sent += streams.len();
-        let (incoming, placed_records) = if arrival == Arrival::Place {
-            self.route_placed(router, streams.cut(), matrix.as_ref(), figures)
-        } else {
-            let streams = streams.whole();
-            let (incoming, route) = self.collective(|c| route(router, c, streams, matrix.as_ref()));
-            figures.add_route(route);
-            figures.bytes.received += blocks_len(&incoming);
-            (incoming, 0)
+        let (incoming, placed_records) = match outgoing {
+            Outgoing::Arrived(incoming, sent) => {
+                figures.bytes.sent += sent.bytes();
+                figures.add_route(sent.arrived(&incoming));
+                figures.bytes.received += blocks_len(&incoming);
+                (incoming, 0)
+            }
+            Outgoing::Route(streams) if arrival == Arrival::Place => {
+                figures.bytes.sent += streams.len();
+                self.route_placed(router, streams.cut(), matrix.as_ref(), figures)
+            }
+            Outgoing::Route(streams) => {
+                figures.bytes.sent += streams.len();
+                let streams = streams.whole();
+                let routed = self.collective(|c| route(router, c, streams, matrix.as_ref()));
+                let (incoming, route) = routed;
+                figures.add_route(route);
+                figures.bytes.received += blocks_len(&incoming);
+                (incoming, 0)
+            }
         };
         if arrival == Arrival::ServeGets {
             let served = self.inbound().serve_gets(&incoming);
@@ -798,7 +864,7 @@ impl Ctx {
             self.fail(ErrorKind::PendingCommunication, self.pid, msg);
         }
         let mine = self.row_words(Status::Returned);
-        self.exchange_rows(mine);
+        self.exchange_rows(mine, None);
         self.finished = true;
     }
 }

@@ -36,6 +36,40 @@ fn received_words(me: usize, received: impl Iterator<Item = (usize, usize)>) -> 
         .sum()
 }
 
+/// A direct exchange made inside the all-gather of a sync's rows
+/// ([`Comm::allgather_offering`](crate::transport::Comm::allgather_offering)):
+/// the figures of what this processor sent, taken before it offered its
+/// streams.
+pub(crate) struct Offered {
+    me: usize,
+    figures: RouteFigures,
+    bytes: u64,
+}
+
+impl Offered {
+    /// The offer of processor `me`'s `streams`.
+    pub(crate) fn of(me: usize, streams: &Blocks) -> Offered {
+        Offered {
+            me,
+            figures: sent_figures(me, block_lens(streams)),
+            bytes: crate::transport::blocks_len(streams),
+        }
+    }
+
+    /// Bytes offered.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The routing's figures once `received` has arrived.
+    pub(crate) fn arrived(self, received: &Blocks) -> RouteFigures {
+        RouteFigures {
+            received_words: received_words(self.me, block_lens(received)),
+            ..self.figures
+        }
+    }
+}
+
 pub(super) fn route(
     comm: &mut dyn Comm,
     streams: Blocks,

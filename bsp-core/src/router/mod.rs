@@ -12,6 +12,7 @@ use std::str::FromStr;
 
 use crate::placement::{Placed, Plan};
 use crate::transport::{Aborted, Blocks, Comm, Rows};
+pub(crate) use direct::Offered;
 pub(crate) use placed::Placing;
 
 /// How the communication of a superstep (an h-relation) is delivered.

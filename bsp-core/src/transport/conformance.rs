@@ -11,7 +11,7 @@
 
 use bytes::Bytes;
 
-use super::{launch, Blocks, Comm, Group, RunLimits, Scatter, Transport};
+use super::{launch, Blocks, Comm, Group, Offer, RunLimits, Scatter, Transport};
 use crate::segments::Segments;
 
 /// Processor counts tried on a transport where the program chooses them;
@@ -69,6 +69,19 @@ fn blocks_of(me: usize, p: usize) -> Blocks {
         .collect()
 }
 
+/// Checks that `got` is what every processor of `p` sends `me`, by
+/// sender ascending.
+fn check_received(me: usize, p: usize, got: &Blocks) {
+    let senders: Vec<usize> = got.iter().map(|(q, _)| *q).collect();
+    let want: Vec<usize> = (0..p).filter(|&q| block_len(q, me) > 0).collect();
+    assert_eq!(senders, want, "processor {me}: the senders, ascending");
+    for (q, segments) in got {
+        let bytes = segments.concat();
+        assert_eq!(bytes.len(), block_len(*q, me));
+        assert!(bytes.iter().enumerate().all(|(i, &b)| b == byte(*q, me, i)));
+    }
+}
+
 #[test]
 fn the_allgather_returns_every_row_in_pid_order() {
     on_every_transport(|comm| {
@@ -96,14 +109,40 @@ fn an_exchange_delivers_every_block_by_sender() {
             let got = comm
                 .exchange(blocks_of(me, p), known.then_some(&expected[..]))
                 .expect("not aborted");
-            let senders: Vec<usize> = got.iter().map(|(q, _)| *q).collect();
-            let want: Vec<usize> = (0..p).filter(|&q| block_len(q, me) > 0).collect();
-            assert_eq!(senders, want, "processor {me}: the senders, ascending");
-            for (q, segments) in &got {
-                let bytes = segments.concat();
-                assert_eq!(bytes.len(), block_len(*q, me));
-                assert!(bytes.iter().enumerate().all(|(i, &b)| b == byte(*q, me, i)));
-            }
+            check_received(me, p, &got);
+        }
+    });
+}
+
+#[test]
+fn offered_blocks_are_exchanged_or_handed_back() {
+    on_every_transport(|comm| {
+        let (me, p) = (comm.pid(), comm.nprocs());
+        let publishes = comm.capabilities().publishes_with_rows;
+        let mine = |blocks: &Blocks| -> Vec<(usize, Vec<u8>)> {
+            blocks.iter().map(|(q, b)| (*q, b.concat())).collect()
+        };
+        for exchange in [true, false, false, true] {
+            let (rows, offer) = comm
+                .allgather_offering(&[me as u64], blocks_of(me, p))
+                .expect("not aborted");
+            assert_eq!(rows.len(), p);
+            let back = match offer {
+                Offer::Kept(blocks) => {
+                    assert!(!publishes, "a publishing transport kept the blocks");
+                    blocks
+                }
+                Offer::Published => {
+                    assert!(publishes, "published without saying so");
+                    let got = comm.take_offered(exchange);
+                    if exchange {
+                        check_received(me, p, &got);
+                        continue;
+                    }
+                    got
+                }
+            };
+            assert_eq!(mine(&back), mine(&blocks_of(me, p)), "own blocks, back");
         }
     });
 }

@@ -152,6 +152,16 @@ pub(crate) fn blocks_len(blocks: &Blocks) -> u64 {
     blocks.iter().map(|(_, b)| segments_len(b) as u64).sum()
 }
 
+/// What became of the blocks offered with an all-gather
+/// ([`Comm::allgather_offering`]).
+pub(crate) enum Offer {
+    /// The transport did not take them: they are the caller's to route.
+    Kept(Blocks),
+    /// The transport published them beside the row; the caller says with
+    /// [`Comm::take_offered`] whether they are exchanged.
+    Published,
+}
+
 /// What a transport can do, as the routers and the superstep protocol ask
 /// it: mechanisms only; what to make of them is theirs to decide.
 #[derive(Clone, Copy, Debug)]
@@ -172,6 +182,10 @@ pub(crate) struct Capabilities {
     /// and every collective costs a latency, so that sparing one is worth
     /// a slot in the sync rows: what makes a placed routing pay.
     pub(crate) scatter_receive: bool,
+    /// Whether [`Comm::allgather_offering`] publishes the offered blocks
+    /// beside the row, so that a direct exchange decided from the rows
+    /// costs no second collective (threads).
+    pub(crate) publishes_with_rows: bool,
 }
 
 /// The receive side of [`Comm::exchange_into`]: for each sender, the
@@ -223,6 +237,30 @@ pub(crate) trait Comm: Send {
     /// All-gather: every processor contributes a row of the same length and
     /// receives all rows, concatenated in pid order.
     fn allgather(&mut self, row: &[u64]) -> Result<Rows, Aborted>;
+    /// An all-gather of `row` that also offers this processor's `blocks`
+    /// for an exchange the processors may decide on from the rows. A
+    /// transport that [`publishes_with_rows`](Capabilities::publishes_with_rows)
+    /// makes them readable by their receivers within the same collective
+    /// and answers [`Offer::Published`]; every processor of the
+    /// collective must then call [`take_offered`](Comm::take_offered)
+    /// before its next one. The default all-gathers and hands the blocks
+    /// back.
+    fn allgather_offering(
+        &mut self,
+        row: &[u64],
+        blocks: Blocks,
+    ) -> Result<(Rows, Offer), Aborted> {
+        Ok((self.allgather(row)?, Offer::Kept(blocks)))
+    }
+    /// After an all-gather that answered [`Offer::Published`]: with
+    /// `exchange`, the blocks the others offered to this processor, as
+    /// [`exchange`](Comm::exchange) returns them; without, this processor's
+    /// own blocks, back. Every processor of the collective passes the same
+    /// `exchange`. Costs no collective.
+    fn take_offered(&mut self, exchange: bool) -> Blocks {
+        let _ = exchange;
+        unreachable!("bsp: this transport publishes no offered blocks")
+    }
     /// All-to-all exchange of blocks of any sizes: each listed block goes
     /// to its processor; the result lists the non-empty blocks received,
     /// by sender. `expected`, when the caller knows it, is the length of

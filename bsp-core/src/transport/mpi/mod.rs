@@ -339,6 +339,7 @@ impl Comm for MpiComm {
             shares_memory: false,
             one_node: self.world.one_node,
             scatter_receive: true,
+            publishes_with_rows: false,
         }
     }
 

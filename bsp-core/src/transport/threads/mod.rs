@@ -18,7 +18,7 @@ use super::barrier::{Barrier, BarrierKind};
 use super::split::Frame;
 use super::waiting::{cores, Interrupted};
 use super::{
-    timeout_message, Aborted, Blocks, Capabilities, Comm, Group, Launcher, OpenRun, Opened,
+    timeout_message, Aborted, Blocks, Capabilities, Comm, Group, Launcher, Offer, OpenRun, Opened,
     Purpose, Rows, RunLimits,
 };
 use crate::error::{Error, ErrorKind, Result};
@@ -208,6 +208,9 @@ pub(crate) struct ThreadsComm {
     epoch: usize,
     /// The superstep of the coming collectives, for error reports.
     superstep: usize,
+    /// The collective whose offered blocks are published and not yet
+    /// taken.
+    offered: Option<usize>,
 }
 
 impl ThreadsComm {
@@ -217,6 +220,7 @@ impl ThreadsComm {
             pid,
             epoch: 0,
             superstep: 0,
+            offered: None,
         }
     }
 
@@ -275,6 +279,29 @@ impl Comm for ThreadsComm {
         rows.map_err(|why| self.interrupted(why))
     }
 
+    fn allgather_offering(
+        &mut self,
+        row: &[u64],
+        blocks: Blocks,
+    ) -> Result<(Rows, Offer), Aborted> {
+        debug_assert!(self.offered.is_none(), "bsp: offered blocks not taken");
+        self.shared
+            .slots
+            .publish_blocks(self.epoch, self.pid, blocks);
+        self.offered = Some(self.epoch);
+        Ok((self.allgather(row)?, Offer::Published))
+    }
+
+    fn take_offered(&mut self, exchange: bool) -> Blocks {
+        let epoch = self.offered.take().expect("bsp: no blocks were offered");
+        let slots = &self.shared.slots;
+        if exchange {
+            slots.take_blocks(epoch, self.pid)
+        } else {
+            slots.take_back(epoch, self.pid)
+        }
+    }
+
     fn exchange(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted> {
         let epoch = self.enter();
         let deadline = self.deadline();
@@ -304,6 +331,7 @@ impl Comm for ThreadsComm {
             shares_memory: true,
             one_node: true,
             scatter_receive: false,
+            publishes_with_rows: true,
         }
     }
 

@@ -43,6 +43,8 @@ struct Slot {
 
 /// A published block and the link to the next block for its receiver.
 struct Outgoing {
+    /// The receiver.
+    to: usize,
     /// Taken by the receiver (the only one to touch it after the barrier).
     block: UnsafeCell<Option<Segments>>,
     /// The inbox's previous head: the next block to the same receiver.
@@ -158,18 +160,17 @@ impl Slots {
         // only after the barrier.
         let out = unsafe { &mut *set.slots[me].out.get() };
         out.clear();
-        let mut receivers = Vec::with_capacity(blocks.len());
         for (to, block) in blocks {
             if !block.is_empty() {
-                receivers.push(to);
                 out.push(Outgoing {
+                    to,
                     block: UnsafeCell::new(Some(block)),
                     next: AtomicU64::new(0),
                 });
             }
         }
-        for (index, (entry, to)) in out.iter().zip(receivers).enumerate() {
-            let inbox = &set.inbox[to];
+        for (index, entry) in out.iter().enumerate() {
+            let inbox = &set.inbox[entry.to];
             let mut head = inbox.load(Ordering::Relaxed);
             loop {
                 entry.next.store(head, Ordering::Relaxed);
@@ -206,6 +207,23 @@ impl Slots {
         }
         received.sort_unstable_by_key(|&(from, _)| from);
         received
+    }
+}
+
+impl Slots {
+    /// Processor `me`'s own blocks of collective `epoch`, back (after its
+    /// barrier, when the processors have decided not to exchange them);
+    /// empties its inbox, whose links nobody follows.
+    pub(super) fn take_back(&self, epoch: usize, me: usize) -> Blocks {
+        let set = &self.sets[epoch % 2];
+        set.inbox[me].store(0, Ordering::Relaxed);
+        // SAFETY: nobody takes from this processor's entries in a
+        // collective whose blocks are not exchanged, and only this
+        // processor writes them.
+        let out = unsafe { &mut *set.slots[me].out.get() };
+        out.drain(..)
+            .map(|entry| (entry.to, entry.block.into_inner().expect("not taken")))
+            .collect()
     }
 }
 
