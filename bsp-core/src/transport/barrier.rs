@@ -109,7 +109,6 @@ enum Shape {
 }
 
 /// The central counter's words, each on a cache line of its own.
-#[derive(Default)]
 struct Central {
     arrived: CachePadded<AtomicUsize>,
     generation: CachePadded<Signal>,
@@ -154,7 +153,10 @@ impl Barrier {
     pub(crate) fn new(parties: usize, kind: BarrierKind, spin: bool) -> Self {
         let signals = |n: usize| (0..n).map(|_| CachePadded::default()).collect();
         let shape = match kind {
-            BarrierKind::Central | BarrierKind::Auto => Shape::Central(Box::default()),
+            BarrierKind::Central | BarrierKind::Auto => Shape::Central(Box::new(Central {
+                arrived: CachePadded::default(),
+                generation: CachePadded::new(Signal::for_many()),
+            })),
             BarrierKind::Dissemination => {
                 let rounds = parties.next_power_of_two().trailing_zeros() as usize;
                 Shape::Dissemination {
@@ -190,7 +192,18 @@ impl Barrier {
     /// `deadline` (if any) passes; `me` is the caller's party, in
     /// `0..parties`. A waiter that times out may have let others through:
     /// the caller must poison the barrier.
-    pub(crate) fn wait(&self, me: usize, deadline: Option<Instant>) -> Result<(), Interrupted> {
+    ///
+    /// `last`, when the kind has a moment at which every party has arrived
+    /// and none is released (the central counter's last arrival, the
+    /// tree's root), runs there, on one party's thread, before anyone
+    /// leaves; every party passes the same. The dissemination barrier has
+    /// no such moment and runs it nowhere.
+    pub(crate) fn wait(
+        &self,
+        me: usize,
+        deadline: Option<Instant>,
+        last: Option<&dyn Fn()>,
+    ) -> Result<(), Interrupted> {
         // Only processor `me` writes its count.
         let epoch = self.entered[me].load(Ordering::Relaxed) + 1;
         self.entered[me].store(epoch, Ordering::Release);
@@ -204,6 +217,9 @@ impl Barrier {
                 if arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.parties {
                     // Reset before the raise lets anyone into the next one.
                     arrived.store(0, Ordering::Relaxed);
+                    if let Some(last) = last {
+                        last();
+                    }
                     parking.raise(generation, epoch, None);
                 } else {
                     parking.wait(me, generation, epoch, deadline)?;
@@ -224,6 +240,8 @@ impl Barrier {
                 if me != 0 {
                     parking.raise(&ready[me], epoch, Some(parent(me)));
                     parking.wait(me, &release[me], epoch, deadline)?;
+                } else if let Some(last) = last {
+                    last();
                 }
                 for child in children(me, self.parties) {
                     parking.raise(&release[child], epoch, Some(child));
@@ -267,17 +285,43 @@ mod tests {
                             s.spawn(move || {
                                 for round in 0..200u64 {
                                     counter.fetch_add(1, Ordering::SeqCst);
-                                    barrier.wait(pid, None).ok().unwrap();
+                                    barrier.wait(pid, None, None).ok().unwrap();
                                     // Everyone has incremented for this round.
                                     let seen = counter.load(Ordering::SeqCst);
                                     assert!(seen >= (round + 1) * parties as u64, "{kind}");
-                                    barrier.wait(pid, None).ok().unwrap();
+                                    barrier.wait(pid, None, None).ok().unwrap();
                                 }
                             });
                         }
                     });
                 }
             }
+        }
+    }
+
+    #[test]
+    fn the_last_step_runs_once_before_anyone_leaves() {
+        for kind in [BarrierKind::Central, BarrierKind::Binomial] {
+            let parties = 5;
+            let barrier = Barrier::new(parties, kind, false);
+            let (arrived, ran) = (AtomicU64::new(0), AtomicU64::new(0));
+            std::thread::scope(|s| {
+                for pid in 0..parties {
+                    let (barrier, arrived, ran) = (&barrier, &arrived, &ran);
+                    s.spawn(move || {
+                        for round in 1..=50u64 {
+                            arrived.fetch_add(1, Ordering::SeqCst);
+                            let last = || {
+                                assert_eq!(arrived.load(Ordering::SeqCst), round * parties as u64);
+                                ran.fetch_add(1, Ordering::SeqCst);
+                            };
+                            barrier.wait(pid, None, Some(&last)).ok().unwrap();
+                            assert_eq!(ran.load(Ordering::SeqCst), round, "{kind}");
+                            barrier.wait(pid, None, None).ok().unwrap();
+                        }
+                    });
+                }
+            });
         }
     }
 
@@ -301,14 +345,14 @@ mod tests {
         for kind in KINDS {
             let barrier = Barrier::new(3, kind, false);
             std::thread::scope(|s| {
-                let a = s.spawn(|| barrier.wait(0, None).is_err());
-                let b = s.spawn(|| barrier.wait(1, None).is_err());
+                let a = s.spawn(|| barrier.wait(0, None, None).is_err());
+                let b = s.spawn(|| barrier.wait(1, None, None).is_err());
                 std::thread::sleep(std::time::Duration::from_millis(50));
                 barrier.poison();
                 assert!(a.join().unwrap(), "{kind}");
                 assert!(b.join().unwrap(), "{kind}");
             });
-            assert!(barrier.wait(2, None).is_err());
+            assert!(barrier.wait(2, None, None).is_err());
         }
     }
 
@@ -319,7 +363,10 @@ mod tests {
             let start = Instant::now();
             let deadline = start + std::time::Duration::from_millis(50);
             // Processor 1 waits for processor 0 in every kind.
-            assert_eq!(barrier.wait(1, Some(deadline)), Err(Interrupted::TimedOut));
+            assert_eq!(
+                barrier.wait(1, Some(deadline), None),
+                Err(Interrupted::TimedOut)
+            );
             assert!(start.elapsed() >= std::time::Duration::from_millis(50));
         }
     }

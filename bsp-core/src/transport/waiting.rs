@@ -11,8 +11,13 @@
 //! are some. Both sides use sequentially consistent operations, so that
 //! either the writer sees the sleeper or the sleeper sees the new value
 //! (Dekker's argument): no wake is lost.
+//!
+//! A signal many processors wait on (a central barrier's release) is, on
+//! Linux, also a futex word: its sleepers sleep in the kernel on that word
+//! and one system call wakes them all, where waking p − 1 threads one by
+//! one would cost the last arrival p − 1 system calls.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -45,9 +50,22 @@ pub(crate) struct Signal {
     value: AtomicUsize,
     /// Waiters parked (or about to park) on this signal.
     sleepers: AtomicUsize,
+    /// Whether several processors wait on it (they sleep on `word`).
+    many: bool,
+    /// The futex word of a signal with many waiters: bumped by every
+    /// raise that finds sleepers.
+    word: AtomicU32,
 }
 
 impl Signal {
+    /// A signal that several processors wait on at once.
+    pub(crate) fn for_many() -> Signal {
+        Signal {
+            many: true,
+            ..Signal::default()
+        }
+    }
+
     /// The counter's value.
     #[inline]
     pub(crate) fn get(&self) -> usize {
@@ -73,6 +91,9 @@ struct Sleeper {
     /// Taken only by a processor about to park and by whoever wakes it:
     /// never on the fast path.
     thread: Mutex<Option<Thread>>,
+    /// The signal with many waiters this processor sleeps on, if any, for
+    /// [`Parking::poison`] to wake.
+    sleeping_on: AtomicPtr<Signal>,
 }
 
 impl Parking {
@@ -92,14 +113,18 @@ impl Parking {
     pub(crate) fn raise(&self, signal: &Signal, value: usize, waiter: Option<usize>) {
         signal.value.store(value, Ordering::SeqCst);
         if signal.sleepers.load(Ordering::SeqCst) > 0 {
-            self.wake(waiter);
+            self.wake(signal, waiter);
         }
     }
 
     #[cold]
-    fn wake(&self, waiter: Option<usize>) {
+    fn wake(&self, signal: &Signal, waiter: Option<usize>) {
         match waiter {
             Some(q) => self.unpark(q),
+            None if signal.many && futex::WORKS => {
+                signal.word.fetch_add(1, Ordering::SeqCst);
+                futex::wake_all(&signal.word);
+            }
             None => {
                 for q in 0..self.threads.len() {
                     if self.threads[q].asleep.load(Ordering::SeqCst) {
@@ -131,6 +156,13 @@ impl Parking {
         self.poisoned.store(true, Ordering::SeqCst);
         for q in 0..self.threads.len() {
             self.unpark(q);
+            let signal = self.threads[q].sleeping_on.load(Ordering::SeqCst);
+            // SAFETY: a processor registers only signals of the run state
+            // that owns this parking (its barrier and slots), which lives
+            // as long as anyone can poison it.
+            if let Some(signal) = unsafe { signal.as_ref() } {
+                self.wake(signal, None);
+            }
         }
     }
 
@@ -191,23 +223,40 @@ impl Parking {
                 *thread = Some(current);
             }
         }
+        let on_word = signal.many && futex::WORKS;
+        if on_word {
+            let at = std::ptr::from_ref(signal).cast_mut();
+            sleeper.sleeping_on.store(at, Ordering::SeqCst);
+        }
         sleeper.asleep.store(true, Ordering::SeqCst);
         signal.sleepers.fetch_add(1, Ordering::SeqCst);
         let outcome = loop {
+            // Read before the check: a raise after it changes the word.
+            let word = signal.word.load(Ordering::SeqCst);
             // After announcing the sleep: a raise from now on sees it.
             if signal.value.load(Ordering::SeqCst) >= target || self.is_poisoned() {
                 break self.check();
             }
-            match deadline {
-                None => std::thread::park(),
+            let left = match deadline {
+                None => None,
                 Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
-                    Some(left) if !left.is_zero() => std::thread::park_timeout(left),
+                    Some(left) if !left.is_zero() => Some(left),
                     _ => break Err(Interrupted::TimedOut),
                 },
+            };
+            match (on_word, left) {
+                (true, left) => futex::wait(&signal.word, word, left),
+                (false, None) => std::thread::park(),
+                (false, Some(left)) => std::thread::park_timeout(left),
             }
         };
         signal.sleepers.fetch_sub(1, Ordering::SeqCst);
         sleeper.asleep.store(false, Ordering::SeqCst);
+        if on_word {
+            sleeper
+                .sleeping_on
+                .store(std::ptr::null_mut(), Ordering::SeqCst);
+        }
         outcome
     }
 
@@ -222,8 +271,10 @@ impl Parking {
 
 /// The cores this process may run on: its CPU affinity mask (what
 /// `taskset` and `mpirun --bind-to` set), not a cgroup's CPU quota, since
-/// a quota throttles threads without taking their cores away.
+/// a quota throttles threads without taking their cores away. Elsewhere
+/// than on Linux, what std reports.
 pub(crate) fn cores() -> usize {
+    #[cfg(target_os = "linux")]
     // SAFETY: `set` is a plain bit mask, zeroed before the call, which
     // writes at most `size_of::<cpu_set_t>()` bytes into it.
     let counted = unsafe {
@@ -231,9 +282,76 @@ pub(crate) fn cores() -> usize {
         let size = std::mem::size_of::<libc::cpu_set_t>();
         (libc::sched_getaffinity(0, size, &mut set) == 0).then(|| libc::CPU_COUNT(&set) as usize)
     };
+    #[cfg(not(target_os = "linux"))]
+    let counted: Option<usize> = None;
     counted
         .filter(|&n| n > 0)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Sleeping in the kernel on a 32-bit word (Linux futexes).
+#[cfg(target_os = "linux")]
+mod futex {
+    use std::sync::atomic::AtomicU32;
+    use std::time::Duration;
+
+    /// Whether this platform has them.
+    pub(super) const WORKS: bool = true;
+
+    /// Sleeps while `word` holds `expected`, for at most `left`; may
+    /// return early (the caller checks again).
+    pub(super) fn wait(word: &AtomicU32, expected: u32, left: Option<Duration>) {
+        let timeout = left.map(|d| libc::timespec {
+            tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
+            tv_nsec: d.subsec_nanos() as libc::c_long,
+        });
+        let timeout = timeout
+            .as_ref()
+            .map_or(std::ptr::null(), std::ptr::from_ref);
+        // SAFETY: `word` is a live, aligned 32-bit atomic for the whole
+        // call, and `timeout` is null or points to a timespec that
+        // outlives it. The kernel only reads both.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                expected,
+                timeout,
+            );
+        }
+    }
+
+    /// Wakes every thread sleeping on `word`.
+    pub(super) fn wake_all(word: &AtomicU32) {
+        // SAFETY: `word` is a live, aligned 32-bit atomic; waking touches
+        // no memory.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                i32::MAX,
+            );
+        }
+    }
+}
+
+/// Elsewhere, sleepers on a signal with many waiters park like the others.
+#[cfg(not(target_os = "linux"))]
+mod futex {
+    use std::sync::atomic::AtomicU32;
+    use std::time::Duration;
+
+    pub(super) const WORKS: bool = false;
+
+    pub(super) fn wait(_: &AtomicU32, _: u32, _: Option<Duration>) {
+        unreachable!("no futexes here")
+    }
+
+    pub(super) fn wake_all(_: &AtomicU32) {
+        unreachable!("no futexes here")
+    }
 }
 
 #[cfg(test)]
@@ -257,7 +375,7 @@ mod tests {
     #[test]
     fn a_raise_for_anyone_wakes_every_waiter() {
         let parking = Parking::new(4, false);
-        let signal = Signal::default();
+        let signal = Signal::for_many();
         std::thread::scope(|s| {
             let waiters: Vec<_> = (1..4)
                 .map(|q| {

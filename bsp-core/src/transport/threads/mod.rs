@@ -236,9 +236,9 @@ impl ThreadsComm {
     }
 
     /// Arrives at the barrier of the current collective and waits for the
-    /// others until `deadline`.
-    fn arrive(&self, deadline: Option<Instant>) -> Result<(), Aborted> {
-        let waited = self.shared.barrier.wait(self.pid, deadline);
+    /// others until `deadline`; `last` as [`Barrier::wait`] runs it.
+    fn arrive(&self, deadline: Option<Instant>, last: Option<&dyn Fn()>) -> Result<(), Aborted> {
+        let waited = self.shared.barrier.wait(self.pid, deadline, last);
         waited.map_err(|why| self.interrupted(why))
     }
 
@@ -273,8 +273,11 @@ impl Comm for ThreadsComm {
         let deadline = self.deadline();
         let shared = &*self.shared;
         shared.slots.publish_row(epoch, self.pid, row);
-        self.arrive(deadline)?;
+        // A large all-gather's shared snapshot is made before anyone
+        // leaves the barrier, where the barrier allows.
         let parking = shared.barrier.parking();
+        let snapshot = || shared.slots.make_snapshot(epoch, self.pid, parking);
+        self.arrive(deadline, Some(&snapshot))?;
         let rows = shared.slots.rows(epoch, self.pid, parking, deadline);
         rows.map_err(|why| self.interrupted(why))
     }
@@ -306,7 +309,7 @@ impl Comm for ThreadsComm {
         let epoch = self.enter();
         let deadline = self.deadline();
         self.shared.slots.publish_blocks(epoch, self.pid, blocks);
-        self.arrive(deadline)?;
+        self.arrive(deadline, None)?;
         let received = self.shared.slots.take_blocks(epoch, self.pid);
         // The lengths a caller expects are what MPI would receive: check
         // them here, where the tests run at every p.

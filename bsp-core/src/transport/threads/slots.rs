@@ -101,7 +101,7 @@ impl Slots {
             slots: (0..p).map(|_| CachePadded::default()).collect(),
             inbox: (0..p).map(|_| CachePadded::default()).collect(),
             snapshot: UnsafeCell::new(None),
-            snapshot_ready: CachePadded::default(),
+            snapshot_ready: CachePadded::new(Signal::for_many()),
         };
         Slots {
             sets: [set(), set()],
@@ -137,19 +137,35 @@ impl Slots {
         if p * width <= SHARED_ROWS_WORDS {
             return Ok(concatenate(p, width, row));
         }
-        if me == 0 {
-            let rows = concatenate(p, width, row);
-            // SAFETY: only processor 0 writes the snapshot, and nobody reads
-            // it before the raise below (module protocol).
-            unsafe { *set.snapshot.get() = Some(Rows::clone(&rows)) };
-            parking.raise(&set.snapshot_ready, epoch + 1, None);
-            return Ok(rows);
+        if me == 0 && set.snapshot_ready.get() <= epoch {
+            self.make_snapshot(epoch, me, parking);
         }
         parking.wait(me, &set.snapshot_ready, epoch + 1, deadline)?;
         // SAFETY: processor 0 wrote the snapshot before raising the signal
         // and writes it again only after the next barrier.
         let rows = unsafe { &*set.snapshot.get() };
         Ok(Rows::clone(rows.as_ref().expect("raised with a snapshot")))
+    }
+
+    /// Makes the shared snapshot of collective `epoch`'s rows, if they are
+    /// large, once every row is published and before anyone reads them:
+    /// run by one processor (`me`), either inside the barrier (its last
+    /// step) or, where the barrier has none, by processor 0 after it while
+    /// the others wait.
+    pub(super) fn make_snapshot(&self, epoch: usize, me: usize, parking: &Parking) {
+        let set = &self.sets[epoch % 2];
+        let p = set.slots.len();
+        // SAFETY: as in `rows`: every row is published and none is written
+        // before the next barrier.
+        let row = |q: usize| unsafe { &*set.slots[q].row.get() }.as_slice();
+        let width = row(me).len();
+        if p * width <= SHARED_ROWS_WORDS {
+            return;
+        }
+        // SAFETY: one processor makes the snapshot, and nobody reads it
+        // before the raise below (module protocol).
+        unsafe { *set.snapshot.get() = Some(concatenate(p, width, row)) };
+        parking.raise(&set.snapshot_ready, epoch + 1, None);
     }
 
     /// Publishes processor `me`'s `blocks` for collective `epoch` and links
