@@ -83,6 +83,12 @@ impl Machine {
     }
 }
 
+/// The revision of the transports' costs, part of every cache line's key:
+/// raised when a transport's l or g change enough that parameters cached
+/// by an older bsp would mislead the cost model (2: the lock-free threads
+/// transport, whose direct routing rides in the rows' all-gather).
+const COSTS_REVISION: u32 = 2;
+
 /// What a machine's parameters are for: the host, the transport, p, and
 /// whether the code measured was built with debug assertions (a test
 /// build) or without (a release build), whose costs differ.
@@ -114,7 +120,7 @@ impl Key {
 
     fn prefix(&self) -> String {
         format!(
-            "{} {} {} {} ",
+            "{} {}/{COSTS_REVISION} {} {} ",
             self.host, self.transport, self.procs, self.build
         )
     }
@@ -138,7 +144,7 @@ fn cache_file() -> Option<PathBuf> {
     }
 }
 
-/// The cached parameters for `key`: the last line `HOST TRANSPORT P BUILD
+/// The cached parameters for `key`: the last line `HOST TRANSPORT/REVISION P BUILD
 /// two-phase=L,G,G1;direct=L,G,G1` that names it. Lines without the lone
 /// g (written by older builds) do not count: their machine is probed
 /// again.
