@@ -29,9 +29,12 @@ pub const MACHINE_CACHE_ENV: &str = "BSP_MACHINE_CACHE";
 /// (default `bsp-trace.json`).
 pub const TRACE_FILE_ENV: &str = "BSP_TRACE_FILE";
 /// Environment variable choosing the barrier of the threads transport's
-/// syncs: `central` (the default; one shared counter) or `binomial` (a
-/// binomial tree of per-processor flags, after the collectives chapter's
-/// shared-memory barrier).
+/// syncs, for measurement: `auto` (the default: `dissemination` when
+/// every processor has a core of the process's CPU affinity, `central`
+/// when there are more processors than cores), `dissemination` (⌈log₂ p⌉
+/// rounds of pairwise signals), `central` (one shared counter) or
+/// `binomial` (a binomial tree of per-processor flags, after the
+/// collectives chapter's shared-memory barrier).
 pub const BARRIER_ENV: &str = "BSP_BARRIER";
 /// Environment variable giving the memory budget of each processor's
 /// statistics history in bytes, optionally followed by `K`, `M` or `G`
