@@ -425,7 +425,15 @@ fn main() {
         if !mpi && collectives.iter().any(|c| c == "barrier") {
             for per in [100usize, 10_000] {
                 let iterations = (20_000_000 / (per * p).max(1)).clamp(100, 20_000);
-                let rows: Vec<Row> = ["central", "binomial"]
+                // What `BSP_BARRIER=auto` picks: dissemination with a core
+                // per processor (std's count stands for the affinity mask).
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                let auto = if p <= cores {
+                    "dissemination"
+                } else {
+                    "central"
+                };
+                let rows: Vec<Row> = ["dissemination", "central", "binomial"]
                     .into_iter()
                     .map(|kind| {
                         let (seconds, predicted) = diffusion(p, kind, per, iterations);
@@ -434,7 +442,7 @@ fn main() {
                             variant: kind,
                             seconds,
                             predicted,
-                            default: kind == "central",
+                            default: kind == auto,
                         }
                     })
                     .collect();
