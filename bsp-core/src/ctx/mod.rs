@@ -579,7 +579,11 @@ impl Ctx {
     /// irregular all-to-all for [`Router::Direct`], the cheaper by the cost
     /// model for [`Router::Auto`]; gets add a second h-relation for the
     /// replies, by the same router. Bookkeeping is proportional to the
-    /// processors written to and the parts routed, not to p. Under MPI, a
+    /// processors written to and the parts routed, not to p. On threads
+    /// the streams travel with the rows: a direct routing costs no
+    /// collective beyond the all-gather, so a superstep with puts is one
+    /// barrier, and each payload is copied once, into its destination.
+    /// Under MPI, a
     /// direct or two-phase routing without gets whose records are large
     /// (4 KiB on average, 32 KiB per rank) sends the record headers ahead
     /// of the payloads (one more small collective up to 64 processors,
