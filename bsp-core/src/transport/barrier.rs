@@ -47,17 +47,18 @@ impl BarrierKind {
         }
     }
 
-    /// The kind to use for `p` processors on `cores` cores. With a core
-    /// each, the dissemination barrier: its critical path is ⌈log₂ p⌉
-    /// one-way cache-line transfers, against 2·log₂ p for the tree and a
-    /// serialised line for the counter. With more processors than cores,
-    /// the central counter: every waiter parks at once, and one wake-up
-    /// pass by the last arrival costs p wakes, where the others make each
-    /// processor sleep once per round.
-    pub(crate) fn resolve(self, p: usize, cores: usize) -> BarrierKind {
+    /// The kind to use, given whether every processor of the run has a
+    /// core of its own. With a core each, the dissemination barrier: its
+    /// critical path is ⌈log₂ p⌉ one-way cache-line transfers, against
+    /// 2·log₂ p for the tree and a serialised line for the counter. With
+    /// more processors than cores, the central counter: every waiter parks
+    /// at once and one wake by the last arrival releases them all, where
+    /// the others make each processor sleep once per round. A sub-machine
+    /// follows its run: its members share the run's cores.
+    pub(crate) fn resolve(self, cores_each: bool) -> BarrierKind {
         match self {
-            BarrierKind::Auto if p > cores => BarrierKind::Central,
-            BarrierKind::Auto => BarrierKind::Dissemination,
+            BarrierKind::Auto if cores_each => BarrierKind::Dissemination,
+            BarrierKind::Auto => BarrierKind::Central,
             kind => kind,
         }
     }
@@ -377,11 +378,8 @@ mod tests {
         assert_eq!("dissemination".parse(), Ok(BarrierKind::Dissemination));
         assert_eq!("central".parse(), Ok(BarrierKind::Central));
         assert!("tree".parse::<BarrierKind>().is_err());
-        assert_eq!(BarrierKind::Auto.resolve(1024, 2), BarrierKind::Central);
-        assert_eq!(BarrierKind::Auto.resolve(2, 2), BarrierKind::Dissemination);
-        assert_eq!(
-            BarrierKind::Binomial.resolve(1024, 2),
-            BarrierKind::Binomial
-        );
+        assert_eq!(BarrierKind::Auto.resolve(false), BarrierKind::Central);
+        assert_eq!(BarrierKind::Auto.resolve(true), BarrierKind::Dissemination);
+        assert_eq!(BarrierKind::Binomial.resolve(false), BarrierKind::Binomial);
     }
 }

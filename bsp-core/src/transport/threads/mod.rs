@@ -66,14 +66,12 @@ type GroupKey = (u64, usize, u64);
 /// What the states of one run share to form sub-machines.
 #[derive(Default)]
 struct Family {
-    /// The barrier asked for (`BSP_BARRIER`), resolved for each machine by
-    /// its size.
+    /// The barrier asked for (`BSP_BARRIER`).
     barrier: BarrierKind,
-    /// The cores of the process (its CPU affinity).
-    cores: usize,
-    /// Whether waiters spin before parking: every processor of the run
-    /// has a core.
-    spin: bool,
+    /// Whether every processor of the run has a core of the process's CPU
+    /// affinity: waiters then spin before parking, and `auto` picks the
+    /// dissemination barrier.
+    cores_each: bool,
     /// The number of the next sub-machine.
     next_id: AtomicU64,
     /// Groups being formed, by (parent state, parent epoch, color): the
@@ -87,11 +85,9 @@ struct Family {
 
 impl ThreadsShared {
     fn new(nprocs: usize, limits: RunLimits, barrier: BarrierKind) -> Arc<Self> {
-        let cores = cores();
         let family = Arc::new(Family {
             barrier,
-            cores,
-            spin: nprocs <= cores,
+            cores_each: nprocs <= cores(),
             ..Family::default()
         });
         Arc::new(Self::state(nprocs, limits, None, None, family))
@@ -105,13 +101,13 @@ impl ThreadsShared {
         family: Arc<Family>,
     ) -> Self {
         let id = family.next_id.fetch_add(1, Ordering::Relaxed);
-        let kind = family.barrier.resolve(nprocs, family.cores);
+        let kind = family.barrier.resolve(family.cores_each);
         ThreadsShared {
             nprocs,
             id,
             root,
             frame,
-            barrier: Barrier::new(nprocs, kind, family.spin),
+            barrier: Barrier::new(nprocs, kind, family.cores_each),
             family,
             slots: slots::Slots::new(nprocs),
             limits,
