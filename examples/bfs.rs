@@ -5,10 +5,10 @@
 //! vertices of the current level) and sends each neighbour it does not own
 //! to its owner through a queue of `usize` messages (`ctx.queue`: raw
 //! bytes, no serialization); after the sync, the vertices not seen before
-//! are the next frontier. Each processor also puts its frontier's size into
-//! every processor's coarray, so all learn in the same sync when every
-//! frontier was empty. Checked against a sequential BFS (exit status 1 if
-//! wrong).
+//! are the next frontier. The sync also carries a vote (`ctx.sync_any`:
+//! "my frontier was not empty"), so all learn in that same sync when every
+//! frontier was empty, at no superstep of its own. Checked against a
+//! sequential BFS (exit status 1 if wrong).
 //!
 //! ```text
 //! cargo run --release --example bfs -- [--n N] [--degree D] [--procs P] [--json]
@@ -64,10 +64,8 @@ fn bfs(ctx: &mut Ctx, n: usize, degree: usize) -> (Vec<u32>, usize) {
     let blocks = Block::new(n, p);
     let first = blocks.start(me); // my vertices are first..first + level.len()
     let mut level = vec![UNREACHED; blocks.local_len(me)];
-    // Both registrations are collective: every processor makes them, in
-    // this order.
+    // The registration is collective: every processor makes it.
     let found = ctx.queue::<usize>(); // vertices found, sent to their owner
-    let busy = ctx.coarray::<u64>(p); // busy[q]: how many processor q found
     let mut frontier = Vec::new();
     if blocks.owner(0) == me {
         level[0] = 0; // the source, vertex 0, is the first vertex of processor 0
@@ -75,10 +73,6 @@ fn bfs(ctx: &mut Ctx, n: usize, degree: usize) -> (Vec<u32>, usize) {
     }
     let mut depth = 0; // the level of the frontier
     loop {
-        // Tell everyone, in this same superstep, how big my frontier is.
-        for q in 0..p {
-            ctx.put(q, &busy, me, &[frontier.len() as u64]);
-        }
         // Expand the frontier: keep my neighbours, send the others away.
         let mut candidates = Vec::new();
         for &v in &frontier {
@@ -91,11 +85,12 @@ fn bfs(ctx: &mut Ctx, n: usize, degree: usize) -> (Vec<u32>, usize) {
                 }
             }
         }
-        ctx.sync(); // messages and puts delivered
-                    // Every processor reads the same slots, so all stop in the same
-                    // superstep. (`all_reduce` of the sizes would do as well, with
-                    // supersteps of its own.)
-        if ctx.local(&busy).iter().all(|&size| size == 0) {
+        // Messages delivered, and the vote counted: every processor gets
+        // the same answer, so all stop in the same superstep. (An
+        // `all_reduce` of the sizes would do as well, with supersteps of
+        // its own.)
+        let anyone_busy = ctx.sync_any(!frontier.is_empty());
+        if !anyone_busy {
             return (level, ctx.superstep());
         }
         candidates.extend(ctx.receive(&found));

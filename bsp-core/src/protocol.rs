@@ -131,11 +131,14 @@ pub(crate) struct SyncRow {
     /// the previous sync.
     pub(crate) work_ns: u64,
     pub(crate) previous: SyncFigures,
+    /// Its vote ([`Ctx::sync_sum`](crate::Ctx::sync_sum),
+    /// [`Ctx::sync_any`](crate::Ctx::sync_any); 0 for a plain sync).
+    pub(crate) vote: u64,
 }
 
 impl SyncRow {
     /// Words of a row on the wire.
-    pub(crate) const WORDS: usize = 9 + 4 + 2 * ROUTE_WORDS + 1;
+    pub(crate) const WORDS: usize = 9 + 4 + 2 * ROUTE_WORDS + 2;
 
     pub(crate) fn to_words(self) -> [u64; Self::WORDS] {
         let f = &self.previous;
@@ -169,6 +172,7 @@ impl SyncRow {
             r1[5],
             r1[6],
             f.sync_ns,
+            self.vote,
         ]
     }
 
@@ -217,6 +221,7 @@ impl SyncRow {
                 routed: 0,
                 sync_ns: w[13 + 2 * ROUTE_WORDS],
             },
+            vote: w[14 + 2 * ROUTE_WORDS],
         }
     }
 
@@ -360,6 +365,8 @@ pub(crate) struct SyncDecision {
     /// When the rows carry counts: the h of the superstep's requests, the
     /// most bytes one processor sends to or receives from the others.
     pub(crate) exact_h: Option<u64>,
+    /// The sum of the processors' votes.
+    pub(crate) votes: u64,
 }
 
 impl SyncDecision {
@@ -422,7 +429,10 @@ pub(crate) fn decide(
         total_bytes: 0,
         total_records: 0,
         exact_h: None,
+        votes: 0,
     };
+    // The first processor whose vote makes the sum overflow, if any.
+    let mut overflow = None;
     // With counts: what each processor receives from the others (p ≤ 64).
     let mut received = [0u64; COUNTS_IN_ROW];
     let mut exact_h = 0;
@@ -454,6 +464,10 @@ pub(crate) fn decide(
         decision.total_records += r.records;
         decision.any_gets |= r.has_gets;
         decision.any_lends |= r.lends;
+        match decision.votes.checked_add(r.vote) {
+            Some(sum) => decision.votes = sum,
+            None => overflow = overflow.or(Some((q, r))),
+        }
     }
     if width > SyncRow::WORDS {
         let most_received = received[..p].iter().copied().max().unwrap_or(0);
@@ -466,6 +480,14 @@ pub(crate) fn decide(
             ordinal(ss + 1)
         );
         return Err(Error::at(ErrorKind::SyncMismatch, r, rs as usize, msg));
+    }
+    if let Some((q, r)) = overflow {
+        let msg = format!(
+            "sync_sum: the processors' values add up to more than u64::MAX \
+             (processor {q}'s value {} overflows the sum of those before it)",
+            r.vote
+        );
+        return Err(Error::at(ErrorKind::Panic, q, r.superstep as usize, msg));
     }
     if let Some((q, r)) = mismatch {
         let (cq, c0) = (r.registrations, first.registrations);
@@ -595,6 +617,7 @@ mod tests {
                 sync_ns: 8,
                 ..SyncFigures::default()
             },
+            vote: 0,
         }
     }
 
@@ -627,8 +650,17 @@ mod tests {
                 total_bytes: 0,
                 total_records: 0,
                 exact_h: None,
+                votes: 0,
             }
         );
+        rows[0].vote = 4;
+        rows[2].vote = 1;
+        let votes = decide(&words(&rows), SyncRow::WORDS, |_| Vec::new()).unwrap();
+        assert_eq!(votes.votes, 5);
+        rows[1].vote = u64::MAX;
+        let err = decide(&words(&rows), SyncRow::WORDS, |_| Vec::new()).unwrap_err();
+        assert_eq!((err.kind(), err.pid()), (ErrorKind::Panic, Some(1)));
+        rows[1].vote = 0;
         rows[1].bytes = 10;
         rows[1].records = 3;
         rows[2].bytes = 2;

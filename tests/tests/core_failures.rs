@@ -121,6 +121,15 @@ fn returning_while_others_sync_names_both_superstep_counts() {
 }
 
 #[test]
+fn a_sum_of_votes_past_u64_max_names_the_processor_that_overflows_it() {
+    let want = Failure::at(ErrorKind::Panic, 1, 1).says(&["sync_sum", "processor 1's value"]);
+    fails(3, want, |ctx| {
+        ctx.sync();
+        ctx.sync_sum(u64::MAX / 2 + 1);
+    });
+}
+
+#[test]
 fn registration_count_mismatch() {
     let want =
         Failure::at(ErrorKind::RegistrationMismatch, 1, 0).says(&["processor 1 has registered 2"]);

@@ -42,6 +42,49 @@ fn get_sees_the_data_before_the_supersteps_puts() {
 }
 
 #[test]
+fn votes_ride_in_the_sync_with_the_superstep_s_puts() {
+    on_runtimes(120, &[1, 3, 8], |rt| {
+        let out = run_local(rt, |ctx| {
+            let (me, p) = (ctx.pid(), ctx.nprocs());
+            let a = ctx.coarray::<u64>(1);
+            let mut seen = Vec::new();
+            for step in 0..4u64 {
+                ctx.put((me + 1) % p, &a, 0, &[step * 100 + me as u64]);
+                // Step 1: processor 0 syncs plainly (it adds 0); step 3:
+                // only the last processor votes true.
+                let total = match step {
+                    1 if me == 0 => {
+                        ctx.sync();
+                        None
+                    }
+                    3 => Some(u64::from(ctx.sync_any(me == p - 1))),
+                    _ => Some(ctx.sync_sum(me as u64 + step)),
+                };
+                seen.push((total, ctx.local(&a)[0]));
+            }
+            let none = ctx.sync_any(false);
+            (seen, none)
+        });
+        let p = rt.nprocs() as u64;
+        verify(rt, out, |pid, (seen, none)| {
+            let left = (pid as u64 + p - 1) % p;
+            let want = |step: u64| match step {
+                1 if pid == 0 => None,
+                1 => Some(p * (p - 1) / 2 + (p - 1)),
+                3 => Some(1),
+                _ => Some(p * (p - 1) / 2 + p * step),
+            };
+            !*none
+                && seen.len() == 4
+                && seen
+                    .iter()
+                    .zip(0u64..)
+                    .all(|(&(total, got), step)| total == want(step) && got == step * 100 + left)
+        });
+    });
+}
+
+#[test]
 fn last_put_by_source_then_call_order_wins() {
     on_runtimes(120, &[1, 3, 4], |rt| {
         let out = run_local(rt, |ctx| {

@@ -464,7 +464,7 @@ impl Ctx {
 
     /// This processor's row for the exchange opening a sync (or ending
     /// the run), its record heads not yet in the slot.
-    fn row_words(&self, status: Status) -> Vec<u64> {
+    fn row_words(&self, status: Status, vote: u64) -> Vec<u64> {
         let row = SyncRow {
             status,
             superstep: self.superstep as u64,
@@ -476,6 +476,7 @@ impl Ctx {
             lends: !self.lending.is_empty(),
             records: self.outbox.records(),
             previous: self.last_sync,
+            vote,
         };
         let outbox = &self.outbox;
         protocol::row_words(
@@ -573,7 +574,7 @@ impl Ctx {
     ///
     /// # Cost
     ///
-    /// l (one all-gather of a row of 28 words, and two per processor up to
+    /// l (one all-gather of a row of 29 words, and two per processor up to
     /// 64 processors) plus, if anything was requested,
     /// h·g for the h-relation: two transposes for [`Router::TwoPhase`], one
     /// irregular all-to-all for [`Router::Direct`], the cheaper by the cost
@@ -593,10 +594,75 @@ impl Ctx {
     /// travel inside the rows (in a slot sized by that superstep, up to 2
     /// KiB a processor), and the extra collective is spared.
     pub fn sync(&mut self) {
+        self.sync_voting(0);
+    }
+
+    /// Ends the superstep as [`sync`](Ctx::sync) does, and tells whether
+    /// any processor voted `true`: a vote carried in the sync's own row, so
+    /// it costs no superstep of its own. A processor that calls plain
+    /// `sync` in the same superstep votes `false`. The loop of a
+    /// level-synchronous algorithm stops on it: every processor learns the
+    /// same answer in the same sync.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rounds = bsp_core::run(3, |ctx| {
+    ///     // Processor q has q + 1 rounds of work; all stop together.
+    ///     let mut round = 0;
+    ///     while ctx.sync_any(round <= ctx.pid()) {
+    ///         round += 1;
+    ///     }
+    ///     round
+    /// })
+    /// .unwrap();
+    /// assert_eq!(rounds, vec![3, 3, 3]);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// As [`sync`](Ctx::sync).
+    ///
+    /// # Cost
+    ///
+    /// That of [`sync`](Ctx::sync): the vote is one more word in each row.
+    pub fn sync_any(&mut self, vote: bool) -> bool {
+        self.sync_voting(u64::from(vote)) > 0
+    }
+
+    /// Ends the superstep as [`sync`](Ctx::sync) does, and returns the sum
+    /// over all processors of `value` (0 for a processor that calls plain
+    /// `sync` in the same superstep), carried in the sync's own row: a
+    /// global count, such as the size of the next frontier, at no extra
+    /// superstep.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let totals = bsp_core::run(4, |ctx| ctx.sync_sum(ctx.pid() as u64 + 1)).unwrap();
+    /// assert_eq!(totals, vec![10, 10, 10, 10]);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// As [`sync`](Ctx::sync); and the run ends with an error of kind
+    /// [`Panic`](crate::ErrorKind::Panic), on every processor alike, when
+    /// the values add up to more than `u64::MAX`.
+    ///
+    /// # Cost
+    ///
+    /// That of [`sync`](Ctx::sync): the value is one more word in each row.
+    pub fn sync_sum(&mut self, value: u64) -> u64 {
+        self.sync_voting(value)
+    }
+
+    /// The sync, with this processor's `vote`; returns the sum of the
+    /// votes.
+    fn sync_voting(&mut self, vote: u64) -> u64 {
         let start = Instant::now();
         let records = self.outbox.records();
         // The row counts the outbox before the streams are taken out.
-        let mut mine = self.row_words(Status::Syncing);
+        let mut mine = self.row_words(Status::Syncing, vote);
         let cut = self.cut_for_row();
         if let Some(placement::Streams::Cut { heads, .. }) = &cut {
             let heads = heads.iter().flat_map(|(_, h)| h.iter().map(|b| &b[..]));
@@ -711,6 +777,7 @@ impl Ctx {
         figures.sync_ns = start.elapsed().as_nanos() as u64;
         self.last_sync = figures;
         self.work_start = Instant::now();
+        decision.votes
     }
 
     /// Under [`OnFailure::Return`](crate::OnFailure): every processor says
@@ -867,7 +934,7 @@ impl Ctx {
             );
             self.fail(ErrorKind::PendingCommunication, self.pid, msg);
         }
-        let mine = self.row_words(Status::Returned);
+        let mine = self.row_words(Status::Returned, 0);
         self.exchange_rows(mine, None);
         self.finished = true;
     }
