@@ -219,9 +219,23 @@ impl Inbox {
         None
     }
 
+    /// The next message's run, as [`front`](Inbox::front) finds it, but
+    /// without moving past the runs all taken (their bytes end where the
+    /// next message starts).
+    fn next(&self) -> Option<(usize, u64, usize)> {
+        let mut taken = self.taken;
+        for &run in self.runs.iter().skip(self.next_run) {
+            if taken < run.1 {
+                return Some(run);
+            }
+            taken = 0;
+        }
+        None
+    }
+
     /// The next message with its source pid, decoded, left in the queue.
-    pub(crate) fn peek<T, E: Encoding<T>>(&mut self) -> Option<(usize, T)> {
-        let (src, _, end) = self.front()?;
+    pub(crate) fn peek<T, E: Encoding<T>>(&self) -> Option<(usize, T)> {
+        let (src, _, end) = self.next()?;
         Some((src, E::decode_one(&self.data[self.at..end]).0))
     }
 

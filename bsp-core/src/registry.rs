@@ -260,6 +260,15 @@ impl Registry {
         }
     }
 
+    /// Queue `id`'s inbox, to read without taking.
+    pub(crate) fn inbox_ref(&self, id: u32) -> Result<&Inbox, Unusable> {
+        match self.entry(id)? {
+            Entry::Queue(inbox) => Ok(inbox),
+            Entry::Released(when) => Err(Unusable::Released(*when)),
+            Entry::Array(_) | Entry::Lent(_) | Entry::Open => Err(Unusable::Foreign),
+        }
+    }
+
     /// Whether `id` names a coarray lent for this sync.
     pub(crate) fn is_lent(&self, id: u32) -> bool {
         matches!(self.entry(id), Ok(Entry::Lent(_)))

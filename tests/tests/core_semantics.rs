@@ -4,7 +4,7 @@
 
 mod support;
 
-use bsp::{Router, Runtime, SuperstepStats};
+use bsp::{Ctx, Router, Runtime, SuperstepStats};
 use support::{describe, on_runtimes, run_local, watchdog};
 
 /// Checks `ok(pid, result)` for every visible processor (each test body
@@ -80,6 +80,38 @@ fn votes_ride_in_the_sync_with_the_superstep_s_puts() {
                     .iter()
                     .zip(0u64..)
                     .all(|(&(total, got), step)| total == want(step) && got == step * 100 + left)
+        });
+    });
+}
+
+#[test]
+fn peeking_reads_through_a_shared_borrow_past_sources_all_taken() {
+    on_runtimes(120, &[1, 3], |rt| {
+        let out = run_local(rt, |ctx| {
+            let (me, p) = (ctx.pid(), ctx.nprocs());
+            let q = ctx.queue::<u32>();
+            for k in 0..2 {
+                ctx.send(0, &q, &(me as u32 * 10 + k));
+            }
+            ctx.sync();
+            let mut seen = Vec::new();
+            for _ in 0..2 * p {
+                let reader: &Ctx = ctx; // queue_len and peek only read
+                let (len, next) = (reader.queue_len(&q), reader.peek(&q));
+                let taken = ctx.next_message(&q);
+                seen.push((len, next, taken));
+            }
+            (seen, ctx.queue_len(&q), ctx.peek(&q))
+        });
+        let p = rt.nprocs();
+        verify(rt, out, |pid, (seen, left, after)| {
+            let want: Vec<u32> = (0..p as u32).flat_map(|s| [s * 10, s * 10 + 1]).collect();
+            *left == 0
+                && after.is_none()
+                && seen.iter().enumerate().all(|(i, &(len, next, taken))| {
+                    let w = if pid == 0 { want.get(i).copied() } else { None };
+                    len == if pid == 0 { 2 * p - i } else { 0 } && next == w && taken == w
+                })
         });
     });
 }

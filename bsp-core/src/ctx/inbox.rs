@@ -29,8 +29,8 @@ impl Ctx {
     /// # Cost
     ///
     /// Local, linear in the number of sources that sent to this processor.
-    pub fn queue_len<T, E: Encoding<T>>(&mut self, q: &Queue<T, E>) -> usize {
-        self.inbox(self.id_of(q)).len()
+    pub fn queue_len<T, E: Encoding<T>>(&self, q: &Queue<T, E>) -> usize {
+        self.inbox_ref(self.id_of(q)).len()
     }
 
     /// The next message of `q` — in source pid, then send order — without
@@ -55,8 +55,8 @@ impl Ctx {
     /// # Cost
     ///
     /// Local: decodes one message.
-    pub fn peek<T, E: Encoding<T>>(&mut self, q: &Queue<T, E>) -> Option<T> {
-        self.inbox(self.id_of(q)).peek::<T, E>().map(|(_, m)| m)
+    pub fn peek<T, E: Encoding<T>>(&self, q: &Queue<T, E>) -> Option<T> {
+        self.inbox_ref(self.id_of(q)).peek::<T, E>().map(|(_, m)| m)
     }
 
     /// Takes the next message of `q`, in source pid, then send order

@@ -160,4 +160,12 @@ impl Ctx {
             Err(why) => unusable(pid, superstep, why, "queue", id),
         }
     }
+
+    /// Queue `id`'s inbox, to read without taking.
+    pub(super) fn inbox_ref(&self, id: u32) -> &Inbox {
+        match self.registry.inbox_ref(id) {
+            Ok(inbox) => inbox,
+            Err(why) => unusable(self.pid, self.superstep, why, "queue", id),
+        }
+    }
 }
