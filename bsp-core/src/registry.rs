@@ -97,6 +97,14 @@ pub(crate) struct Registry {
     fingerprint: u64,
 }
 
+/// Why an entry that is not a live queue cannot be used as one.
+fn not_a_queue(entry: &Entry) -> Unusable {
+    match entry {
+        Entry::Released(when) => Unusable::Released(*when),
+        _ => Unusable::Foreign,
+    }
+}
+
 impl Registry {
     pub(crate) fn new() -> Self {
         Registry {
@@ -255,8 +263,7 @@ impl Registry {
     pub(crate) fn inbox(&mut self, id: u32) -> Result<&mut Inbox, Unusable> {
         match self.entry_mut(id)? {
             Entry::Queue(inbox) => Ok(inbox),
-            Entry::Released(when) => Err(Unusable::Released(*when)),
-            Entry::Array(_) | Entry::Lent(_) | Entry::Open => Err(Unusable::Foreign),
+            other => Err(not_a_queue(other)),
         }
     }
 
@@ -264,8 +271,7 @@ impl Registry {
     pub(crate) fn inbox_ref(&self, id: u32) -> Result<&Inbox, Unusable> {
         match self.entry(id)? {
             Entry::Queue(inbox) => Ok(inbox),
-            Entry::Released(when) => Err(Unusable::Released(*when)),
-            Entry::Array(_) | Entry::Lent(_) | Entry::Open => Err(Unusable::Foreign),
+            other => Err(not_a_queue(other)),
         }
     }
 

@@ -73,6 +73,34 @@ struct Set {
 // every reader passes only after its reads.
 unsafe impl Sync for Set {}
 
+impl Set {
+    /// Processor `q`'s published row.
+    ///
+    /// # Safety
+    ///
+    /// Only between the barrier of the collective that published it and
+    /// the next barrier (module protocol).
+    unsafe fn row(&self, q: usize) -> &[u64] {
+        // SAFETY: the caller's promise: nobody writes the row meanwhile.
+        unsafe { &*self.slots[q].row.get() }
+    }
+
+    /// Whether the rows are large enough to be shared in one snapshot
+    /// (`me`'s width is everyone's). Safety as [`row`](Set::row).
+    unsafe fn large(&self, me: usize) -> bool {
+        // SAFETY: passed on to the caller.
+        self.slots.len() * unsafe { self.row(me) }.len() > SHARED_ROWS_WORDS
+    }
+
+    /// Every row, concatenated in pid order. Safety as [`row`](Set::row).
+    unsafe fn concatenated(&self, me: usize) -> Rows {
+        // SAFETY: passed on to the caller.
+        let width = unsafe { self.row(me) }.len();
+        // SAFETY: passed on to the caller.
+        concatenate(self.slots.len(), width, |q| unsafe { self.row(q) })
+    }
+}
+
 /// The code of `sender`'s block number `index` in an inbox (never 0).
 fn link(sender: usize, index: usize) -> u64 {
     ((sender as u64 + 1) << 32) | index as u64
@@ -129,13 +157,10 @@ impl Slots {
         deadline: Option<Instant>,
     ) -> Result<Rows, Interrupted> {
         let set = &self.sets[epoch % 2];
-        let p = set.slots.len();
-        // SAFETY: the rows were written before the barrier and are not
-        // written again before the next one (module protocol).
-        let row = |q: usize| unsafe { &*set.slots[q].row.get() }.as_slice();
-        let width = row(me).len();
-        if p * width <= SHARED_ROWS_WORDS {
-            return Ok(concatenate(p, width, row));
+        // SAFETY: called after the barrier of collective `epoch`.
+        if !unsafe { set.large(me) } {
+            // SAFETY: as above.
+            return Ok(unsafe { set.concatenated(me) });
         }
         if me == 0 && set.snapshot_ready.get() <= epoch {
             self.make_snapshot(epoch, me, parking);
@@ -154,17 +179,14 @@ impl Slots {
     /// the others wait.
     pub(super) fn make_snapshot(&self, epoch: usize, me: usize, parking: &Parking) {
         let set = &self.sets[epoch % 2];
-        let p = set.slots.len();
-        // SAFETY: as in `rows`: every row is published and none is written
-        // before the next barrier.
-        let row = |q: usize| unsafe { &*set.slots[q].row.get() }.as_slice();
-        let width = row(me).len();
-        if p * width <= SHARED_ROWS_WORDS {
+        // SAFETY: every row is published and none is written before the
+        // next barrier.
+        if !unsafe { set.large(me) } {
             return;
         }
-        // SAFETY: one processor makes the snapshot, and nobody reads it
-        // before the raise below (module protocol).
-        unsafe { *set.snapshot.get() = Some(concatenate(p, width, row)) };
+        // SAFETY: as above; one processor makes the snapshot, and nobody
+        // reads it before the raise below (module protocol).
+        unsafe { *set.snapshot.get() = Some(set.concatenated(me)) };
         parking.raise(&set.snapshot_ready, epoch + 1, None);
     }
 
