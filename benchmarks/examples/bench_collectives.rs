@@ -253,9 +253,12 @@ fn measure(
 /// processor (average with the neighbours, then sync, twice per
 /// iteration), on threads with the barrier `kind`.
 fn diffusion(p: usize, kind: &str, per: usize, iterations: usize) -> (f64, f64) {
-    // Read by the threads transport when the run starts.
-    std::env::set_var(bsp::BARRIER_ENV, kind);
-    let out = Runtime::threads(p)
+    // Read by Runtime::from_env, which the threads transport takes the
+    // barrier from.
+    std::env::set_var(bsp::env::BARRIER_ENV, kind);
+    let rt = Runtime::from_env().with_procs(p);
+    std::env::remove_var(bsp::env::BARRIER_ENV);
+    let out = rt
         .run(|ctx| {
             let model = Model::of(ctx);
             let mut a = vec![1.0f64; per + 2];
@@ -282,8 +285,7 @@ fn diffusion(p: usize, kind: &str, per: usize, iterations: usize) -> (f64, f64) 
             eprintln!("bench_collectives: {e}");
             std::process::exit(1)
         });
-    std::env::remove_var(bsp::BARRIER_ENV);
-    out[0]
+    *out.local()
 }
 
 /// Whether the direct variants (every processor receives p vectors, and

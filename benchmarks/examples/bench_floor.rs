@@ -124,7 +124,7 @@ fn floor_ns(program: &Path, p: usize, steps: usize) -> f64 {
 /// superstep and per one-put superstep, over `steps` of each (the first
 /// of each not counted).
 fn bsp_round(p: usize, router: Option<Router>, steps: usize) -> (f64, f64) {
-    let mut rt = Runtime::threads(p);
+    let mut rt = Runtime::from_env().with_procs(p);
     if let Some(router) = router {
         rt = rt.with_router(router);
     }

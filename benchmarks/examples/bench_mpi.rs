@@ -90,7 +90,7 @@ fn bsp_route(rt: &Runtime, n: usize, iters: usize) -> (f64, bool) {
             let src = ctx.coarray_from(src);
             let step = |ctx: &mut bsp::Ctx| {
                 for dst in 0..p {
-                    ctx.put_from(dst, &a, me * m, &src, dst * m, m);
+                    ctx.put_from(dst, &a, me * m, &src, dst * m..(dst + 1) * m);
                 }
                 ctx.sync();
             };

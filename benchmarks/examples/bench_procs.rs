@@ -55,7 +55,7 @@ fn main() {
     }
     for &p in &procs {
         for &router in &routers {
-            let rt = Runtime::threads(p).with_router(router);
+            let rt = Runtime::from_env().with_procs(p).with_router(router);
             let results = ran(
                 "bench_procs",
                 rt.run(|ctx| {

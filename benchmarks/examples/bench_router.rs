@@ -159,7 +159,7 @@ fn run_bsp(rt: &Runtime, router: Router, c: &[Vec<usize>], reps: usize) -> (Vec<
                 let mut from = 0;
                 for (j, &len) in c[me].iter().enumerate() {
                     if len > 0 {
-                        ctx.put_from(j, &inbox, offsets[j], &outbox, from, len);
+                        ctx.put_from(j, &inbox, offsets[j], &outbox, from..from + len);
                     }
                     from += len;
                 }

@@ -173,7 +173,7 @@ fn time_bsp<T: Item>(
     check: &dyn Fn(&[T]) -> bool,
 ) -> (f64, bool) {
     let p = args.procs;
-    let rt = Runtime::threads(p).with_router(args.router);
+    let rt = Runtime::from_env().with_procs(p).with_router(args.router);
     let one_run = |reps: usize| {
         rt.run(|ctx| {
             let range = block_range(ctx.pid(), p, input.len());

@@ -111,7 +111,7 @@ fn measure(ctx: &mut Ctx, max_bytes: usize, progress: &Progress) -> Fit {
             let start = Instant::now();
             for _ in 0..reps {
                 for t in 0..p {
-                    ctx.put_from(t, &dst, ctx.pid() * per, &src, t * per, per);
+                    ctx.put_from(t, &dst, ctx.pid() * per, &src, t * per..(t + 1) * per);
                 }
                 ctx.sync();
             }

@@ -1,5 +1,6 @@
 //! Broadcast: one root's buffer copied to every processor (*Collective Communication and Computation*, 13.1).
 
+use bsp_core::expert::Areas;
 use bsp_core::Ctx;
 use bytemuck::Pod;
 
@@ -274,7 +275,7 @@ pub fn broadcast_tree<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) 
 /// (the root's alone) charged by [`Model::sparse_superstep`], less
 /// g·B/2p: the root receives nothing in the scatter, so it packs its
 /// block for the all-gather while the others unpack theirs. Each
-/// processor's all-gather block is one [`Ctx::multicast_area`], copied
+/// processor's all-gather block is one [`Areas::multicast_area`](bsp_core::expert::Areas::multicast_area), copied
 /// once on one node ([`Model::all_gather_superstep`]). Every block
 /// lands straight in the receivers' buffers (no copy out of a coarray).
 pub fn broadcast_two_phase<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {

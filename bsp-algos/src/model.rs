@@ -159,7 +159,7 @@ impl Model {
     }
 
     /// The h of a processor that sends the same `bytes` to `targets`
-    /// processors with one [`Ctx::multicast_area`](bsp_core::Ctx::multicast_area):
+    /// processors with one [`Ctx::multicast_area`](bsp_core::expert::Areas::multicast_area):
     /// on one node (threads, or MPI ranks that share a node,
     /// [`with_one_node`](Model::with_one_node)) it copies them once and
     /// each receiver copies its own out of that copy, so h is `bytes`;

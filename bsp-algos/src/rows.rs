@@ -8,6 +8,7 @@
 //! given) and releases it after the sync that fills it, returning its
 //! local part without a copy.
 
+use bsp_core::expert::Areas;
 use bsp_core::Ctx;
 use bytemuck::Pod;
 

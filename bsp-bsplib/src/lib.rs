@@ -179,7 +179,7 @@ fn machine_size() -> Option<usize> {
     if mpi_mode::active() {
         return Some(mpi_mode::world_size());
     }
-    std::env::var(bsp_core::PROCS_ENV)
+    std::env::var(bsp_core::env::PROCS_ENV)
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|&p| p > 0)
@@ -289,7 +289,7 @@ extern "C" {
 fn runtime(p: usize) -> Runtime {
     Runtime::from_env()
         .with_procs(p)
-        .failure_report(report::describe)
+        .with_failure_report(report::describe)
 }
 
 /// `bsp_init(spmd, argc, argv)`: declares the SPMD function. Under MPI,

@@ -18,7 +18,8 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use bsp_core::{Area, Ctx, Queue, Session, Tag, Tagged};
+use bsp_core::expert::{Area, Areas};
+use bsp_core::{Ctx, Queue, Session, Tag, Tagged};
 
 use crate::report;
 

@@ -27,7 +27,7 @@ fn c_terms(message: &str) -> String {
 }
 
 /// The error line's text after `bsp: ` (also bsp-core's
-/// [`failure_report`](bsp_core::Runtime::failure_report) for MPI ranks).
+/// [`with_failure_report`](bsp_core::Runtime::with_failure_report) for MPI ranks).
 pub(crate) fn describe(e: &Error) -> String {
     let message = e.message().trim_end_matches('\n');
     let body = match e.kind() {

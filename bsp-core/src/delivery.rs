@@ -30,12 +30,12 @@ enum PendingGet {
     },
     /// Delivered.
     Arrived(Box<dyn Storage>),
-    /// A get into memory the program owns ([`Ctx::get_area`](crate::Ctx::get_area)):
+    /// A get into memory the program owns ([`Ctx::get_area`](crate::expert::Areas::get_area)):
     /// the reply is written there, and the ticket is then forgotten.
     Raw { into: RawTarget, len: usize },
 }
 
-/// Where a [`Ctx::get_area`](crate::Ctx::get_area) writes its value.
+/// Where a [`Ctx::get_area`](crate::expert::Areas::get_area) writes its value.
 pub(crate) struct RawTarget(pub(crate) *mut u8);
 
 // SAFETY: the pointer is written only by the runtime of the processor that
@@ -82,7 +82,7 @@ impl PendingGets {
     ///
     /// # Safety
     ///
-    /// As [`Ctx::get_area`](crate::Ctx::get_area): `into..into + len` stays
+    /// As [`Ctx::get_area`](crate::expert::Areas::get_area): `into..into + len` stays
     /// valid for writes, and untouched by anything else, until the sync
     /// that delivers the get has returned.
     pub(crate) unsafe fn open_raw(&mut self, into: *mut u8, len: usize) -> u64 {
@@ -334,12 +334,16 @@ impl Inbound<'_> {
                             Ok(inbox) => inbox,
                             Err(why) => return Err(self.unusable(why, "messages", src, queue)),
                         };
+                        let first = inbox.runs.is_empty();
                         let ok = records.payload().read_pieces(bytes as usize, |piece| {
                             inbox.data.extend_from_slice(piece)
                         });
                         assert!(ok, "bsp: truncated message record");
                         let end = inbox.data.len();
                         inbox.runs.push((src, count, end));
+                        if first {
+                            self.registry.note_filled(queue);
+                        }
                     }
                     Record::Reply { ticket, bytes } => {
                         self.gets.land(ticket, bytes as usize, records.payload());

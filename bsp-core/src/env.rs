@@ -13,7 +13,7 @@ pub const ROUTER_ENV: &str = "BSP_ROUTER";
 pub const PROFILE_ENV: &str = "BSP_PROFILE";
 /// Environment variable giving every run's sync time limit in seconds
 /// (decimals allowed, e.g. `0.5`); unset, processors wait for ever. See
-/// [`Runtime::sync_timeout`](crate::Runtime::sync_timeout).
+/// [`Runtime::sync_timeout`](crate::Runtime::with_sync_timeout).
 pub const SYNC_TIMEOUT_ENV: &str = "BSP_SYNC_TIMEOUT";
 /// Environment variable choosing what an MPI job does with a failure:
 /// `abort` (the default) or `return`. See [`OnFailure`](crate::OnFailure).

@@ -32,7 +32,7 @@ pub enum ErrorKind {
     /// The transport failed (for example, an MPI call returned an error).
     Transport,
     /// A processor waited at a `sync` longer than the run's time limit
-    /// ([`Runtime::sync_timeout`](crate::Runtime::sync_timeout) or
+    /// ([`Runtime::sync_timeout`](crate::Runtime::with_sync_timeout) or
     /// `BSP_SYNC_TIMEOUT`); the message names the processors that had not
     /// arrived.
     Timeout,

@@ -14,7 +14,7 @@ use crate::scope::Scope;
 use crate::transport::{Aborted, Comm, RunLimits, Transport};
 
 /// What every processor of a run starts with (`Runtime::prepare`).
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(crate) struct Setup {
     pub(crate) limits: RunLimits,
     pub(crate) router: Router,
@@ -22,6 +22,7 @@ pub(crate) struct Setup {
     pub(crate) transport: Transport,
     pub(crate) scope: Scope,
     pub(crate) stats_memory: usize,
+    pub(crate) profile: Profile,
 }
 
 /// Runs one processor's share of the program on `comm`: the closure, then
@@ -50,8 +51,8 @@ where
     }));
     match outcome {
         Ok(result) => {
-            if ctx.pid() == 0 && Profile::from_env() != Profile::Off {
-                profile::report(ctx.stats());
+            if ctx.pid() == 0 && setup.profile != Profile::Off {
+                profile::report(&setup.profile, ctx.stats());
             }
             Some(result)
         }

@@ -44,7 +44,7 @@ mod coarray;
 mod codec;
 mod ctx;
 mod delivery;
-mod env;
+pub mod env;
 mod error;
 mod exit_hook;
 pub mod expert;
@@ -69,18 +69,14 @@ mod stats_log;
 mod transport;
 mod wire;
 
-pub use area::Area;
 pub use coarray::{Coarray, GetHandle};
-pub use ctx::{Ctx, DirectPiece};
-pub use env::{
-    BARRIER_ENV, MACHINE_CACHE_ENV, MACHINE_ENV, ON_FAILURE_ENV, PROCS_ENV, PROFILE_ENV,
-    ROUTER_ENV, STATS_MEMORY_ENV, SYNC_TIMEOUT_ENV, TRACE_FILE_ENV,
-};
+pub use ctx::Ctx;
 pub use error::{Error, ErrorKind, Result};
 pub use exit_hook::at_exit;
-pub use machine::{Cost, Machine, DIRECT_MARGIN};
+pub use machine::{Cost, Machine};
 pub use outcome::Outcome;
-pub use queue::{Encoding, Queue, Raw, Serde, Tag, Tagged};
+pub use profile::Profile;
+pub use queue::{Encoding, Messages, Queue, Raw, Serde, Tag, Tagged};
 pub use router::{ParseRouterError, Router};
 pub use runtime::{run, Runtime};
 pub use session::Session;

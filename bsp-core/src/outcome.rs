@@ -35,12 +35,17 @@ use std::ops::{Index, Range};
 #[derive(Clone, PartialEq, Eq)]
 pub struct Outcome<R> {
     nprocs: usize,
+    /// The pid of the first result held.
     first: usize,
+    /// The first processor this process ran (`first`, except for a
+    /// gathered outcome, which holds every result in every process).
+    ran: usize,
     results: Vec<R>,
 }
 
 impl<R> Outcome<R> {
-    /// The results of processors `first..first + results.len()` of `nprocs`.
+    /// The results of processors `first..first + results.len()` of
+    /// `nprocs`, which this process ran.
     pub(crate) fn new(nprocs: usize, first: usize, results: Vec<R>) -> Self {
         assert!(
             !results.is_empty() && first + results.len() <= nprocs,
@@ -49,6 +54,22 @@ impl<R> Outcome<R> {
         Outcome {
             nprocs,
             first,
+            ran: first,
+            results,
+        }
+    }
+
+    /// Every processor's result, gathered into a process whose first
+    /// processor was `ran`.
+    pub(crate) fn gathered(ran: usize, results: Vec<R>) -> Self {
+        assert!(
+            ran < results.len(),
+            "bsp: a gathered outcome holds its own result"
+        );
+        Outcome {
+            nprocs: results.len(),
+            first: 0,
+            ran,
             results,
         }
     }
@@ -67,22 +88,22 @@ impl<R> Outcome<R> {
     /// The result of this process's first processor: processor 0 on
     /// threads, this rank's under MPI.
     pub fn local(&self) -> &R {
-        &self.results[0]
+        &self.results[self.ran - self.first]
     }
 
     /// Like [`local`](Outcome::local), by value.
     pub fn into_local(self) -> R {
         self.results
             .into_iter()
-            .next()
-            .expect("an outcome is never empty")
+            .nth(self.ran - self.first)
+            .expect("an outcome holds its own result")
     }
 
     /// Processor 0's result, if this process ran processor 0 (always on
     /// threads; rank 0 under MPI). The process that gets `Some` is the one
     /// that should print a program's answer.
     pub fn root(&self) -> Option<&R> {
-        self.get(0)
+        self.is_root().then(|| &self.results[0])
     }
 
     /// Whether this process ran processor 0 (always on threads; rank 0
@@ -99,7 +120,7 @@ impl<R> Outcome<R> {
     /// # Ok::<(), bsp_core::Error>(())
     /// ```
     pub fn is_root(&self) -> bool {
-        self.first == 0
+        self.ran == 0
     }
 
     /// Processor `pid`'s result, if this process holds it.

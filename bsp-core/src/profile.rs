@@ -14,48 +14,46 @@
 //! and communication what the sync costs beyond it.
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::env::{MACHINE_ENV, PROFILE_ENV, STATS_MEMORY_ENV, TRACE_FILE_ENV};
+use crate::env::{MACHINE_ENV, STATS_MEMORY_ENV};
 use crate::stats::{max, Stats, SuperstepStats};
 
-/// What `BSP_PROFILE` asks for at the end of a run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Profile {
-    /// Nothing (unset, or any other value).
+/// What processor 0 reports about a run's supersteps when the run ends
+/// ([`Runtime::with_profile`](crate::Runtime::with_profile); `BSP_PROFILE`
+/// for [`Runtime::from_env`](crate::Runtime::from_env)).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Profile {
+    /// Nothing.
+    #[default]
     Off,
-    /// `1`: the table on standard error.
+    /// A table of the supersteps on standard error (`BSP_PROFILE=1`):
+    /// label, work, h, the router's choice and the predicted and measured
+    /// times.
     Table,
-    /// `trace`: the trace file.
-    Trace,
+    /// A Chrome/Perfetto trace written to this file, for ui.perfetto.dev
+    /// (`BSP_PROFILE=trace`; the file is `BSP_TRACE_FILE`, by default
+    /// `bsp-trace.json`).
+    Trace(PathBuf),
 }
 
-impl Profile {
-    pub(crate) fn from_env() -> Self {
-        match std::env::var(PROFILE_ENV).as_deref() {
-            Ok("1") => Profile::Table,
-            Ok("trace") => Profile::Trace,
-            _ => Profile::Off,
-        }
-    }
-}
-
-/// Prints the table or writes the trace, as `BSP_PROFILE` asks; called by
+/// Prints the table or writes the trace, as `profile` asks; called by
 /// processor 0 when the run has ended.
-pub(crate) fn report(stats: Stats) {
-    match Profile::from_env() {
+pub(crate) fn report(profile: &Profile, stats: Stats) {
+    match profile {
         Profile::Off => {}
         Profile::Table => eprint!("{stats}"),
-        Profile::Trace => {
-            let path = std::env::var(TRACE_FILE_ENV).unwrap_or_else(|_| "bsp-trace.json".into());
-            match write_trace(&stats, Path::new(&path)) {
-                Ok(()) => eprintln!(
-                    "bsp: profile trace of {} supersteps written to {path} (open it in ui.perfetto.dev)",
-                    stats.supersteps.len()
-                ),
-                Err(e) => eprintln!("bsp: cannot write the profile trace to {path}: {e}"),
-            }
-        }
+        Profile::Trace(path) => match write_trace(&stats, path) {
+            Ok(()) => eprintln!(
+                "bsp: profile trace of {} supersteps written to {} (open it in ui.perfetto.dev)",
+                stats.supersteps.len(),
+                path.display()
+            ),
+            Err(e) => eprintln!(
+                "bsp: cannot write the profile trace to {}: {e}",
+                path.display()
+            ),
+        },
     }
 }
 

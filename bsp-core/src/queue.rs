@@ -198,6 +198,12 @@ pub(crate) struct Inbox {
     next_run: usize,
     taken: u64,
     at: usize,
+    /// Whether messages not taken by the next sync stay (the program asked
+    /// for it); by default they are dropped there, as in BSPlib.
+    pub(crate) keep_unread: bool,
+    /// Whether dropping unread messages was reported already (debug builds
+    /// report it once per queue).
+    pub(crate) warned: bool,
 }
 
 impl Inbox {
@@ -263,9 +269,53 @@ impl Inbox {
         self.clear();
     }
 
+    /// The messages not yet taken, moved out; the queue keeps its settings
+    /// and is left empty.
+    pub(crate) fn take_all(&mut self) -> Inbox {
+        let left = std::mem::take(self);
+        (self.keep_unread, self.warned) = (left.keep_unread, left.warned);
+        left
+    }
+
     /// Frees the buffers: a queue that once received much should not hold
-    /// that memory until the end of the run.
-    fn clear(&mut self) {
-        *self = Inbox::default();
+    /// that memory until the end of the run. The queue's settings stay.
+    pub(crate) fn clear(&mut self) {
+        *self = Inbox {
+            keep_unread: self.keep_unread,
+            warned: self.warned,
+            ..Inbox::default()
+        };
     }
 }
+
+/// The messages taken out of a queue by [`Ctx::messages`](crate::Ctx::messages),
+/// decoded one at a time as the iterator advances: `(source pid, message)`,
+/// in source pid, then send order.
+pub struct Messages<T, E: Encoding<T>> {
+    inbox: Inbox,
+    _message: PhantomData<fn() -> (T, E)>,
+}
+
+impl<T, E: Encoding<T>> Messages<T, E> {
+    pub(crate) fn new(inbox: Inbox) -> Self {
+        Messages {
+            inbox,
+            _message: PhantomData,
+        }
+    }
+}
+
+impl<T, E: Encoding<T>> Iterator for Messages<T, E> {
+    type Item = (usize, T);
+
+    fn next(&mut self) -> Option<(usize, T)> {
+        self.inbox.pop::<T, E>()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.inbox.len();
+        (left, Some(left))
+    }
+}
+
+impl<T, E: Encoding<T>> ExactSizeIterator for Messages<T, E> {}

@@ -21,7 +21,7 @@ enum Entry {
     Lent(Arc<Box<dyn Storage>>),
     Queue(Inbox),
     /// A coarray whose local part is taken out for the writes of a
-    /// [`Ctx::put_direct`](crate::Ctx::put_direct): not accessible locally
+    /// [`Ctx::put_direct`](crate::expert::DirectPut::put_direct): not accessible locally
     /// until it is put back.
     Open,
     /// A coarray or queue that was released in the given superstep; its id
@@ -95,6 +95,15 @@ pub(crate) struct Registry {
     /// Registrations and releases in order, for error messages.
     steps: Vec<Step>,
     fingerprint: u64,
+    /// Queues that received messages in a sync and may still hold some:
+    /// the next sync drops what is left (see [`drop_unread`](Registry::drop_unread)).
+    filled: Vec<u32>,
+}
+
+/// Messages that a sync dropped from a queue because they were not read.
+pub(crate) struct Dropped {
+    pub(crate) queue: u32,
+    pub(crate) messages: usize,
 }
 
 /// Why an entry that is not a live queue cannot be used as one.
@@ -112,6 +121,7 @@ impl Registry {
             names: Vec::new(),
             steps: Vec::new(),
             fingerprint: 0xcbf2_9ce4_8422_2325,
+            filled: Vec::new(),
         }
     }
 
@@ -265,6 +275,47 @@ impl Registry {
             Entry::Queue(inbox) => Ok(inbox),
             other => Err(not_a_queue(other)),
         }
+    }
+
+    /// Notes that queue `id` received messages in this sync.
+    pub(crate) fn note_filled(&mut self, id: u32) {
+        self.filled.push(id);
+    }
+
+    /// Drops the messages that the queues received in the last sync and
+    /// that were not read, except on queues that keep them (BSPlib's
+    /// semantics: a queue holds one superstep's messages). Returns, for
+    /// debug builds to report, the queues that dropped messages for the
+    /// first time. Costs one look per queue that received, not per
+    /// registration.
+    pub(crate) fn drop_unread(&mut self) -> Vec<Dropped> {
+        let mut first_drops = Vec::new();
+        let mut kept = 0;
+        for k in 0..self.filled.len() {
+            let id = self.filled[k];
+            let Some(Entry::Queue(inbox)) = self.entries.get_mut(id as usize) else {
+                continue; // released since
+            };
+            let messages = inbox.len();
+            if messages == 0 {
+                continue;
+            }
+            if inbox.keep_unread {
+                self.filled[kept] = id;
+                kept += 1;
+                continue;
+            }
+            if !inbox.warned {
+                inbox.warned = true;
+                first_drops.push(Dropped {
+                    queue: id,
+                    messages,
+                });
+            }
+            inbox.clear();
+        }
+        self.filled.truncate(kept);
+        first_drops
     }
 
     /// Queue `id`'s inbox, to read without taking.

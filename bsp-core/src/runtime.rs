@@ -2,20 +2,26 @@
 
 mod probe;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::ctx::Ctx;
-use crate::env::{ON_FAILURE_ENV, PROCS_ENV, ROUTER_ENV, STATS_MEMORY_ENV, SYNC_TIMEOUT_ENV};
+use crate::env::{
+    MACHINE_CACHE_ENV, MACHINE_ENV, ON_FAILURE_ENV, PROCS_ENV, PROFILE_ENV, ROUTER_ENV,
+    STATS_MEMORY_ENV, SYNC_TIMEOUT_ENV, TRACE_FILE_ENV,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::launch::{self, Setup};
 use crate::machine::Machine;
 use crate::outcome::Outcome;
+use crate::profile::Profile;
 use crate::router::{Placing, Router};
 use crate::scope::Scope;
 use crate::stats_log::STATS_MEMORY;
+use crate::transport::barrier::BarrierKind;
 use crate::transport::{self, launched_by_mpirun, Comm, OnFailure, Program, RunLimits, Transport};
 
 /// Chooses the transport, processor count and router of a BSP run.
@@ -36,17 +42,46 @@ pub struct Runtime {
     transport: Transport,
     procs: usize,
     router: Router,
-    /// Set by [`Runtime::sync_timeout`]; `None`: from `BSP_SYNC_TIMEOUT`.
+    /// `None`: processors wait for ever.
     sync_timeout: Option<Duration>,
-    /// Set by [`Runtime::on_failure`]; `None`: from `BSP_ON_FAILURE`.
-    on_failure: Option<OnFailure>,
-    /// Set by [`Runtime::with_stats_memory`]; `None`: from
-    /// `BSP_STATS_MEMORY`, or the default.
-    stats_memory: Option<usize>,
+    on_failure: OnFailure,
+    stats_memory: usize,
+    profile: Profile,
     machine: Option<Machine>,
+    /// Where measured machine parameters are cached.
+    machine_cache: MachineCache,
+    /// Whether the machine is probed afresh, ignoring the cache
+    /// (`BSP_MACHINE=probe`).
+    reprobe: bool,
+    /// The threads transport's barrier (`BSP_BARRIER`, for measurement).
+    barrier: BarrierKind,
     config_error: Option<String>,
-    /// Set by [`Runtime::failure_report`].
+    /// Set by [`Runtime::with_failure_report`].
     report: Option<fn(&Error) -> String>,
+}
+
+/// Where a runtime caches the machine parameters that [`Router::Auto`]
+/// measures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum MachineCache {
+    /// `$XDG_CACHE_HOME/bsp/machine`, else `$HOME/.cache/bsp/machine`.
+    Standard,
+    Off,
+    At(PathBuf),
+}
+
+impl MachineCache {
+    /// The file, if any.
+    pub(crate) fn file(&self) -> Option<PathBuf> {
+        match self {
+            MachineCache::Off => None,
+            MachineCache::At(path) => Some(path.clone()),
+            MachineCache::Standard => std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+                .map(|dir| dir.join("bsp").join("machine")),
+        }
+    }
 }
 
 /// Reads a time limit in seconds, as `BSP_SYNC_TIMEOUT` gives it.
@@ -71,16 +106,39 @@ fn parse_bytes(v: &str) -> Option<usize> {
 }
 
 impl Runtime {
-    /// `p` processors on threads of this process, with the default router.
+    /// `p` processors on threads of this process, every setting at its
+    /// default (the router [`Router::Auto`], no sync time limit, 4 MiB of
+    /// statistics, no profile), changed by the `with_*` builders. It reads
+    /// no environment variable: [`from_env`](Runtime::from_env) and
+    /// [`run`](crate::run) do.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_core::{Profile, Router, Runtime};
+    ///
+    /// // Whatever BSP_ROUTER or BSP_PROFILE say:
+    /// let rt = Runtime::threads(4);
+    /// assert_eq!((rt.router(), rt.profile()), (Router::Auto, &Profile::Off));
+    /// ```
     pub fn threads(p: usize) -> Self {
+        Runtime::on(Transport::Threads, p)
+    }
+
+    /// `p` processors on `transport`, with every setting at its default.
+    fn on(transport: Transport, p: usize) -> Self {
         Runtime {
-            transport: Transport::Threads,
+            transport,
             procs: p,
             router: Router::default(),
             sync_timeout: None,
-            on_failure: None,
-            stats_memory: None,
+            on_failure: OnFailure::Abort,
+            stats_memory: STATS_MEMORY,
+            profile: Profile::Off,
             machine: None,
+            machine_cache: MachineCache::Standard,
+            reprobe: false,
+            barrier: BarrierKind::default(),
             config_error: None,
             report: None,
         }
@@ -114,24 +172,19 @@ impl Runtime {
     #[cfg(feature = "mpi")]
     #[cfg_attr(docsrs, doc(cfg(feature = "mpi")))]
     pub fn mpi() -> Self {
-        Runtime {
-            transport: Transport::Mpi,
-            procs: transport::mpi::world_size(),
-            router: Router::default(),
-            sync_timeout: None,
-            on_failure: None,
-            stats_memory: None,
-            machine: None,
-            config_error: None,
-            report: None,
-        }
+        Runtime::on(Transport::Mpi, transport::mpi::world_size())
     }
 
     /// The runtime the environment asks for: MPI when this binary was built
     /// with feature `mpi` and started by `mpirun`, threads otherwise, with
-    /// `BSP_PROCS` processors (default: the number of cores) and the router
+    /// `BSP_PROCS` processors (default: the number of cores), the router
     /// named by `BSP_ROUTER` (`auto`, the default, `two-phase`, `direct` or
-    /// `transportation`).
+    /// `transportation`), and every other setting from its variable (see
+    /// [`env`](crate::env): `BSP_SYNC_TIMEOUT`, `BSP_ON_FAILURE`,
+    /// `BSP_STATS_MEMORY`, `BSP_PROFILE`, `BSP_TRACE_FILE`, `BSP_MACHINE`,
+    /// `BSP_MACHINE_CACHE`, `BSP_BARRIER`). The `with_*` builders
+    /// override them.
+    ///
     /// A malformed variable is reported by [`run`](Runtime::run) as an
     /// [`ErrorKind::Config`] error, and so is a start by `mpirun` of a binary
     /// built without the `mpi` feature (every rank would run the whole
@@ -139,46 +192,54 @@ impl Runtime {
     pub fn from_env() -> Self {
         #[cfg(feature = "mpi")]
         if launched_by_mpirun() {
-            return Runtime::mpi().router_from_env();
+            return Runtime::mpi().router_from_env().settings_from_env();
         }
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut rt = Runtime::threads(cores).refuse_mpirun_without_mpi();
         if let Ok(v) = std::env::var(PROCS_ENV) {
             match v.trim().parse() {
                 Ok(p) => rt.procs = p,
-                Err(_) => {
-                    rt.config_error = Some(format!("{PROCS_ENV}={v:?} is not a processor count"))
-                }
+                Err(_) => rt.misconfigured(format!("{PROCS_ENV}={v:?} is not a processor count")),
             }
         }
-        rt.router_from_env()
+        rt.router_from_env().settings_from_env()
     }
 
     /// The runtime of [`run`](crate::run)`(p, f)`: `p` threads, or the MPI
     /// world when started by `mpirun`; an error (at `run`) where the world
-    /// has another size, or the binary cannot run on MPI.
+    /// has another size, or the binary cannot run on MPI. The settings
+    /// other than the processor count and router come from the
+    /// environment, as for [`from_env`](Runtime::from_env).
     pub(crate) fn launcher(p: usize) -> Self {
         #[cfg(feature = "mpi")]
         if launched_by_mpirun() {
             let mut rt = Runtime::mpi();
             if rt.procs != p {
-                rt.config_error = Some(format!(
+                rt.misconfigured(format!(
                     "bsp::run({p}, …) was started by mpirun with {} ranks; start it with \
                      `mpirun -np {p}`, or use Runtime::from_env() to run on as many \
                      processors as the launcher gives",
                     rt.procs
                 ));
             }
-            return rt;
+            return rt.settings_from_env();
         }
-        Runtime::threads(p).refuse_mpirun_without_mpi()
+        Runtime::threads(p)
+            .refuse_mpirun_without_mpi()
+            .settings_from_env()
+    }
+
+    /// Records the first configuration error, which [`run`](Runtime::run)
+    /// reports.
+    fn misconfigured(&mut self, msg: String) {
+        self.config_error.get_or_insert(msg);
     }
 
     /// Marks the runtime as misconfigured when this process was started by
     /// `mpirun` but has no MPI transport.
     fn refuse_mpirun_without_mpi(mut self) -> Self {
         if !cfg!(feature = "mpi") && launched_by_mpirun() {
-            self.config_error = Some(
+            self.misconfigured(
                 "this process was started by mpirun, but bsp was built without the `mpi` \
                  feature: every rank would repeat the whole run on its own threads. Build \
                  with `--features mpi`, or run it without mpirun"
@@ -192,11 +253,70 @@ impl Runtime {
         if let Ok(v) = std::env::var(ROUTER_ENV) {
             match v.parse() {
                 Ok(r) => self.router = r,
-                Err(e) => self.config_error = Some(format!("{ROUTER_ENV}: {e}")),
+                Err(e) => self.misconfigured(format!("{ROUTER_ENV}: {e}")),
             }
         }
+        self
+    }
+
+    /// Every setting but the processor count and router, from its
+    /// environment variable where set.
+    fn settings_from_env(mut self) -> Self {
+        fn var(name: &str) -> Option<String> {
+            std::env::var(name).ok()
+        }
+        if let Some(v) = var(SYNC_TIMEOUT_ENV) {
+            match parse_seconds(&v) {
+                Some(limit) => self.sync_timeout = Some(limit),
+                None => self.misconfigured(format!(
+                    "{SYNC_TIMEOUT_ENV}={v:?} is not a positive number of seconds"
+                )),
+            }
+        }
+        if let Some(v) = var(ON_FAILURE_ENV) {
+            match v.trim() {
+                "abort" => self.on_failure = OnFailure::Abort,
+                "return" => self.on_failure = OnFailure::Return,
+                _ => self.misconfigured(format!(
+                    "{ON_FAILURE_ENV}={v:?}: expected `abort` or `return`"
+                )),
+            }
+        }
+        if let Some(v) = var(STATS_MEMORY_ENV) {
+            match parse_bytes(&v) {
+                Some(bytes) => self.stats_memory = bytes,
+                None => self.misconfigured(format!(
+                    "{STATS_MEMORY_ENV}={v:?} is not a number of bytes (e.g. 64M)"
+                )),
+            }
+        }
+        match var(PROFILE_ENV).as_deref() {
+            Some("1") => self.profile = Profile::Table,
+            Some("trace") => {
+                let path = var(TRACE_FILE_ENV).unwrap_or_else(|| "bsp-trace.json".into());
+                self.profile = Profile::Trace(path.into());
+            }
+            _ => {}
+        }
+        match var(MACHINE_ENV).as_deref() {
+            None => {}
+            Some("probe") => self.reprobe = true,
+            Some(text) => match crate::machine::parse(text) {
+                Ok(machine) => self.machine = Some(machine),
+                Err(msg) => self.misconfigured(format!("{MACHINE_ENV}: {msg}")),
+            },
+        }
+        match std::env::var_os(MACHINE_CACHE_ENV) {
+            None => {}
+            Some(v) if v == "off" || v.is_empty() => self.machine_cache = MachineCache::Off,
+            Some(v) => self.machine_cache = MachineCache::At(v.into()),
+        }
+        match BarrierKind::from_env() {
+            Ok(kind) => self.barrier = kind,
+            Err(msg) => self.misconfigured(msg),
+        }
         if let Err(e) = Placing::from_env() {
-            self.config_error = Some(e.message().to_owned());
+            self.misconfigured(e.message().to_owned());
         }
         self
     }
@@ -227,9 +347,9 @@ impl Runtime {
     /// Bounds how long a processor waits at a `sync` (or at the end of its
     /// closure) for the others: past `limit`, the run ends with an
     /// [`ErrorKind::Timeout`] error naming the processors that had not
-    /// arrived and the superstep. Without it, `BSP_SYNC_TIMEOUT` (seconds,
-    /// decimals allowed) gives the limit; with neither, processors wait for
-    /// ever.
+    /// arrived and the superstep. Without it, processors wait for ever
+    /// ([`from_env`](Runtime::from_env) reads the limit from
+    /// `BSP_SYNC_TIMEOUT`, in seconds, decimals allowed).
     ///
     /// A processor that is still in its own code when the run fails unwinds
     /// when it next calls bsp. On threads, if some are still away after
@@ -244,7 +364,7 @@ impl Runtime {
     /// use bsp_core::{ErrorKind, Runtime};
     ///
     /// let err = Runtime::threads(3)
-    ///     .sync_timeout(Duration::from_millis(200))
+    ///     .with_sync_timeout(Duration::from_millis(200))
     ///     .run(|ctx| {
     ///         if ctx.pid() == 2 {
     ///             std::thread::sleep(Duration::from_millis(600)); // late
@@ -261,65 +381,36 @@ impl Runtime {
     /// On threads, nothing measurable. Under MPI, each sync's all-gather
     /// becomes p − 1 sends and receives per rank, polled with backoff (so a
     /// waiting rank does not spin a core).
-    pub fn sync_timeout(mut self, limit: Duration) -> Self {
+    pub fn with_sync_timeout(mut self, limit: Duration) -> Self {
         self.sync_timeout = Some(limit);
         self
     }
 
-    /// The sync time limit: [`sync_timeout`](Runtime::sync_timeout)'s, or
-    /// `BSP_SYNC_TIMEOUT`'s, or `None` (wait for ever).
-    pub fn time_limit(&self) -> Option<Duration> {
-        self.limits().ok().and_then(|l| l.sync_timeout)
+    /// The sync time limit ([`with_sync_timeout`](Runtime::with_sync_timeout));
+    /// `None`: processors wait for ever.
+    pub fn sync_timeout(&self) -> Option<Duration> {
+        self.sync_timeout
     }
 
     /// Chooses what an MPI job does when the run fails (default
-    /// [`OnFailure::Abort`], or `BSP_ON_FAILURE`). On threads a failure
-    /// always comes back from `run` as an [`Error`].
-    pub fn on_failure(mut self, mode: OnFailure) -> Self {
-        self.on_failure = Some(mode);
+    /// [`OnFailure::Abort`]; [`from_env`](Runtime::from_env) reads
+    /// `BSP_ON_FAILURE`). On threads a failure always comes back from
+    /// `run` as an [`Error`].
+    pub fn with_on_failure(mut self, mode: OnFailure) -> Self {
+        self.on_failure = mode;
         self
     }
 
-    /// What an MPI job does when the run fails.
-    pub fn failure_mode(&self) -> OnFailure {
-        self.limits().map_or(OnFailure::Abort, |l| l.on_failure)
-    }
-
-    /// The time limit and failure mode, from the builder or the environment.
-    fn limits(&self) -> Result<RunLimits> {
-        let sync_timeout = match (self.sync_timeout, std::env::var(SYNC_TIMEOUT_ENV)) {
-            (Some(limit), _) => Some(limit),
-            (None, Err(_)) => None,
-            (None, Ok(v)) => Some(parse_seconds(&v).ok_or_else(|| {
-                let msg = format!("{SYNC_TIMEOUT_ENV}={v:?} is not a positive number of seconds");
-                Error::new(ErrorKind::Config, None, None, msg)
-            })?),
-        };
-        let on_failure = match (self.on_failure, std::env::var(ON_FAILURE_ENV)) {
-            (Some(mode), _) => mode,
-            (None, Err(_)) => OnFailure::Abort,
-            (None, Ok(v)) => match v.trim() {
-                "abort" => OnFailure::Abort,
-                "return" => OnFailure::Return,
-                _ => {
-                    let msg = format!("{ON_FAILURE_ENV}={v:?}: expected `abort` or `return`");
-                    return Err(Error::new(ErrorKind::Config, None, None, msg));
-                }
-            },
-        };
-        Ok(RunLimits {
-            sync_timeout,
-            on_failure,
-            report: self.report,
-            program: Program::default(),
-        })
+    /// What an MPI job does when the run fails
+    /// ([`with_on_failure`](Runtime::with_on_failure)).
+    pub fn on_failure(&self) -> OnFailure {
+        self.on_failure
     }
 
     /// Sets the memory budget, in bytes, of each processor's statistics
-    /// history ([`Ctx::stats`], `BSP_PROFILE`). Without it,
-    /// `BSP_STATS_MEMORY` gives the budget (bytes, or with a `K`, `M` or
-    /// `G` suffix: `64M`; anything else is an [`ErrorKind::Config`] error
-    /// at [`run`](Runtime::run)); with neither, it is 4 MiB.
+    /// history ([`Ctx::stats`], [`Profile`]); the default is 4 MiB.
+    /// ([`from_env`](Runtime::from_env) reads `BSP_STATS_MEMORY`: bytes, or
+    /// with a `K`, `M` or `G` suffix, such as `64M`.)
     ///
     /// A processor keeps the sync rows of as many of the most recent
     /// supersteps as fit: p · (28 + 2p) words a superstep up to 64
@@ -354,28 +445,82 @@ impl Runtime {
     /// Nothing in a sync, which keeps its all-gather's result as it is and
     /// lets go of the oldest one kept.
     pub fn with_stats_memory(mut self, bytes: usize) -> Self {
-        self.stats_memory = Some(bytes);
+        self.stats_memory = bytes;
         self
     }
 
-    /// The statistics history's budget in bytes:
-    /// [`with_stats_memory`](Runtime::with_stats_memory)'s, or
-    /// `BSP_STATS_MEMORY`'s, or 4 MiB.
+    /// The statistics history's budget in bytes
+    /// ([`with_stats_memory`](Runtime::with_stats_memory)).
     pub fn stats_memory(&self) -> usize {
-        self.stats_budget().unwrap_or(STATS_MEMORY)
+        self.stats_memory
     }
 
-    /// The statistics history's budget, from the builder or the
-    /// environment; a malformed `BSP_STATS_MEMORY` is an error.
-    pub(crate) fn stats_budget(&self) -> Result<usize> {
-        match (self.stats_memory, std::env::var(STATS_MEMORY_ENV)) {
-            (Some(bytes), _) => Ok(bytes),
-            (None, Err(_)) => Ok(STATS_MEMORY),
-            (None, Ok(v)) => parse_bytes(&v).ok_or_else(|| {
-                let msg = format!("{STATS_MEMORY_ENV}={v:?} is not a number of bytes (e.g. 64M)");
-                Error::new(ErrorKind::Config, None, None, msg)
-            }),
-        }
+    /// What processor 0 reports about the run's supersteps when it ends:
+    /// nothing (the default), the table on standard error, or a trace file
+    /// for ui.perfetto.dev ([`from_env`](Runtime::from_env) reads
+    /// `BSP_PROFILE=1` or `BSP_PROFILE=trace` with `BSP_TRACE_FILE`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_core::{Profile, Runtime};
+    ///
+    /// let rt = Runtime::threads(2).with_profile(Profile::Table);
+    /// rt.run(|ctx| ctx.sync())?; // prints a table of one superstep
+    /// # Ok::<(), bsp_core::Error>(())
+    /// ```
+    pub fn with_profile(mut self, profile: Profile) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    /// The profile a run reports ([`with_profile`](Runtime::with_profile)).
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// Where [`Router::Auto`] caches the machine parameters it measures,
+    /// so that a probe (3 × 16 supersteps of each router, the first run of
+    /// a processor count) happens once per machine, not per process.
+    /// `None`: no file; the parameters are measured once per process. By
+    /// default, `$XDG_CACHE_HOME/bsp/machine`, else
+    /// `$HOME/.cache/bsp/machine`; [`from_env`](Runtime::from_env) reads
+    /// `BSP_MACHINE_CACHE` (a path, or `off`). Each line of the file names
+    /// the host, transport, p and build it was measured for; deleting the
+    /// file makes the next run measure afresh. A runtime given its
+    /// parameters ([`with_machine`](Runtime::with_machine)) or another
+    /// router neither reads nor writes it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = bsp_core::Runtime::threads(2).with_machine_cache(None);
+    /// assert_eq!(rt.machine_cache(), None);
+    /// ```
+    pub fn with_machine_cache(mut self, file: Option<PathBuf>) -> Self {
+        self.machine_cache = match file {
+            Some(path) => MachineCache::At(path),
+            None => MachineCache::Off,
+        };
+        self
+    }
+
+    /// The machine cache file, if any
+    /// ([`with_machine_cache`](Runtime::with_machine_cache)).
+    pub fn machine_cache(&self) -> Option<PathBuf> {
+        self.machine_cache.file()
+    }
+
+    /// Whether the machine is measured afresh rather than read from the
+    /// cache (`BSP_MACHINE=probe`).
+    pub(crate) fn reprobes(&self) -> bool {
+        self.reprobe
+    }
+
+    /// The parameters given by [`with_machine`](Runtime::with_machine) or
+    /// `BSP_MACHINE`.
+    pub(crate) fn given_machine(&self) -> Option<Machine> {
+        self.machine
     }
 
     /// How a process that has to end on a failure words the error it
@@ -393,10 +538,10 @@ impl Runtime {
     /// fn terse(e: &bsp_core::Error) -> String {
     ///     format!("{:?} on processor {:?}", e.kind(), e.pid())
     /// }
-    /// let rt = bsp_core::Runtime::threads(2).failure_report(terse);
+    /// let rt = bsp_core::Runtime::threads(2).with_failure_report(terse);
     /// assert!(rt.run(|ctx| ctx.pid()).is_ok());
     /// ```
-    pub fn failure_report(mut self, report: fn(&Error) -> String) -> Self {
+    pub fn with_failure_report(mut self, report: fn(&Error) -> String) -> Self {
         self.report = Some(report);
         self
     }
@@ -409,10 +554,13 @@ impl Runtime {
             return Err(Error::new(ErrorKind::Config, None, None, msg.clone()));
         }
         let limits = RunLimits {
+            sync_timeout: self.sync_timeout,
+            on_failure: self.on_failure,
+            report: self.report,
+            barrier: self.barrier,
             program,
-            ..self.limits()?
         };
-        let stats_memory = self.stats_budget()?;
+        let stats_memory = self.stats_memory;
         let machine = match (self.machine, self.router) {
             (None, Router::Auto) => Some(Machine::of(self)?),
             (given, _) => given,
@@ -424,6 +572,7 @@ impl Runtime {
             transport: self.transport,
             scope: Scope::run(),
             stats_memory,
+            profile: self.profile.clone(),
         })
     }
 
@@ -488,13 +637,19 @@ impl Runtime {
 
     /// Runs `f` on every processor and returns every processor's result,
     /// in pid order, in every process: on threads as on MPI, where each
-    /// rank receives the others' results.
+    /// rank receives the others' results. The [`Outcome`] still knows who
+    /// prints: [`is_root`](Outcome::is_root) holds in the process that ran
+    /// processor 0 only, and [`local`](Outcome::local) is this process's
+    /// own processor's result.
     ///
     /// # Examples
     ///
     /// ```
     /// let all = bsp_core::Runtime::threads(3).run_all(|ctx| ctx.pid() as u64 * 2)?;
-    /// assert_eq!(all, vec![0, 2, 4]);
+    /// assert_eq!(all.all(), Some(&[0, 2, 4][..])); // in every process
+    /// if all.is_root() {
+    ///     println!("total {}", all.iter().sum::<u64>()); // printed once
+    /// }
     /// # Ok::<(), bsp_core::Error>(())
     /// ```
     ///
@@ -508,7 +663,7 @@ impl Runtime {
     /// statistics agree): an all-gather of the results through a serde
     /// queue, h = p · the largest encoded result.
     #[track_caller]
-    pub fn run_all<F, R>(&self, f: F) -> Result<Vec<R>>
+    pub fn run_all<F, R>(&self, f: F) -> Result<Outcome<R>>
     where
         F: Fn(&mut Ctx) -> R + Sync,
         R: Serialize + DeserializeOwned + Send,
@@ -524,7 +679,8 @@ impl Runtime {
             ctx.release_queue(results);
             all
         })?;
-        Ok(gathered.into_local())
+        let ran = gathered.pids().start;
+        Ok(Outcome::gathered(ran, gathered.into_local()))
     }
 
     /// Like [`run`](Runtime::run), for a closure that returns a `Result`: an

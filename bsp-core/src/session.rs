@@ -68,6 +68,8 @@ pub struct Session {
     state: State,
     /// What the transport holds until the calling thread's session ends.
     opened: Option<Held>,
+    /// What processor 0 reports when the session ends.
+    profile: Profile,
     _one_thread: PhantomData<*const ()>,
 }
 
@@ -141,11 +143,13 @@ impl Runtime {
             transport,
             scope,
             stats_memory,
+            profile,
         } = setup;
+        let theirs = profile.clone();
         let worker: transport::Worker = Arc::new(move |comm: Box<dyn Comm>| {
             let _quiet = panic_hook::ProcessorThread::enter();
             let ctx = Ctx::new(comm, router, machine, transport, scope, stats_memory);
-            let mut session = Session::new(ctx, None);
+            let mut session = Session::new(ctx, None, theirs.clone());
             match catch_unwind(AssertUnwindSafe(|| others(&mut session))) {
                 Ok(()) => {
                     let _ = session.end();
@@ -159,16 +163,17 @@ impl Runtime {
             return Ok(None);
         };
         let ctx = Ctx::new(comm, router, machine, transport, scope, stats_memory);
-        Ok(Some(Session::new(ctx, Some(opened))))
+        Ok(Some(Session::new(ctx, Some(opened), profile)))
     }
 }
 
 impl Session {
-    fn new(ctx: Ctx, opened: Option<Held>) -> Self {
+    fn new(ctx: Ctx, opened: Option<Held>, profile: Profile) -> Self {
         Session {
             ctx,
             state: State::Open,
             opened,
+            profile,
             _one_thread: PhantomData,
         }
     }
@@ -255,8 +260,8 @@ impl Session {
             State::Ended => Ok(()),
             State::Failed(e) => Err(e.clone()),
             State::Open => self.with(|ctx| ctx.finish()).map(|()| {
-                if self.ctx.pid() == 0 && Profile::from_env() != Profile::Off {
-                    profile::report(self.ctx.stats());
+                if self.ctx.pid() == 0 && self.profile != Profile::Off {
+                    profile::report(&self.profile, self.ctx.stats());
                 }
             }),
         };

@@ -6,15 +6,15 @@
 //! per iteration. Bucketing by the top bits first avoids both: the keys are
 //! counted into 2^10 buckets, the bucket counts are all-gathered, every
 //! processor takes a contiguous run of buckets holding about n/p keys, and
-//! each key is written once, with [`Ctx::put_direct`], to its bucket's
+//! each key is written once, with [`DirectPut::put_direct`](bsp_core::expert::DirectPut::put_direct), to its bucket's
 //! place on the processor that owns it; that processor then counts each
 //! bucket's keys over the bucket's few key values, in the cache, and
 //! knows the rank of every key value in its range.
 
 use std::ops::Range;
 
-use bsp_core::expert::{Digit, DigitCounts};
-use bsp_core::{Coarray, Ctx, DirectPiece};
+use bsp_core::expert::{Digit, DigitCounts, DigitPut, DirectPiece};
+use bsp_core::{Coarray, Ctx};
 
 use crate::gather_area::GatherArea;
 

@@ -20,8 +20,8 @@
 //!    before).
 
 use bsp_core::expert::line_writer::LineWriter;
-use bsp_core::expert::{pages, prefetch};
-use bsp_core::{Coarray, Ctx, DirectPiece};
+use bsp_core::expert::{pages, prefetch, DirectPiece, DirectPut};
+use bsp_core::{Coarray, Ctx};
 use bytemuck::Pod;
 
 use crate::gather_area::GatherArea;
@@ -47,7 +47,7 @@ pub enum Delivery {
     /// processor and digit), `Staged` otherwise.
     #[default]
     Auto,
-    /// One [`put_direct`](bsp_core::Ctx::put_direct) whose pieces are the
+    /// One [`put_direct`](bsp_core::expert::DirectPut::put_direct) whose pieces are the
     /// keys' final positions: on threads every key is written once, in
     /// place; each piece costs a 16-byte claim (about R + p per processor
     /// and pass). Best for R well below n/p.
@@ -75,7 +75,7 @@ pub(crate) enum Source<'a, T> {
 /// A pass reads the local sequence (a caller's slice or `cur`) once to
 /// count its digits and, once the ranks are known, once more to write
 /// every key straight to its final place in the receivers' `next`
-/// ([`Ctx::put_direct`]: on threads the key is written once, in place);
+/// ([`DirectPut::put_direct`](bsp_core::expert::DirectPut::put_direct): on threads the key is written once, in place);
 /// then `cur` and `next` swap. Per key and pass that is two reads and one
 /// write, as in a sequential LSD radix sort.
 pub(crate) struct Engine<T> {

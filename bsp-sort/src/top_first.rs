@@ -225,7 +225,7 @@ impl<T: Pod + Send> Engine<T> {
         for s in &straddlers {
             let (a, b) = (s.start.max(lo), s.end.min(hi));
             if a < b {
-                ctx.put_from(s.leader, &area, s.at + (a - s.start), &cur, a - lo, b - a);
+                ctx.put_from(s.leader, &area, s.at + (a - s.start), &cur, a - lo..b - lo);
             }
         }
         ctx.sync();

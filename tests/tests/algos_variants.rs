@@ -484,7 +484,7 @@ fn sub_machines_cost_what_their_transport_measured() {
 /// (`BSP_BARRIER`).
 #[test]
 fn every_barrier_carries_the_collectives() {
-    if support::under_mpi() || std::env::var_os(bsp::BARRIER_ENV).is_some() {
+    if support::under_mpi() || std::env::var_os(bsp::env::BARRIER_ENV).is_some() {
         return;
     }
     for kind in ["binomial", "dissemination"] {
@@ -492,8 +492,11 @@ fn every_barrier_carries_the_collectives() {
             "variants_at_64_processors",
             "reduction_and_scan_variants_match_oracle",
         ] {
-            let run =
-                support::rerun_test(name, &[(bsp::BARRIER_ENV, kind)], Duration::from_secs(300));
+            let run = support::rerun_test(
+                name,
+                &[(bsp::env::BARRIER_ENV, kind)],
+                Duration::from_secs(300),
+            );
             assert!(
                 run.status.is_some_and(|s| s.success()) && run.stdout.contains("1 passed"),
                 "{name} on the {kind} barrier: {}\n{}",
@@ -511,17 +514,20 @@ fn an_unknown_barrier_is_a_configuration_error() {
     if support::under_mpi() {
         return;
     }
-    match std::env::var(bsp::BARRIER_ENV).as_deref() {
+    match std::env::var(bsp::env::BARRIER_ENV).as_deref() {
         Ok("no-such-barrier") => {
-            let err = Runtime::threads(2).run(|ctx| ctx.pid()).unwrap_err();
+            let err = Runtime::from_env()
+                .with_procs(2)
+                .run(|ctx| ctx.pid())
+                .unwrap_err();
             assert_eq!(err.kind(), bsp::ErrorKind::Config, "{err}");
-            assert!(err.to_string().contains(bsp::BARRIER_ENV), "{err}");
+            assert!(err.to_string().contains(bsp::env::BARRIER_ENV), "{err}");
         }
         Ok(_) => {}
         Err(_) => {
             let run = support::rerun_test(
                 "an_unknown_barrier_is_a_configuration_error",
-                &[(bsp::BARRIER_ENV, "no-such-barrier")],
+                &[(bsp::env::BARRIER_ENV, "no-such-barrier")],
                 Duration::from_secs(60),
             );
             assert!(

@@ -7,7 +7,8 @@
 
 mod support;
 
-use bsp::{DirectPiece, ErrorKind, Runtime};
+use bsp::expert::{DigitPut, DirectPiece, DirectPut};
+use bsp::{ErrorKind, Runtime};
 use support::{check, on_runtimes, under_mpi, watchdog, Rng};
 
 /// Processor j's part of the coarray has `len(p, j)` elements.

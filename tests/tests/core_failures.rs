@@ -6,6 +6,7 @@
 
 mod support;
 
+use bsp::expert::Areas;
 use bsp::{Ctx, ErrorKind, Router, Runtime};
 use support::watchdog;
 
@@ -294,7 +295,7 @@ fn timed_out(
     watchdog(60, move || {
         let start = std::time::Instant::now();
         let err = Runtime::threads(p)
-            .sync_timeout(std::time::Duration::from_millis(limit_ms))
+            .with_sync_timeout(std::time::Duration::from_millis(limit_ms))
             .run(&program)
             .expect_err("the run must time out");
         (err, start.elapsed())
@@ -334,7 +335,7 @@ fn a_time_limit_names_every_missing_processor_and_spares_punctual_runs() {
     );
     // A limit well above the time between syncs changes nothing.
     let sums = Runtime::threads(4)
-        .sync_timeout(std::time::Duration::from_secs(30))
+        .with_sync_timeout(std::time::Duration::from_secs(30))
         .run(|ctx| {
             let a = ctx.coarray::<u64>(1);
             for _ in 0..20 {
@@ -441,14 +442,14 @@ fn a_put_to_a_coarray_released_in_an_earlier_superstep() {
 #[test]
 fn a_bad_put_from_range_is_out_of_bounds_with_the_true_range() {
     let want = Failure::at(ErrorKind::OutOfBounds, 1, 0).says(&[
-        "reads elements 3..18446744073709551618",
+        "put_from on processor 1 reads elements 3..=4 of coarray #0",
         "local length is 4",
     ]);
     fails(2, want, |ctx| {
         let src = ctx.coarray::<u8>(4);
         let dst = ctx.coarray::<u8>(4);
         if ctx.pid() == 1 {
-            ctx.put_from(0, &dst, 0, &src, 3, usize::MAX);
+            ctx.put_from(0, &dst, 0, &src, 3..=4);
         }
         ctx.sync();
     });
@@ -651,7 +652,7 @@ fn replacing_a_coarray_that_a_put_from_reads() {
         let a = ctx.coarray_from(vec![1u32; 64]);
         let b = ctx.coarray::<u32>(64);
         ctx.sync();
-        ctx.put_from(1 - ctx.pid(), &b, 0, &a, 0, 64);
+        ctx.put_from(1 - ctx.pid(), &b, 0, &a, ..64);
         if ctx.pid() == 1 {
             ctx.replace_local(&a, Vec::new());
         }

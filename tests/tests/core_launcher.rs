@@ -27,10 +27,14 @@ fn run_follows_the_launcher_and_outcomes_mean_the_same_everywhere() {
 fn on_threads() {
     let out = bsp::run(3, |ctx| ctx.pid() * 10).unwrap();
     assert_eq!(out.pids(), 0..3);
-    assert_eq!((out[2], *out.local(), out.root()), (20, 0, Some(&0)));
+    assert_eq!(
+        (out.get(2), *out.local(), out.root()),
+        (Some(&20), 0, Some(&0))
+    );
     assert_eq!(out.all(), Some(&[0, 10, 20][..]));
     let all = Runtime::threads(3).run_all(|ctx| ctx.pid() as u32).unwrap();
-    assert_eq!(all, vec![0, 1, 2]);
+    assert_eq!(all.all(), Some(&[0, 1, 2][..]));
+    assert!(all.is_root() && *all.local() == 0);
 }
 
 fn on_the_mpi_world() {
@@ -38,11 +42,23 @@ fn on_the_mpi_world() {
     let out = bsp::run(p, |ctx| (ctx.pid(), ctx.transport())).unwrap();
     let me = out.pids().start;
     assert_eq!(out.pids(), me..me + 1, "a rank holds its own result");
-    assert_eq!(out[me].0, me);
-    assert_ne!(out[me].1, bsp::Transport::Threads, "bsp::run runs on MPI");
+    assert_eq!(out.local().0, me);
+    assert_ne!(
+        out.local().1,
+        bsp::Transport::Threads,
+        "bsp::run runs on MPI"
+    );
     assert_eq!(out.root().is_some(), me == 0);
+    assert_eq!(out.is_root(), me == 0);
     let all = Runtime::from_env().run_all(|ctx| ctx.pid() as u64).unwrap();
-    assert_eq!(all, (0..p as u64).collect::<Vec<_>>(), "every rank has all");
+    let want: Vec<u64> = (0..p as u64).collect();
+    assert_eq!(all.all(), Some(&want[..]), "every rank has all");
+    assert_eq!(
+        (all.is_root(), *all.local()),
+        (me == 0, me as u64),
+        "one rank prints"
+    );
+    assert_eq!(all.get(p - 1), Some(&(p as u64 - 1)));
     let err = bsp::run(p + 1, |ctx| ctx.pid()).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Config);
     assert!(

@@ -48,9 +48,15 @@ fn queue_reads_agree_with_receive() {
                     assert_eq!(ctx.queue_len(&b), left - 1);
                     one_by_one.push(taken);
                 }
-                let half: Vec<_> = ctx.messages(&c).take(len / 2).collect();
-                let rest = ctx.receive_with_source(&c);
-                let from_iterator = [half, rest].concat();
+                let mut messages = ctx.messages(&c);
+                assert_eq!(
+                    ctx.queue_len(&c),
+                    0,
+                    "messages() takes the queue's messages"
+                );
+                let half: Vec<_> = messages.by_ref().take(len / 2).collect();
+                assert_eq!(messages.len(), len - len / 2, "an exact size");
+                let from_iterator = [half, messages.collect()].concat();
                 (all, len, one_by_one, from_iterator)
             });
             for (pid, (all, len, one_by_one, from_iterator)) in out {
@@ -106,7 +112,7 @@ fn get_into_lands_what_get_returns() {
                 let into = ctx.coarray::<u32>(4 * p + 1);
                 let next = (me + 1) % p;
                 let h = ctx.get(next, &src, 1, 3);
-                ctx.get_into(next, &src, 1, &into, 1, 3);
+                ctx.get_into(next, &src, 1..4, &into, 1);
                 ctx.put(me, &into, 1, &[99; 4]); // lands first: the get overwrites 1..4
                 ctx.put(next, &src, 0, &[5; 4]); // after the gets have read
                 ctx.sync();
@@ -149,7 +155,7 @@ fn get_into_past_the_local_part_panics_at_the_call() {
     }
     let err = bsp::run(1, |ctx| {
         let a = ctx.coarray::<u8>(3);
-        ctx.get_into(0, &a, 0, &a, 2, 3);
+        ctx.get_into(0, &a, 0..3, &a, 2);
     })
     .unwrap_err();
     assert_eq!(err.kind(), bsp::ErrorKind::Panic);

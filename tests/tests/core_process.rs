@@ -48,6 +48,28 @@ fn scenario() {
             }
             ctx.sync();
         }),
+        // Messages left unread at two syncs on one queue: dropped each
+        // time, said once. A runtime of `threads` reads no variable.
+        "unread" => {
+            let settings = Runtime::threads(3);
+            println!(
+                "threads: {:?} {:?} {:?}; from_env: {:?} {:?} {:?}",
+                settings.router(),
+                settings.sync_timeout(),
+                settings.stats_memory(),
+                rt.router(),
+                rt.sync_timeout(),
+                rt.stats_memory()
+            );
+            rt.run(|ctx| {
+                let q = ctx.queue::<u8>();
+                for _ in 0..3 {
+                    ctx.send(0, &q, &1);
+                    ctx.sync();
+                }
+                assert_eq!(ctx.receive(&q).len(), ctx.nprocs(), "the last sync's only");
+            })
+        }
         other => panic!("unknown scenario {other:?}"),
     };
     match outcome {
@@ -76,6 +98,40 @@ fn child(name: &str, env: &[(&str, &str)]) -> support::MpiRun {
         run.stderr
     );
     run
+}
+
+#[test]
+fn unread_messages_are_dropped_at_the_sync_and_said_once_per_queue() {
+    if skip() {
+        return;
+    }
+    let env = [
+        ("BSP_PROCS", "2"),
+        ("BSP_ROUTER", "direct"),
+        ("BSP_SYNC_TIMEOUT", "30"),
+        ("BSP_STATS_MEMORY", "1K"),
+    ];
+    let run = child("unread", &env);
+    assert!(
+        run.stdout.contains("scenario result: ok")
+            && run
+                .stdout
+                .contains("threads: Auto None 4194304; from_env: Direct Some(30s) 1024"),
+        "stdout:\n{}\nstderr:\n{}",
+        run.stdout,
+        run.stderr
+    );
+    // Processor 0 receives; a test build (debug assertions) says it once.
+    let said = run.stderr.matches("unread message(s) on queue #0").count();
+    assert!(
+        said == 1
+            && run.stderr.contains(
+                "bsp: processor 0, superstep 1: 2 unread message(s) on queue #0 (queue<u8>) \
+                 dropped at sync"
+            ),
+        "stderr:\n{}",
+        run.stderr
+    );
 }
 
 #[test]

@@ -504,7 +504,7 @@ fn large_puts(ctx: &mut Ctx) -> LargePuts {
     }
     let messages = ctx.receive_with_source(&q);
     for dst in 0..p {
-        ctx.put_from(dst, &a, me * CHUNK, &b, 0, CHUNK);
+        ctx.put_from(dst, &a, me * CHUNK, &b, ..CHUNK);
     }
     if me == 0 {
         for dst in 0..p {

@@ -4,6 +4,7 @@
 
 mod support;
 
+use bsp::expert::Areas;
 use bsp::{Ctx, Router, Runtime, SuperstepStats};
 use support::{describe, on_runtimes, run_local, watchdog};
 
@@ -172,33 +173,48 @@ fn overlapping_get_areas_land_in_call_order() {
 }
 
 #[test]
-fn messages_arrive_by_source_then_send_order_and_accumulate_until_taken() {
+fn messages_arrive_by_source_then_send_order_and_unread_ones_drop_at_sync() {
     on_runtimes(120, &[1, 2, 7], |rt| {
         let out = run_local(rt, |ctx| {
-            let q = ctx.queue::<[u32; 2]>();
+            // `kept` keeps what the sync after its delivery finds unread;
+            // `dropped` holds one superstep's messages, as in BSPlib.
+            let (dropped, kept) = (ctx.queue::<[u32; 2]>(), ctx.queue::<[u32; 2]>());
+            ctx.keep_unread(&kept, true);
             let p = ctx.nprocs();
+            let mut first_peeked = None;
             for round in 0..2u32 {
                 for k in 0..3u32 {
-                    ctx.send(p - 1, &q, &[ctx.pid() as u32, round * 3 + k]);
+                    for q in [&dropped, &kept] {
+                        ctx.send(p - 1, q, &[ctx.pid() as u32, round * 3 + k]);
+                    }
                 }
                 ctx.sync();
+                // Reading a message without taking it does not keep it.
+                first_peeked.get_or_insert(ctx.peek(&dropped));
             }
-            ctx.receive_with_source(&q)
+            (
+                first_peeked.flatten(),
+                ctx.receive_with_source(&dropped),
+                ctx.receive_with_source(&kept),
+            )
         });
         let p = rt.nprocs();
-        let mut want = Vec::new();
-        for round in 0..2u32 {
-            for src in 0..p {
-                for k in 0..3u32 {
-                    want.push((src, [src as u32, round * 3 + k]));
+        let sent = |rounds: std::ops::Range<u32>| {
+            let mut want = Vec::new();
+            for round in rounds {
+                for src in 0..p {
+                    for k in 0..3u32 {
+                        want.push((src, [src as u32, round * 3 + k]));
+                    }
                 }
             }
-        }
-        verify(rt, out, |pid, got| {
+            want
+        };
+        verify(rt, out, |pid, (peeked, got, kept)| {
             if pid == p - 1 {
-                *got == want
+                *peeked == Some([0, 0]) && *got == sent(1..2) && *kept == sent(0..2)
             } else {
-                got.is_empty()
+                peeked.is_none() && got.is_empty() && kept.is_empty()
             }
         });
     });
@@ -238,7 +254,7 @@ fn local_lengths_may_differ_and_put_from_reads_at_the_sync() {
             let src = ctx.coarray_from(vec![0u32; p]);
             // Everyone writes its pid + 1 into slot `me` of processor p-1's
             // part, taken from its own coarray after changing it.
-            ctx.put_from(p - 1, &a, me, &src, me, 1);
+            ctx.put_from(p - 1, &a, me, &src, me..me + 1);
             ctx.local_mut(&src)[me] = me as u32 + 1;
             ctx.sync();
             ctx.local(&a).to_vec()
@@ -262,7 +278,7 @@ fn put_from_a_coarray_that_also_receives_puts() {
             let a = ctx.coarray_from(vec![me as u64; 2]);
             // Send my element 0 to the next processor's element 1: the read
             // happens before any put lands.
-            ctx.put_from((me + 1) % p, &a, 1, &a, 0, 1);
+            ctx.put_from((me + 1) % p, &a, 1, &a, ..1);
             ctx.put((me + 1) % p, &a, 0, &[100 + me as u64]);
             ctx.sync();
             ctx.local(&a).to_vec()

@@ -5,6 +5,7 @@
 
 mod support;
 
+use bsp::expert::Areas;
 use bsp::{Ctx, ErrorKind, Router, Runtime, Session};
 use support::{agree, on_runtimes, under_mpi, watchdog};
 

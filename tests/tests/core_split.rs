@@ -296,7 +296,7 @@ fn misuse_inside_a_sub_machine_names_the_run_pid() {
 fn a_late_member_is_named_at_the_sync_time_limit() {
     let err = watchdog(60, || {
         Runtime::threads(4)
-            .sync_timeout(std::time::Duration::from_millis(200))
+            .with_sync_timeout(std::time::Duration::from_millis(200))
             .run(|ctx| {
                 let me = ctx.pid();
                 ctx.split(me % 2, 0, |sub| {

@@ -83,7 +83,7 @@ fn scenario() {
                 let a = ctx.coarray_from(vec![1u32; 64]);
                 let b = ctx.coarray::<u32>(64);
                 ctx.sync();
-                ctx.put_from((ctx.pid() + 1) % ctx.nprocs(), &b, 0, &a, 0, 64);
+                ctx.put_from((ctx.pid() + 1) % ctx.nprocs(), &b, 0, &a, ..64);
                 if ctx.pid() == last {
                     ctx.replace_local(&a, Vec::new());
                 }

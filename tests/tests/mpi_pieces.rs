@@ -75,7 +75,7 @@ fn traffic(ctx: &mut Ctx, sizes: &[usize]) -> Vec<String> {
         }
         for dst in 0..p {
             ctx.put_vec(dst, &put, me * most, bytes(step, me, dst, len));
-            ctx.put_from(dst, &placed, me * most, &from, dst * most, len);
+            ctx.put_from(dst, &placed, me * most, &from, dst * most..dst * most + len);
             ctx.send(dst, &q, &bytes(step, me, dst, len / 2));
         }
         let right = (me + 1) % p;
@@ -222,7 +222,7 @@ fn two_gib(ctx: &mut Ctx) -> bool {
         for (i, b) in ctx.local_mut(&a).iter_mut().enumerate() {
             *b = big_byte(i);
         }
-        ctx.put_from(1, &a, 0, &a, 0, HALF);
+        ctx.put_from(1, &a, 0, &a, ..HALF);
         ctx.put_vec(1, &a, HALF, (HALF..2 * HALF).map(big_byte).collect());
     }
     ctx.sync();

@@ -327,7 +327,7 @@ fn mixed_segments(ctx: &mut Ctx, steps: usize) -> u64 {
             let mut at = 0;
             for (k, len) in sizes(step, me, t).into_iter().enumerate() {
                 let from = t * most + at;
-                ctx.put_from(t, &dst, me * most + at, &src, from, len);
+                ctx.put_from(t, &dst, me * most + at, &src, from..from + len);
                 ctx.put(t, &small, me * 4 + k, &[(step * 1000 + me * 10 + k) as u64]);
                 ctx.send(t, &q, &(len as u64));
                 at += len;
@@ -444,7 +444,7 @@ fn placed_in_a_row(ctx: &mut Ctx) -> u64 {
                 if k % 2 == 0 {
                     let from = dst * room + k * len;
                     ctx.local_mut(&source)[from..from + len].copy_from_slice(&bytes);
-                    ctx.put_from(dst, &target, at, &source, from, len);
+                    ctx.put_from(dst, &target, at, &source, from..from + len);
                 } else {
                     ctx.put_vec(dst, &target, at, bytes);
                 }

@@ -1,5 +1,6 @@
 //! One-to-all: k-level broadcast and scatter (personalized one-to-all).
 
+use bsp_core::expert::Areas;
 use bsp_core::{Ctx, Machine};
 use bytemuck::Pod;
 
@@ -48,7 +49,7 @@ use crate::same_len::Lengths;
 /// it is charged the lone g ([`Model::sparse_superstep`]). 1 level: 1
 /// superstep, h = (p − 1)m; log p levels: ⌈log₂ p⌉ supersteps of h = m
 /// and one split fewer. A sender puts its buffer to all its receivers
-/// with one [`Ctx::multicast_area`], so on one node (threads, or MPI
+/// with one [`Areas::multicast_area`](bsp_core::expert::Areas::multicast_area), so on one node (threads, or MPI
 /// ranks that share a node) it copies m once and the receivers copy
 /// theirs at once: there its h is m ([`Model::multicast_h`]).
 /// Predicted by [`broadcast_k_level_cost`].

@@ -122,7 +122,7 @@ fn rar_on<T: Pod + Send>(
     }
     let out = ctx.coarray_from(offs);
     for r in runs.iter().filter(|r| r.to != me) {
-        ctx.put_from(r.to, &requests(r), r.at, &out, r.from, r.len);
+        ctx.put_from(r.to, &requests(r), r.at, &out, r.from..r.from + r.len);
     }
     ctx.sync();
 

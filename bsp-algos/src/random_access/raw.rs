@@ -179,8 +179,8 @@ fn raw_on<T: Pod + Send, C: Collision<T>>(
     let out = (ctx.coarray_from(offs), ctx.coarray_from(vals));
     for r in runs.iter().filter(|r| r.to != me) {
         let (ci, cv) = if r.dense { dense } else { sparse };
-        ctx.put_from(r.to, &ci, r.at, &out.0, r.from, r.len);
-        ctx.put_from(r.to, &cv, r.at, &out.1, r.from, r.len);
+        ctx.put_from(r.to, &ci, r.at, &out.0, r.from..r.from + r.len);
+        ctx.put_from(r.to, &cv, r.at, &out.1, r.from..r.from + r.len);
     }
     ctx.sync();
 

@@ -8,10 +8,35 @@ use crate::error::{Error, ErrorKind};
 use crate::wire::Record;
 
 /// Payloads from this size up are shared by a multicast's destinations
-/// ([`Ctx::multicast_area`]); shorter ones are copied into each stream.
+/// ([`Areas::multicast_area`]); shorter ones are copied into each stream.
 const MULTICAST_SHARED_BYTES: usize = 4096;
 
-impl Ctx {
+/// Registered foreign areas: memory the program owns, registered by
+/// address and length, that other processors put into and get from by
+/// byte offset — what a layer for another language (BSPlib's
+/// `bsp_push_reg`, `bsp_put`, `bsp_get`) needs. Implemented by [`Ctx`];
+/// bring it into scope with `use bsp::expert::Areas;`. A Rust program
+/// uses coarrays ([`Ctx::coarray`]) instead: they need no `unsafe`.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_core::expert::Areas;
+///
+/// let out = bsp_core::run(2, |ctx| {
+///     let mut mine = [0u8; 2];
+///     // SAFETY: `mine` outlives the area, released below, and is only
+///     // touched between bsp calls.
+///     let area = unsafe { ctx.register_area(mine.as_mut_ptr(), mine.len()) };
+///     ctx.put_area(1 - ctx.pid(), area, 0, &[ctx.pid() as u8]);
+///     ctx.sync();
+///     ctx.release_area(area);
+///     mine[0]
+/// })?;
+/// assert_eq!(out.all(), Some(&[1, 0][..]));
+/// # Ok::<(), bsp_core::Error>(())
+/// ```
+pub trait Areas {
     /// Registers `len` bytes at `base`, memory that the program owns, as a
     /// foreign area: the distributed variable whose part on each processor
     /// is the memory that processor registered (BSPlib's `bsp_push_reg`).
@@ -26,7 +51,7 @@ impl Ctx {
     ///
     /// # Safety
     ///
-    /// Until the area is [released](Ctx::release_area) or the run ends,
+    /// Until the area is [released](Areas::release_area) or the run ends,
     /// `base..base + len` must stay valid for reads and writes, and nothing
     /// else may read or write it while this processor is inside a `sync`
     /// (or any other call on its `Ctx`), where bsp reads and writes it.
@@ -36,6 +61,7 @@ impl Ctx {
     /// # Examples
     ///
     /// ```
+    /// # use bsp_core::expert::Areas;
     /// let out = bsp_core::run(2, |ctx| {
     ///     let mut mine = [0u8; 4];
     ///     // SAFETY: `mine` outlives the area, which is released below, and
@@ -53,14 +79,7 @@ impl Ctx {
     /// # Cost
     ///
     /// Local, O(1): no communication, no copy.
-    pub unsafe fn register_area(&mut self, base: *mut u8, len: usize) -> Area {
-        // SAFETY: the caller's contract is `ForeignBytes::new`'s.
-        let local = unsafe { ForeignBytes::new(base, len) };
-        Area {
-            id: self.registry.register_area(local),
-            scope: self.scope,
-        }
-    }
+    unsafe fn register_area(&mut self, base: *mut u8, len: usize) -> Area;
 
     /// Releases `area` (BSPlib's `bsp_pop_reg`): collective, like
     /// [`release`](Ctx::release); afterwards bsp no longer touches the
@@ -77,24 +96,17 @@ impl Ctx {
     /// # Cost
     ///
     /// Local, O(1).
-    pub fn release_area(&mut self, area: Area) {
-        if let Err(why) = self
-            .registry
-            .release_area(self.id_of(&area), self.superstep)
-        {
-            unusable(self.pid, self.superstep, why, "area", area.id)
-        }
-    }
+    fn release_area(&mut self, area: Area);
 
     /// Registers `buf` as a foreign area for the duration of `f`, which
     /// gets the context and the area's handle: the safe, scoped form of
-    /// [`register_area`](Ctx::register_area), for receiving puts straight
+    /// [`register_area`](Areas::register_area), for receiving puts straight
     /// into memory the caller owns instead of into a coarray that is then
     /// copied out. Puts to the area from other processors (by byte offset,
-    /// [`put_area`](Ctx::put_area)) are written into `buf` during the
+    /// [`put_area`](Areas::put_area)) are written into `buf` during the
     /// syncs inside `f`.
     ///
-    /// Collective, like [`register_area`](Ctx::register_area): every
+    /// Collective, like [`register_area`](Areas::register_area): every
     /// processor registers at the same point, lengths may differ (a
     /// processor that receives nothing can pass an empty slice). When `f`
     /// returns, the area is released, which is collective too; if `f`
@@ -105,6 +117,7 @@ impl Ctx {
     /// # Examples
     ///
     /// ```
+    /// # use bsp_core::expert::Areas;
     /// let out = bsp_core::run(3, |ctx| {
     ///     let mut mine = [0u32; 3];
     ///     let me = ctx.pid();
@@ -131,7 +144,155 @@ impl Ctx {
     /// Local, O(1) around `f`: no communication and no copy. A put into
     /// the area costs what a put into a coarray costs, and saves the copy
     /// out of a coarray into `buf`.
-    pub fn with_area<T: bytemuck::Pod, R>(
+    fn with_area<T: bytemuck::Pod, R>(
+        &mut self,
+        buf: &mut [T],
+        f: impl FnOnce(&mut Ctx, Area) -> R,
+    ) -> R;
+
+    /// The length in bytes of this processor's part of `area`.
+    ///
+    /// # Panics
+    ///
+    /// Ends the run if `area` was released or was registered on another machine (another run, a split's sub-machine or its parent).
+    fn area_len(&self, area: Area) -> usize;
+
+    /// Requests that `src` be written into processor `dst`'s part of
+    /// `area` from byte `offset` (BSPlib's `bsp_put`). `src` is copied now;
+    /// the write lands at the next `sync`, after that sync's gets have read
+    /// their data and landed, in the order of coarray puts: by source pid,
+    /// then call order.
+    ///
+    /// # Panics
+    ///
+    /// Ends the run with [`ErrorKind::BadPid`] if `dst >= nprocs()`, and at
+    /// the `sync` with [`ErrorKind::OutOfBounds`] if `offset + src.len()`
+    /// exceeds `dst`'s part of the area.
+    ///
+    /// # Cost
+    ///
+    /// As [`put`](Ctx::put): `12 + src.len()` bytes in this processor's
+    /// h-relation.
+    fn put_area(&mut self, dst: usize, area: Area, offset: usize, src: &[u8]);
+
+    /// Requests that `src` be written to each of `targets`, a processor,
+    /// one of its areas and a byte offset in it:
+    /// [`put_area`](Areas::put_area) to each target, with `src` copied once
+    /// and that copy shared by all the targets' records, instead of copied
+    /// once per target. This is what a one-to-many superstep (a
+    /// broadcast's root, an all-gather's block) wants: on the threads
+    /// transport the sender's work falls from `targets·len` bytes copied
+    /// to `len`, and each receiver copies its `len` bytes out of the shared
+    /// copy.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use bsp_core::expert::Areas;
+    /// let out = bsp_core::run(4, |ctx| {
+    ///     let mut buf = [0u8; 3];
+    ///     ctx.with_area(&mut buf, |ctx, area| {
+    ///         if ctx.pid() == 0 {
+    ///             ctx.multicast_area(&[7, 8, 9], (1..4).map(|q| (q, area, 0)));
+    ///         }
+    ///         ctx.sync();
+    ///     });
+    ///     buf
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, vec![[0, 0, 0], [7, 8, 9], [7, 8, 9], [7, 8, 9]]);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// As [`put_area`](Areas::put_area), for each target.
+    ///
+    /// # Cost
+    ///
+    /// One copy of `src` now, however many targets; in the h-relation, as
+    /// one [`put_area`](Areas::put_area) per target: `12 + src.len()` bytes
+    /// sent per target (what crosses under MPI), and received by each.
+    fn multicast_area(
+        &mut self,
+        src: &[u8],
+        targets: impl IntoIterator<Item = (usize, Area, usize)>,
+    );
+
+    /// Requests `len` bytes of processor `src`'s part of `area` from byte
+    /// `offset`, to be written to `into` during the next `sync` (BSPlib's
+    /// `bsp_get`): the bytes are read as they are before the sync's puts,
+    /// and written before those puts are applied, so a put of the same
+    /// superstep to the same local bytes wins. Gets land in call order.
+    ///
+    /// # Safety
+    ///
+    /// `into..into + len` must stay valid for writes, and untouched by
+    /// anything else, until the next `sync` has returned (or the run has
+    /// ended). It need not be registered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use bsp_core::expert::Areas;
+    /// let out = bsp_core::run(3, |ctx| {
+    ///     let mut mine = [ctx.pid() as u8; 2];
+    ///     let mut all = [0u8; 6];
+    ///     // SAFETY: both arrays outlive the sync below and are only
+    ///     // touched between bsp calls.
+    ///     let area = unsafe { ctx.register_area(mine.as_mut_ptr(), 2) };
+    ///     for q in 0..ctx.nprocs() {
+    ///         unsafe { ctx.get_area(q, area, 0, all[2 * q..].as_mut_ptr(), 2) };
+    ///     }
+    ///     ctx.sync();
+    ///     ctx.release_area(area);
+    ///     all
+    /// })?;
+    /// assert_eq!(out[2], [0, 0, 1, 1, 2, 2]);
+    /// # Ok::<(), bsp_core::Error>(())
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// Ends the run with [`ErrorKind::BadPid`] if `src >= nprocs()`, and at
+    /// the `sync` with [`ErrorKind::OutOfBounds`] if the range exceeds
+    /// `src`'s part of the area.
+    ///
+    /// # Cost
+    ///
+    /// As [`get`](Ctx::get): a 32-byte request, and `24 + len` bytes back
+    /// in a second h-relation of the same sync.
+    unsafe fn get_area(&mut self, src: usize, area: Area, offset: usize, into: *mut u8, len: usize);
+
+    /// Like [`abort`](Ctx::abort), naming `superstep` (at most the current
+    /// one) as the superstep at fault: for a check that can only be made
+    /// after the sync that ended it, from what that sync delivered.
+    ///
+    /// # Panics
+    ///
+    /// If `superstep` is later than the current superstep.
+    fn abort_at(&mut self, superstep: usize, message: impl Into<String>) -> !;
+}
+
+impl Areas for Ctx {
+    unsafe fn register_area(&mut self, base: *mut u8, len: usize) -> Area {
+        // SAFETY: the caller's contract is `ForeignBytes::new`'s.
+        let local = unsafe { ForeignBytes::new(base, len) };
+        Area {
+            id: self.registry.register_area(local),
+            scope: self.scope,
+        }
+    }
+
+    fn release_area(&mut self, area: Area) {
+        if let Err(why) = self
+            .registry
+            .release_area(self.id_of(&area), self.superstep)
+        {
+            unusable(self.pid, self.superstep, why, "area", area.id)
+        }
+    }
+
+    fn with_area<T: bytemuck::Pod, R>(
         &mut self,
         buf: &mut [T],
         f: impl FnOnce(&mut Ctx, Area) -> R,
@@ -163,36 +324,14 @@ impl Ctx {
         }
     }
 
-    /// The length in bytes of this processor's part of `area`.
-    ///
-    /// # Panics
-    ///
-    /// Ends the run if `area` was released or was registered on another machine (another run, a split's sub-machine or its parent).
-    pub fn area_len(&self, area: Area) -> usize {
+    fn area_len(&self, area: Area) -> usize {
         match self.registry.area_len(self.id_of(&area)) {
             Ok(len) => len,
             Err(why) => unusable(self.pid, self.superstep, why, "area", area.id),
         }
     }
 
-    /// Requests that `src` be written into processor `dst`'s part of
-    /// `area` from byte `offset` (BSPlib's `bsp_put`). `src` is copied now;
-    /// the write lands at the next `sync`, after that sync's gets have read
-    /// their data and landed, in the order of coarray puts: by source pid,
-    /// then call order.
-    ///
-    /// # Panics
-    ///
-    /// Ends the run with [`ErrorKind::BadPid`] if `dst >= nprocs()`, and at
-    /// the `sync` with [`ErrorKind::OutOfBounds`] if `offset + src.len()`
-    /// exceeds `dst`'s part of the area.
-    ///
-    /// # Cost
-    ///
-    /// As [`put`](Ctx::put): `12 + src.len()` bytes in this processor's
-    /// h-relation.
-    #[inline]
-    pub fn put_area(&mut self, dst: usize, area: Area, offset: usize, src: &[u8]) {
+    fn put_area(&mut self, dst: usize, area: Area, offset: usize, src: &[u8]) {
         self.check_pid("put", dst);
         let record = Record::Put {
             array: self.id_of(&area),
@@ -202,43 +341,7 @@ impl Ctx {
         self.outbox.push(dst, record, src);
     }
 
-    /// Requests that `src` be written to each of `targets`, a processor,
-    /// one of its areas and a byte offset in it:
-    /// [`put_area`](Ctx::put_area) to each target, with `src` copied once
-    /// and that copy shared by all the targets' records, instead of copied
-    /// once per target. This is what a one-to-many superstep (a
-    /// broadcast's root, an all-gather's block) wants: on the threads
-    /// transport the sender's work falls from `targets·len` bytes copied
-    /// to `len`, and each receiver copies its `len` bytes out of the shared
-    /// copy.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let out = bsp_core::run(4, |ctx| {
-    ///     let mut buf = [0u8; 3];
-    ///     ctx.with_area(&mut buf, |ctx, area| {
-    ///         if ctx.pid() == 0 {
-    ///             ctx.multicast_area(&[7, 8, 9], (1..4).map(|q| (q, area, 0)));
-    ///         }
-    ///         ctx.sync();
-    ///     });
-    ///     buf
-    /// })
-    /// .unwrap();
-    /// assert_eq!(out, vec![[0, 0, 0], [7, 8, 9], [7, 8, 9], [7, 8, 9]]);
-    /// ```
-    ///
-    /// # Panics
-    ///
-    /// As [`put_area`](Ctx::put_area), for each target.
-    ///
-    /// # Cost
-    ///
-    /// One copy of `src` now, however many targets; in the h-relation, as
-    /// one [`put_area`](Ctx::put_area) per target: `12 + src.len()` bytes
-    /// sent per target (what crosses under MPI), and received by each.
-    pub fn multicast_area(
+    fn multicast_area(
         &mut self,
         src: &[u8],
         targets: impl IntoIterator<Item = (usize, Area, usize)>,
@@ -268,49 +371,7 @@ impl Ctx {
         }
     }
 
-    /// Requests `len` bytes of processor `src`'s part of `area` from byte
-    /// `offset`, to be written to `into` during the next `sync` (BSPlib's
-    /// `bsp_get`): the bytes are read as they are before the sync's puts,
-    /// and written before those puts are applied, so a put of the same
-    /// superstep to the same local bytes wins. Gets land in call order.
-    ///
-    /// # Safety
-    ///
-    /// `into..into + len` must stay valid for writes, and untouched by
-    /// anything else, until the next `sync` has returned (or the run has
-    /// ended). It need not be registered.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let out = bsp_core::run(3, |ctx| {
-    ///     let mut mine = [ctx.pid() as u8; 2];
-    ///     let mut all = [0u8; 6];
-    ///     // SAFETY: both arrays outlive the sync below and are only
-    ///     // touched between bsp calls.
-    ///     let area = unsafe { ctx.register_area(mine.as_mut_ptr(), 2) };
-    ///     for q in 0..ctx.nprocs() {
-    ///         unsafe { ctx.get_area(q, area, 0, all[2 * q..].as_mut_ptr(), 2) };
-    ///     }
-    ///     ctx.sync();
-    ///     ctx.release_area(area);
-    ///     all
-    /// })?;
-    /// assert_eq!(out[2], [0, 0, 1, 1, 2, 2]);
-    /// # Ok::<(), bsp_core::Error>(())
-    /// ```
-    ///
-    /// # Panics
-    ///
-    /// Ends the run with [`ErrorKind::BadPid`] if `src >= nprocs()`, and at
-    /// the `sync` with [`ErrorKind::OutOfBounds`] if the range exceeds
-    /// `src`'s part of the area.
-    ///
-    /// # Cost
-    ///
-    /// As [`get`](Ctx::get): a 32-byte request, and `24 + len` bytes back
-    /// in a second h-relation of the same sync.
-    pub unsafe fn get_area(
+    unsafe fn get_area(
         &mut self,
         src: usize,
         area: Area,
@@ -331,14 +392,7 @@ impl Ctx {
         self.has_gets = true;
     }
 
-    /// Like [`abort`](Ctx::abort), naming `superstep` (at most the current
-    /// one) as the superstep at fault: for a check that can only be made
-    /// after the sync that ended it, from what that sync delivered.
-    ///
-    /// # Panics
-    ///
-    /// If `superstep` is later than the current superstep.
-    pub fn abort_at(&mut self, superstep: usize, message: impl Into<String>) -> ! {
+    fn abort_at(&mut self, superstep: usize, message: impl Into<String>) -> ! {
         assert!(
             superstep <= self.superstep,
             "bsp: abort_at names superstep {superstep}, later than the current {}",
@@ -347,7 +401,9 @@ impl Ctx {
         let error = Error::at(ErrorKind::Abort, self.pid, superstep, message);
         self.abort_with(error)
     }
+}
 
+impl Ctx {
     /// The run's failure, where this processor's transport has recorded
     /// one (on threads, as soon as any processor failed).
     pub(crate) fn recorded_failure(&self) -> Option<Error> {

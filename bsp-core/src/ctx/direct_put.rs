@@ -5,7 +5,7 @@
 //! again into place at the sync. When a processor can say in advance which
 //! ranges of which processors' parts it will write (a counting sort can,
 //! once its prefix sums are known), the data need not be staged at all:
-//! [`Ctx::put_direct`] checks that the announced ranges are in bounds and
+//! [`DirectPut::put_direct`] checks that the announced ranges are in bounds and
 //! pairwise disjoint over all writers, and then, on the threads transport,
 //! lends every writer mutable slices of the destinations' memory, so that
 //! each element is written exactly once, straight to its final place. Under
@@ -23,12 +23,13 @@ use crate::error::{Error, ErrorKind};
 use crate::segments::{copy_prefix, segments_len, SegmentReader};
 use crate::transport::Blocks;
 
-/// One range of a [`Ctx::put_direct`]: `len` elements of processor `dst`'s
+/// One range of a [`DirectPut::put_direct`]: `len` elements of processor `dst`'s
 /// part of the coarray, starting at element `offset`.
 ///
 /// # Examples
 ///
 /// ```
+/// # use bsp_core::expert::DirectPut;
 /// use bsp_core::DirectPiece;
 ///
 /// let piece = DirectPiece { dst: 1, offset: 4, len: 2 };
@@ -164,7 +165,13 @@ fn judge(claims: &[(usize, Vec<u64>)], local_len: usize) -> [u64; VERDICT] {
     [0; VERDICT]
 }
 
-impl Ctx {
+/// Puts written straight into the destination's coarray, by the senders,
+/// in pieces each sender claims ahead: the kernel of a counting sort's
+/// scatter, where each key lands in a place known before the superstep.
+/// Implemented by [`Ctx`]; bring it into scope with
+/// `use bsp::expert::DirectPut;`. A program that is not a sort kernel
+/// uses [`Ctx::put`].
+pub trait DirectPut {
     /// Ends the superstep like [`sync`](Ctx::sync), then lets every
     /// processor write its `pieces` of coarray `to` directly: `write`
     /// receives one mutable slice per piece, in the order of `pieces`, and
@@ -193,6 +200,7 @@ impl Ctx {
     /// # Examples
     ///
     /// ```
+    /// # use bsp_core::expert::DirectPut;
     /// use bsp_core::DirectPiece;
     ///
     /// let out = bsp_core::run(3, |ctx| {
@@ -231,7 +239,16 @@ impl Ctx {
     /// lengths known from the pieces, so no exchange of counts) and one
     /// copy at the receiver. The direct writes are not counted in
     /// [`stats`](Ctx::stats).
-    pub fn put_direct<T: Pod + Send, R>(
+    fn put_direct<T: Pod + Send, R>(
+        &mut self,
+        to: &Coarray<T>,
+        pieces: &[DirectPiece],
+        write: impl FnOnce(&Ctx, &mut [&mut [T]]) -> R,
+    ) -> R;
+}
+
+impl DirectPut for Ctx {
+    fn put_direct<T: Pod + Send, R>(
         &mut self,
         to: &Coarray<T>,
         pieces: &[DirectPiece],
@@ -274,7 +291,9 @@ impl Ctx {
         self.registry.put_back(id, local);
         result
     }
+}
 
+impl Ctx {
     /// Ends the run unless every processor called `put_direct` on the same
     /// coarray of the same element type.
     fn check_rows(&mut self, rows: &[u64], mine: &[u64; ROW]) {

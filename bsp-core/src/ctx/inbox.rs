@@ -4,7 +4,7 @@
 use bytemuck::Pod;
 
 use super::Ctx;
-use crate::queue::{encode_tagged, Encoding, Queue, Tag, Tagged};
+use crate::queue::{encode_tagged, Encoding, Messages, Queue, Tag, Tagged};
 
 impl Ctx {
     /// The number of messages received on `q` and not yet taken (BSPlib's
@@ -88,34 +88,37 @@ impl Ctx {
         self.inbox(self.id_of(q)).pop::<T, E>().map(|(_, m)| m)
     }
 
-    /// Takes the messages of `q` one by one as the iterator is advanced, in
-    /// source pid, then send order, each with its source pid: no vector of
-    /// all of them is built. Messages the iterator does not reach stay in
-    /// the queue.
+    /// Takes every message of `q` out of the queue, to decode one by one
+    /// as the iterator is advanced, in source pid, then send order, each
+    /// with its source pid (as [`receive_with_source`](Ctx::receive_with_source)
+    /// gives them): no vector of all of them is built. The iterator owns
+    /// the messages, so the context stays free while it runs — a loop can
+    /// send replies — and the messages it does not reach are dropped with
+    /// it.
     ///
     /// # Examples
     ///
     /// ```
     /// let out = bsp_core::run(3, |ctx| {
-    ///     let q = ctx.queue::<u64>();
-    ///     ctx.send(0, &q, &(ctx.pid() as u64 * 100));
+    ///     let (ask, answer) = (ctx.queue::<u64>(), ctx.queue::<u64>());
+    ///     ctx.send(0, &ask, &(ctx.pid() as u64 * 100));
     ///     ctx.sync();
-    ///     let firsts: Vec<(usize, u64)> = ctx.messages(&q).take(2).collect();
-    ///     (firsts, ctx.queue_len(&q))
+    ///     for (from, x) in ctx.messages(&ask) {
+    ///         ctx.send(from, &answer, &(x + 1)); // reply while reading
+    ///     }
+    ///     ctx.sync();
+    ///     ctx.receive(&answer)
     /// })?;
-    /// assert_eq!(out[0], (vec![(0, 0), (1, 100)], 1));
+    /// assert_eq!(out.root(), Some(&vec![1]));
     /// # Ok::<(), bsp_core::Error>(())
     /// ```
     ///
     /// # Cost
     ///
-    /// Local: decodes one message per step.
-    pub fn messages<'a, T: 'a, E: Encoding<T>>(
-        &'a mut self,
-        q: &Queue<T, E>,
-    ) -> impl Iterator<Item = (usize, T)> + 'a {
-        let inbox = self.inbox(self.id_of(q));
-        std::iter::from_fn(move || inbox.pop::<T, E>())
+    /// Local: moves the queue's buffer out (no copy), then decodes one
+    /// message per step.
+    pub fn messages<T, E: Encoding<T>>(&mut self, q: &Queue<T, E>) -> Messages<T, E> {
+        Messages::new(self.inbox(self.id_of(q)).take_all())
     }
 
     /// Registers a tagged queue: each message is a tag `K` and a payload

@@ -18,7 +18,8 @@ mod queues;
 mod remote;
 mod split;
 
-pub use direct_put::DirectPiece;
+pub use areas::Areas;
+pub use direct_put::{DirectPiece, DirectPut};
 
 use std::time::Instant;
 
@@ -288,7 +289,7 @@ impl Ctx {
     /// asked once per process). There an MPI library moves a large
     /// message with one copy, by the receiver out of the sender's memory,
     /// much as the threads transport does; the collectives' cost model
-    /// uses it ([`multicast_area`](Ctx::multicast_area)'s cost).
+    /// uses it ([`multicast_area`](crate::expert::Areas::multicast_area)'s cost).
     ///
     /// # Examples
     ///
@@ -550,7 +551,7 @@ impl Ctx {
     ///
     /// Delivery order: get requests are served first (they read the data as
     /// it was before this superstep's puts), and gets into the program's
-    /// memory ([`get_area`](Ctx::get_area)) land; then, for each source pid
+    /// memory ([`get_area`](crate::expert::Areas::get_area)) land; then, for each source pid
     /// in ascending order, its puts are applied and its messages queued in
     /// call order.
     ///
@@ -660,6 +661,7 @@ impl Ctx {
     /// votes.
     fn sync_voting(&mut self, vote: u64) -> u64 {
         let start = Instant::now();
+        self.drop_unread();
         let records = self.outbox.records();
         // The row counts the outbox before the streams are taken out.
         let mut mine = self.row_words(Status::Syncing, vote);

@@ -153,6 +153,60 @@ impl Ctx {
         all
     }
 
+    /// Whether this processor's queue `q` keeps the messages not read by
+    /// the next `sync`. By default a queue holds one superstep's messages,
+    /// as in BSPlib: a `sync` drops those not read since the one that
+    /// delivered them (and a debug build says so once per queue, on
+    /// standard error). With `keep` they stay, ahead of the next
+    /// superstep's, in the same source-then-send order. A local setting:
+    /// other processors' copies of `q` keep their own.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(2, |ctx| {
+    ///     let (dropping, keeping) = (ctx.queue::<u8>(), ctx.queue::<u8>());
+    ///     ctx.keep_unread(&keeping, true);
+    ///     for q in [&dropping, &keeping] {
+    ///         ctx.send(0, q, &1);
+    ///     }
+    ///     ctx.sync(); // delivers one message to each queue; none is read
+    ///     for q in [&dropping, &keeping] {
+    ///         ctx.send(0, q, &2);
+    ///     }
+    ///     ctx.sync(); // drops the unread message of `dropping` only
+    ///     (ctx.receive(&dropping), ctx.receive(&keeping))
+    /// })?;
+    /// assert_eq!(out.root(), Some(&(vec![2, 2], vec![1, 1, 2, 2])));
+    /// # Ok::<(), bsp_core::Error>(())
+    /// ```
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1).
+    pub fn keep_unread<T, E: Encoding<T>>(&mut self, q: &Queue<T, E>, keep: bool) {
+        self.inbox(self.id_of(q)).keep_unread = keep;
+    }
+
+    /// At a sync's start: drops the messages of the last sync that were not
+    /// read, from the queues that do not keep them.
+    pub(super) fn drop_unread(&mut self) {
+        for dropped in self.registry.drop_unread() {
+            if cfg!(debug_assertions) {
+                eprintln!(
+                    "bsp: processor {}, superstep {}: {} unread message(s) on queue #{} ({}) \
+                     dropped at sync, as BSPlib does; read them before the sync, or keep them \
+                     with ctx.keep_unread(&queue, true) (said once per queue, in debug builds)",
+                    self.pid,
+                    self.superstep,
+                    dropped.messages,
+                    dropped.queue,
+                    self.registry.name_of(dropped.queue)
+                );
+            }
+        }
+    }
+
     pub(super) fn inbox(&mut self, id: u32) -> &mut Inbox {
         let (pid, superstep) = (self.pid, self.superstep);
         match self.registry.inbox(id) {

@@ -1,6 +1,8 @@
 //! Puts and gets: requests on other processors' parts of coarrays,
 //! delivered at the next sync.
 
+use std::ops::{Bound, Range, RangeBounds};
+
 use bytemuck::Pod;
 
 use super::Ctx;
@@ -95,9 +97,9 @@ impl Ctx {
             .push_owned(dst, record, bytes::Bytes::from_owner(PodBytes(src)));
     }
 
-    /// Requests that `len` elements of this processor's part of `from`,
-    /// starting at `from_offset`, be written into processor `dst`'s part of
-    /// `to` at `offset` — without buffering a copy: the elements are read
+    /// Requests that the elements `range` of this processor's part of
+    /// `from` (`..` for all of it) be written into processor `dst`'s part
+    /// of `to` at `offset` — without buffering a copy: the elements are read
     /// at the next `sync`, as they are then (after this superstep's local
     /// work, before its puts are applied, like a get). On the threads
     /// transport the receiver copies them straight out of this processor's
@@ -113,7 +115,7 @@ impl Ctx {
     /// let out = bsp_core::run(2, |ctx| {
     ///     let src = ctx.coarray_from(vec![ctx.pid() as u32; 4]);
     ///     let dst = ctx.coarray::<u32>(2);
-    ///     ctx.put_from(1 - ctx.pid(), &dst, 0, &src, 1, 2);
+    ///     ctx.put_from(1 - ctx.pid(), &dst, 0, &src, 1..3);
     ///     ctx.local_mut(&src).fill(7); // the put sends the data as of the sync
     ///     ctx.sync();
     ///     ctx.local(&dst).to_vec()
@@ -124,9 +126,9 @@ impl Ctx {
     ///
     /// # Panics
     ///
-    /// Panics at once if `from_offset + len` exceeds this processor's part
-    /// of `from`; ends the run as [`put`](Ctx::put) does for a bad `dst` or
-    /// destination range.
+    /// Ends the run at once with [`ErrorKind::OutOfBounds`] if `range`
+    /// exceeds this processor's part of `from`, and as [`put`](Ctx::put)
+    /// does for a bad `dst` or destination range.
     ///
     /// # Cost
     ///
@@ -140,22 +142,26 @@ impl Ctx {
         to: &Coarray<T>,
         offset: usize,
         from: &Coarray<T>,
-        from_offset: usize,
-        len: usize,
+        range: impl RangeBounds<usize>,
     ) {
         self.check_pid("put", dst);
         let (to_id, from_id) = (self.id_of(to), self.id_of(from));
         let have = self.local(from).len();
-        if from_offset.checked_add(len).is_none_or(|end| end > have) {
+        let Some(Range {
+            start: from_offset,
+            end,
+        }) = within(&range, have)
+        else {
             let msg = format!(
-                "put_from on processor {} reads elements {from_offset}..{} of coarray #{}, \
-                 whose local length is {have}",
+                "put_from on processor {} reads elements {} of coarray #{}, whose local \
+                 length is {have}",
                 self.pid,
-                from_offset as u128 + len as u128,
+                shown(&range),
                 from_id
             );
             self.fail(ErrorKind::OutOfBounds, self.pid, msg);
-        }
+        };
+        let len = end - from_offset;
         let size = std::mem::size_of::<T>();
         let record = Record::Put {
             array: to_id,
@@ -268,9 +274,9 @@ impl Ctx {
 pub(super) type Landing = Box<dyn FnOnce(&mut Ctx) + Send>;
 
 impl Ctx {
-    /// Requests `len` elements of processor `src`'s part of `a`, starting at
-    /// `offset`, to be written into this processor's part of `into` at
-    /// `into_offset` during the next `sync` (BSPlib's `bsp_get`, into the
+    /// Requests the elements `range` of processor `src`'s part of `a`, to
+    /// be written into this processor's part of `into` from `into_offset`
+    /// on during the next `sync` (BSPlib's `bsp_get`, into the
     /// caller's registered memory). Like [`get`](Ctx::get), it reads the data
     /// as it was before the superstep's puts; it lands after them, so it
     /// overwrites puts to the same elements of `into`.
@@ -283,7 +289,7 @@ impl Ctx {
     ///     let mine = ctx.coarray_from(vec![me as u32 * 10; 2]);
     ///     let all = ctx.coarray::<u32>(2 * p);
     ///     for src in 0..p {
-    ///         ctx.get_into(src, &mine, 0, &all, 2 * src, 2);
+    ///         ctx.get_into(src, &mine, 0..2, &all, 2 * src);
     ///     }
     ///     ctx.sync();
     ///     ctx.local(&all).to_vec()
@@ -294,28 +300,33 @@ impl Ctx {
     ///
     /// # Panics
     ///
-    /// Panics at once if `into_offset + len` exceeds this processor's part
-    /// of `into`; ends the run as [`get`](Ctx::get) does for a bad `src` or
-    /// source range.
+    /// Ends the run at once with [`ErrorKind::OutOfBounds`] if the elements
+    /// from `into_offset` on exceed this processor's part of `into` (or
+    /// `range` is reversed), and as [`get`](Ctx::get) does for a bad `src`
+    /// or source range.
     ///
     /// # Cost
     ///
-    /// As [`get`](Ctx::get), plus one local copy of the `len` elements.
+    /// As [`get`](Ctx::get), plus one local copy of the elements.
     pub fn get_into<T: Pod + Send>(
         &mut self,
         src: usize,
         a: &Coarray<T>,
-        offset: usize,
+        range: Range<usize>,
         into: &Coarray<T>,
         into_offset: usize,
-        len: usize,
     ) {
         let have = self.local(into).len();
-        assert!(
-            into_offset.checked_add(len).is_some_and(|end| end <= have),
-            "bsp: get_into writes elements {into_offset}..{} of a coarray whose local length is {have}",
-            into_offset.saturating_add(len)
-        );
+        let (offset, len) = (range.start, range.len());
+        if range.start > range.end || into_offset.checked_add(len).is_none_or(|end| end > have) {
+            let msg = format!(
+                "get_into on processor {} reads elements {range:?} of processor {src}'s part \
+                 into elements from {into_offset} of coarray #{}, whose local length is {have}",
+                self.pid,
+                self.id_of(into)
+            );
+            self.fail(ErrorKind::OutOfBounds, self.pid, msg);
+        }
         let handle = self.get(src, a, offset, len);
         let into = *into;
         self.landing.push(Box::new(move |ctx: &mut Ctx| {
@@ -335,5 +346,34 @@ impl Ctx {
         for land in std::mem::take(&mut self.landing) {
             land(self);
         }
+    }
+}
+
+/// `range` of a slice of length `len`, if it lies inside it.
+fn within(range: &impl RangeBounds<usize>, len: usize) -> Option<Range<usize>> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.checked_add(1)?,
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1)?,
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    (start <= end && end <= len).then_some(start..end)
+}
+
+/// `range` as it was written: `3..18`, `..=4`, `..`.
+fn shown(range: &impl RangeBounds<usize>) -> String {
+    let start = match range.start_bound() {
+        Bound::Included(s) => s.to_string(),
+        Bound::Excluded(s) => format!("{s} (excluded)"),
+        Bound::Unbounded => String::new(),
+    };
+    match range.end_bound() {
+        Bound::Included(e) => format!("{start}..={e}"),
+        Bound::Excluded(e) => format!("{start}..{e}"),
+        Bound::Unbounded => format!("{start}.."),
     }
 }

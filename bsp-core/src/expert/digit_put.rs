@@ -1,7 +1,7 @@
 //! Direct puts of integer keys grouped by a digit: the scatter of a
 //! counting sort, written without a bounds check per key.
 //!
-//! [`Ctx::put_direct`] lends its writer one checked slice per piece. A
+//! [`DirectPut::put_direct`](crate::expert::DirectPut::put_direct) lends its writer one checked slice per piece. A
 //! counting sort's writer sends every key to the piece of its digit, and
 //! with a thousand digits the per-key bookkeeping of a checked slice (16
 //! bytes of slice and a fill count per digit, a compare per key) costs a
@@ -12,7 +12,7 @@
 //! every digit's pieces hold exactly that many. [`DigitCounts`] counts the
 //! keys with bsp-core's own digit function over a slice it keeps borrowed,
 //! so the keys cannot change between the count and the scatter, and
-//! [`Ctx::put_direct_by_digit`] checks the pieces against the counts before
+//! [`DigitPut::put_direct_by_digit`] checks the pieces against the counts before
 //! it writes a single key.
 
 use bytemuck::Pod;
@@ -20,7 +20,7 @@ use bytemuck::Pod;
 use super::line_writer::LineWriter;
 use super::prefetch;
 use crate::coarray::Coarray;
-use crate::ctx::{Ctx, DirectPiece};
+use crate::ctx::{Ctx, DirectPiece, DirectPut};
 use crate::error::ErrorKind;
 
 mod sealed {
@@ -30,7 +30,7 @@ mod sealed {
 /// An unsigned integer key whose digits bsp-core extracts itself: `u8`,
 /// `u16`, `u32`, `u64` and `usize`. Sealed, so that the digit of a key is
 /// the same every time it is taken, which is what lets
-/// [`Ctx::put_direct_by_digit`] write without checking each key.
+/// [`DigitPut::put_direct_by_digit`] write without checking each key.
 ///
 /// # Examples
 ///
@@ -118,7 +118,7 @@ impl Digit {
     }
 }
 
-/// Keys counted by a digit, ready for [`Ctx::put_direct_by_digit`]: the
+/// Keys counted by a digit, ready for [`DigitPut::put_direct_by_digit`]: the
 /// number of keys of each digit value, and the keys themselves, borrowed so
 /// that they stay as counted.
 ///
@@ -197,8 +197,10 @@ struct Run {
     pieces: usize,
 }
 
-impl Ctx {
-    /// A [`put_direct`](Ctx::put_direct) that writes the keys of `counted`
+/// The digit-grouped direct put of [`DigitCounts`]: implemented by
+/// [`Ctx`]; bring it into scope with `use bsp::expert::DigitPut;`.
+pub trait DigitPut {
+    /// A [`put_direct`](crate::expert::DirectPut::put_direct) that writes the keys of `counted`
     /// to `pieces` by their digit: the pieces are listed in digit order,
     /// digit value d taking the next pieces whose lengths add up to its
     /// count (pieces of length 0 are skipped), and every key goes, in the
@@ -216,7 +218,7 @@ impl Ctx {
     /// # Examples
     ///
     /// ```
-    /// use bsp_core::expert::{Digit, DigitCounts};
+    /// use bsp_core::expert::{Digit, DigitCounts, DigitPut};
     /// use bsp_core::DirectPiece;
     ///
     /// // Two processors bucket their keys by the top bit: processor 0 gets
@@ -242,17 +244,26 @@ impl Ctx {
     /// Ends the run with [`ErrorKind::OutOfBounds`] naming this processor
     /// when the pieces do not hold exactly the keys of each digit (a piece
     /// longer than what remains of its digit, or pieces left over or
-    /// missing); otherwise as [`put_direct`](Ctx::put_direct).
+    /// missing); otherwise as [`put_direct`](crate::expert::DirectPut::put_direct).
     ///
     /// # Cost
     ///
-    /// That of [`put_direct`](Ctx::put_direct), with the writer's loop a
+    /// That of [`put_direct`](crate::expert::DirectPut::put_direct), with the writer's loop a
     /// read of each key, a store and an increment, or, where the keys
     /// spread over many digits ([`LineWriter::pays`]), a store into the
     /// digit's line buffer and a write of whole lines that does not read
     /// them first (plus one more copy of the keys of digits split over
     /// several pieces); local O(2^bits + pieces) to check the pieces.
-    pub fn put_direct_by_digit<K: DigitKey>(
+    fn put_direct_by_digit<K: DigitKey>(
+        &mut self,
+        to: &Coarray<K>,
+        counted: &DigitCounts<'_, K>,
+        pieces: &[DirectPiece],
+    );
+}
+
+impl DigitPut for Ctx {
+    fn put_direct_by_digit<K: DigitKey>(
         &mut self,
         to: &Coarray<K>,
         counted: &DigitCounts<'_, K>,

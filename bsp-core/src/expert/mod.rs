@@ -1,5 +1,19 @@
-//! Kernels for counting and radix sorts: ordinary programs do not need
-//! them.
+//! The expert layer: primitives that ordinary programs do not need, kept
+//! off [`Ctx`]'s page.
+//!
+//! * [`Areas`]: memory the program owns, registered by address (`unsafe`),
+//!   with puts and gets by byte offset — for layers such as the BSPlib C
+//!   library; a Rust program uses coarrays.
+//! * [`DirectPut`] ([`DirectPiece`]): every processor writes its claimed
+//!   pieces of a coarray in place, the scatter of a counting sort;
+//!   [`DigitPut`] does it by digit, for [`DigitCounts`].
+//! * [`DIRECT_MARGIN`]: the margin by which [`Router::Auto`](crate::Router::Auto)
+//!   prefers the two-phase router.
+//!
+//! Each is a trait implemented by [`Ctx`]: `use bsp::expert::Areas;`
+//! brings its methods into scope.
+//!
+//! ## Sort kernels
 //!
 //! A counting sort's scatter sends every key to the piece of its digit,
 //! and at a few nanoseconds a key the cost is the memory system's, not the
@@ -9,8 +23,8 @@
 //! justification):
 //!
 //! * digit-grouped direct puts: [`DigitCounts`] counts keys by a
-//!   [`Digit`], and [`Ctx::put_direct_by_digit`] scatters them into the
-//!   pieces of a [`put_direct`](Ctx::put_direct) without a check per key
+//!   [`Digit`], and [`DigitPut::put_direct_by_digit`] scatters them into the
+//!   pieces of a [`put_direct`](DirectPut::put_direct) without a check per key
 //!   ([`DigitKey`]: the key types it takes);
 //! * cache-line write combining: [`line_writer::LineWriter`] fills each
 //!   output window a cache line at a time and writes whole lines with
@@ -22,7 +36,7 @@
 //!   fault per page.
 //!
 //! A program sends data with [`Ctx::put`], [`Ctx::send`] and
-//! [`Ctx::put_direct`], and sorts with `bsp::sort`; it reaches for these
+//! [`DirectPut::put_direct`], and sorts with `bsp::sort`; it reaches for these
 //! only to write a sort kernel of its own.
 //!
 //! ```
@@ -38,7 +52,10 @@ pub mod line_writer;
 pub mod pages;
 pub mod prefetch;
 
-pub use digit_put::{Digit, DigitCounts, DigitKey};
+pub use crate::area::Area;
+pub use crate::ctx::{Areas, DirectPiece, DirectPut};
+pub use crate::machine::DIRECT_MARGIN;
+pub use digit_put::{Digit, DigitCounts, DigitKey, DigitPut};
 
 #[cfg(doc)]
 use crate::ctx::Ctx;

@@ -1,32 +1,32 @@
-//! [`Machine::of`]: the parameters of a runtime's machine, from the
-//! environment, this process's earlier runs, the cache file, or a probe
+//! [`Machine::of`]: the parameters of a runtime's machine, as the runtime
+//! gives them, or from this process's earlier runs, the cache file, or a probe
 //! that runs a short BSP program on the runtime. It lives with the runtime
 //! because each needs the other: [`Runtime::run`] asks for the parameters
 //! when [`Router::Auto`] has none, and the probe is a run.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::{LazyLock, Mutex, MutexGuard};
 use std::time::Instant;
 
 use super::Runtime;
 use crate::ctx::Ctx;
-use crate::env::{MACHINE_CACHE_ENV, MACHINE_ENV};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::machine::{from_words, parse, to_words, Cost, Machine, WORDS};
 use crate::router::Router;
 use crate::transport::Transport;
 
 impl Machine {
     /// The parameters of `rt`'s machine, transport and processor count:
-    /// from `BSP_MACHINE`, this process's earlier runs, the cache file, or
+    /// the runtime's ([`Runtime::with_machine`], or `BSP_MACHINE` for
+    /// [`Runtime::from_env`]), this process's earlier runs, the cache file
+    /// ([`Runtime::with_machine_cache`]), or
     /// a probe (see the type's docs). Under MPI every rank must call it
     /// (it runs collectively), and every rank gets rank 0's parameters.
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Config`] for a malformed `BSP_MACHINE`, or the error of
-    /// the probe's run.
+    /// The error of the probe's run.
     ///
     /// # Examples
     ///
@@ -41,24 +41,13 @@ impl Machine {
     /// value runs the probe: 3 × 16 supersteps of each router.
     pub fn of(rt: &Runtime) -> Result<Machine> {
         let key = Key::of(rt);
-        let setting = std::env::var(MACHINE_ENV).ok();
-        let given = match setting.as_deref() {
-            None | Some("probe") => None,
-            Some(text) => Some(parse(text).map_err(|msg| {
-                Error::new(
-                    ErrorKind::Config,
-                    None,
-                    None,
-                    format!("{MACHINE_ENV}: {msg}"),
-                )
-            })?),
-        };
-        if let Some(m) = given.or_else(|| known().get(&key).copied()) {
+        if let Some(m) = rt.given_machine().or_else(|| known().get(&key).copied()) {
             return Ok(m);
         }
-        let cached = match setting.as_deref() {
-            Some("probe") => None,
-            _ => load(&key),
+        let cache = rt.machine_cache();
+        let cached = match rt.reprobes() {
+            true => None,
+            false => cache.as_deref().and_then(|file| load(file, &key)),
         };
         // Every rank must take the same path: under MPI, processor 0's
         // cached value (or its lack) decides for all.
@@ -72,8 +61,8 @@ impl Machine {
             None => {
                 let (m, lead) = probe(rt)?;
                 // One writer per job: processor 0's process.
-                if lead {
-                    store(&key, &m);
+                if let (true, Some(file)) = (lead, &cache) {
+                    store(file, &key, &m);
                 }
                 m
             }
@@ -132,24 +121,12 @@ fn known() -> MutexGuard<'static, HashMap<Key, Machine>> {
     KNOWN.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The cache file, if any.
-fn cache_file() -> Option<PathBuf> {
-    match std::env::var_os(MACHINE_CACHE_ENV) {
-        Some(v) if v == "off" || v.is_empty() => None,
-        Some(v) => Some(PathBuf::from(v)),
-        None => std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-            .map(|dir| dir.join("bsp").join("machine")),
-    }
-}
-
 /// The cached parameters for `key`: the last line `HOST TRANSPORT/REVISION P BUILD
 /// two-phase=L,G,G1;direct=L,G,G1` that names it. Lines without the lone
 /// g (written by older builds) do not count: their machine is probed
 /// again.
-fn load(key: &Key) -> Option<Machine> {
-    find_cached(&std::fs::read_to_string(cache_file()?).ok()?, key)
+fn load(file: &Path, key: &Key) -> Option<Machine> {
+    find_cached(&std::fs::read_to_string(file).ok()?, key)
 }
 
 /// [`load`]'s reading of the cache file's `text`.
@@ -164,10 +141,10 @@ fn find_cached(text: &str, key: &Key) -> Option<Machine> {
 
 /// Appends `machine` to the cache file (best effort: a cache that cannot
 /// be written only means probing again in the next process).
-fn store(key: &Key, machine: &Machine) {
-    let Some(path) = cache_file().filter(|_| key.procs > 1) else {
+fn store(path: &Path, key: &Key, machine: &Machine) {
+    if key.procs <= 1 {
         return;
-    };
+    }
     if let Some(dir) = path.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
@@ -175,7 +152,7 @@ fn store(key: &Key, machine: &Machine) {
     let _ = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(&path)
+        .open(path)
         .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
 }
 

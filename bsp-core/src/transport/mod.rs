@@ -38,11 +38,14 @@ pub(crate) struct RunLimits {
     /// with [`ErrorKind::Timeout`](crate::ErrorKind::Timeout); `None`: for ever.
     pub(crate) sync_timeout: Option<Duration>,
     /// What an MPI rank does with a failure.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) on_failure: OnFailure,
     /// How a process that ends on a failure words it after `bsp: `
-    /// ([`Runtime::failure_report`](crate::Runtime::failure_report));
+    /// ([`Runtime::with_failure_report`](crate::Runtime::with_failure_report));
     /// `None`: the error's `Display`.
     pub(crate) report: Option<fn(&Error) -> String>,
+    /// The threads transport's barrier (`BSP_BARRIER`).
+    pub(crate) barrier: barrier::BarrierKind,
     /// What the run runs: MPI ranks compare it at the start of every run,
     /// so that ranks starting different runs at the same time (from
     /// several threads) fail instead of pairing up; threads name it when
@@ -101,8 +104,8 @@ impl RunLimits {
 /// ```
 /// use bsp_core::{OnFailure, Runtime};
 ///
-/// let rt = Runtime::from_env().on_failure(OnFailure::Return);
-/// assert_eq!(rt.failure_mode(), OnFailure::Return);
+/// let rt = Runtime::from_env().with_on_failure(OnFailure::Return);
+/// assert_eq!(rt.on_failure(), OnFailure::Return);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -436,7 +439,7 @@ pub(crate) fn timeout_message(missing: &[usize], nprocs: usize, limit: Duration)
     format!(
         "waited {:.3} s at sync; {who} not arrived ({} of {nprocs} processors missing). \
          A processor may be stuck in its own code, or waiting for something that \
-         never comes; the limit is set by BSP_SYNC_TIMEOUT or Runtime::sync_timeout",
+         never comes; the limit is set by Runtime::with_sync_timeout (BSP_SYNC_TIMEOUT for Runtime::from_env)",
         limit.as_secs_f64(),
         missing.len()
     )

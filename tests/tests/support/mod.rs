@@ -44,11 +44,15 @@ pub use bsp::launched_by_mpirun;
 
 /// The runtimes to run a test body on, with both routers: threads with
 /// each p in `ps`, or, under `mpirun`, the MPI world (whose p is `-np`).
+/// Both take their other settings from the environment, so that a test
+/// rerun with `BSP_BARRIER` or `BSP_STATS_MEMORY` set runs with it.
 pub fn runtimes(ps: &[usize]) -> Vec<Runtime> {
     let bases: Vec<Runtime> = if under_mpi() {
         mpi_world().into_iter().collect()
     } else {
-        ps.iter().map(|&p| Runtime::threads(p)).collect()
+        ps.iter()
+            .map(|&p| Runtime::from_env().with_procs(p))
+            .collect()
     };
     bases
         .into_iter()

@@ -1,7 +1,6 @@
 //! What a threads run checks before its processor threads start: the
 //! limits on threads and address space, and the stack each thread gets.
 
-use super::super::barrier::BarrierKind;
 use crate::error::{Error, ErrorKind, Result};
 
 /// The most processor threads this process may start: the kernel's
@@ -100,9 +99,8 @@ fn config_error(msg: String) -> Error {
 
 /// The checks before a run's threads start, for runs and sessions: p > 0,
 /// within the limits on threads and on address space (for stacks of
-/// `stack` bytes), and a valid `BSP_BARRIER`. Returns the stack size and
-/// the barrier kind asked for.
-pub(super) fn preflight(p: usize, stack: usize) -> Result<(usize, BarrierKind)> {
+/// `stack` bytes). Returns the stack size.
+pub(super) fn preflight(p: usize, stack: usize) -> Result<usize> {
     if p == 0 {
         return Err(config_error(
             "a run needs at least one processor (p = 0)".to_owned(),
@@ -120,6 +118,5 @@ pub(super) fn preflight(p: usize, stack: usize) -> Result<(usize, BarrierKind)> 
     if p > 64 {
         check_address_space(p, stack)?;
     }
-    let barrier = BarrierKind::from_env().map_err(config_error)?;
-    Ok((stack, barrier))
+    Ok(stack)
 }

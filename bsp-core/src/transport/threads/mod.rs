@@ -390,8 +390,8 @@ impl Launcher for Threads {
             Purpose::Run => limits::processor_stack_bytes(),
             Purpose::Session => limits::session_stack_bytes(),
         };
-        let (stack, barrier) = limits::preflight(p, stack)?;
-        let shared = ThreadsShared::new(p, limits, barrier);
+        let stack = limits::preflight(p, stack)?;
+        let shared = ThreadsShared::new(p, limits, limits.barrier);
         let endpoints = (0..p)
             .map(|pid| Box::new(ThreadsComm::new(Arc::clone(&shared), pid)) as Box<dyn Comm>)
             .collect();
