@@ -16,6 +16,10 @@
 //!   [`scatter`], [`all_gather`], [`all_to_all`] and
 //!   [`all_to_all_uniform`] (routed, 1-factor or hypercube), with the operators [`Sum`], [`Prod`], [`Min`],
 //!   [`Max`], any closure ([`Op`]) or [`monoid`].
+//! * Collectives for any serde type (`Serialize + DeserializeOwned`), in
+//!   [`serde`]: [`serde::broadcast`], [`serde::gather`],
+//!   [`serde::all_gather`] and [`serde::all_to_all`], each value encoded
+//!   once.
 //! * k-level collectives on sub-machines (Hambrusch, Hameed and Khokhar):
 //!   [`broadcast_k_level`], [`scatter_k_level`], [`gather_k_level`],
 //!   [`reduce_k_level`] and [`all_to_all_k_level`], for each of
@@ -63,6 +67,7 @@ mod rows;
 mod same_len;
 mod scan;
 mod segmented;
+pub mod serde;
 
 pub use all_to_all::{
     all_to_all, all_to_all_hypercube, all_to_all_one_factor, all_to_all_uniform,
