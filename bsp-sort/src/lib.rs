@@ -14,8 +14,11 @@
 //! * [`sample_sort`]: sample sort by regular sampling for any `Ord` serde
 //!   type (strings, tuples, records), stable in pid order, each processor
 //!   receiving fewer than 2n/p + p elements for balanced inputs;
-//! * [`BucketRanker`]: ranking keys from a small range by coarse buckets,
-//!   as NAS IS does;
+//! * [`expert`]: the pieces for programs that tune or take apart the
+//!   sorts: [`expert::Delivery`] and [`expert::DigitOrder`] (the options
+//!   of a pass and of a sort), [`expert::DigitPass`],
+//!   [`expert::BucketRanker`] (ranking keys from a small range by coarse
+//!   buckets, as NAS IS does) and [`expert::MAX_DIGIT_BITS`];
 //! * [`inputs`]: the paper's input distributions and [`nas`]: the NAS
 //!   Parallel Benchmarks IS key generator and verification data.
 //!
@@ -39,6 +42,7 @@
 mod bucket_rank;
 mod counting_sort;
 mod digit_pass;
+pub mod expert;
 mod gather_area;
 pub mod inputs;
 mod key;
@@ -48,11 +52,7 @@ mod radix_sort;
 mod sample_sort;
 mod top_first;
 
-pub use bucket_rank::BucketRanker;
-pub use counting_sort::{CountingSort, Delivery};
-pub use digit_pass::DigitPass;
+pub use counting_sort::CountingSort;
 pub use key::RadixKey;
-pub use radix_sort::{
-    radix_sort, radix_sort_by_key, DigitOrder, RadixOptions, RadixSorter, SortInfo, MAX_DIGIT_BITS,
-};
+pub use radix_sort::{radix_sort, radix_sort_by_key, RadixOptions, RadixSorter, SortInfo};
 pub use sample_sort::sample_sort;

@@ -74,8 +74,8 @@ fn check_broadcast(rt: &Runtime, m: usize, seed: u64, root: usize) {
             let mut buf = mine.clone();
             match variant {
                 0 => algos::broadcast(ctx, root, &mut buf),
-                1 => algos::broadcast_tree(ctx, root, &mut buf),
-                _ => algos::broadcast_two_phase(ctx, root, &mut buf),
+                1 => algos::variants::broadcast_tree(ctx, root, &mut buf),
+                _ => algos::variants::broadcast_two_phase(ctx, root, &mut buf),
             }
             results.push(buf);
         }

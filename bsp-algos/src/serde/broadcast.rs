@@ -14,7 +14,7 @@ use crate::model::Model;
 ///
 /// Direct or two-phase, as the root chooses: one superstep in which the
 /// root sends the encoding to every other processor, or, where the
-/// run's cost model ([`Model::of`](crate::Model::of)) predicts it cheaper for
+/// run's cost model ([`Model::of`](crate::model::Model::of)) predicts it cheaper for
 /// the encoding's size, two: the root scatters the encoding in p pieces
 /// and every processor sends its piece to all others. The root's choice
 /// travels as a vote in the first sync
