@@ -35,7 +35,8 @@ const UNIFORM: &str = "uniform all-to-all";
 ///
 /// # Panics
 ///
-/// If `sends.len() != p`.
+/// If `sends.len() != p`, naming `all_to_all`, the processor and both
+/// lengths.
 ///
 /// # Cost
 ///
@@ -43,10 +44,11 @@ const UNIFORM: &str = "uniform all-to-all";
 /// (own part excluded), one record header per non-empty destination.
 pub fn all_to_all<T: Pod>(ctx: &mut Ctx, mut sends: Vec<Vec<T>>) -> Vec<Vec<T>> {
     let (p, me) = (ctx.nprocs(), ctx.pid());
-    assert_eq!(
-        sends.len(),
-        p,
-        "bsp-algos: all_to_all needs one vector per processor"
+    assert!(
+        sends.len() == p,
+        "bsp-algos: all_to_all: processor {me} passed {} vectors, but there must be one per \
+         processor (p = {p})",
+        sends.len()
     );
     let q = ctx.queue::<T>();
     for (dst, part) in sends.iter().enumerate().filter(|&(d, _)| d != me) {

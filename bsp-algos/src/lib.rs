@@ -14,9 +14,13 @@
 //!   [`exclusive_scan`], [`inclusive_scan`], [`segmented_scan`],
 //!   [`gather`], [`scatter`], [`all_gather`], [`all_to_all`] and
 //!   [`all_to_all_uniform`], with the operators [`Sum`], [`Prod`],
-//!   [`Min`], [`Max`], any closure ([`Op`]) or [`monoid`]. Each checks
-//!   what it can check without a superstep of its own (see its
-//!   `# Panics`) and names itself in the error.
+//!   [`Min`], [`Max`], any closure ([`Op`]) or [`monoid`]. Misuse a
+//!   processor sees alone (a root out of range, a wrong number of parts)
+//!   ends the run with a message naming the collective; vectors of
+//!   unequal lengths, which a processor learns of only from the sync that
+//!   moves them, end it either with a message naming the collective and
+//!   both lengths or, where a longer vector runs past a receiver's buffer,
+//!   with the core's out-of-bounds put.
 //! * Collectives for any serde type (`Serialize + DeserializeOwned`), in
 //!   [`serde`]: [`serde::broadcast`], [`serde::gather`],
 //!   [`serde::all_gather`] and [`serde::all_to_all`], each value encoded

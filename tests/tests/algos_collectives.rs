@@ -210,3 +210,39 @@ fn collectives_at_64_processors() {
         check_segmented(rt, 2, 5, 30);
     });
 }
+
+/// Misuse that a collective detects itself ends the run with a message
+/// naming the collective: a wrong number of vectors or parts, a root out
+/// of range.
+#[test]
+fn misuse_names_the_collective() {
+    if support::under_mpi() {
+        return; // a panic under MPI aborts the job
+    }
+    let err = |f: fn(&mut bsp::Ctx)| Runtime::threads(3).run(f).unwrap_err().to_string();
+    type Case = (&'static str, &'static str, fn(&mut bsp::Ctx));
+    let cases: [Case; 5] = [
+        ("all_to_all", "passed 2 vectors", |ctx| {
+            let _ = algos::all_to_all(ctx, vec![vec![1u8]; 2]);
+        }),
+        ("scatter", "passed 4 parts", |ctx| {
+            let _ = algos::scatter(ctx, 0, &vec![vec![1u8]; 4]);
+        }),
+        ("gather", "root 3", |ctx| {
+            let _ = algos::gather(ctx, 3, &[1u8]);
+        }),
+        ("broadcast", "root 5", |ctx| {
+            algos::broadcast(ctx, 5, &mut [1u8]);
+        }),
+        ("scatter", "root 3", |ctx| {
+            let _ = algos::scatter::<u8>(ctx, 3, &[]);
+        }),
+    ];
+    for (name, detail, f) in cases {
+        let text = err(f);
+        assert!(
+            text.contains(name) && text.contains(detail),
+            "{name}: {text}"
+        );
+    }
+}
