@@ -137,12 +137,14 @@ fn serde_misuse_names_the_collective() {
         let _ = sd::gather(ctx, 3, &1u8);
     });
     assert!(text.contains("gather") && text.contains("root 3"), "{text}");
-    // Processor 0 reads a String where the others sent u64s.
+    // Processor 0 sends a u64 where the others send Strings: it reads
+    // theirs as u64s with bytes left over, they read its 5 as a String's
+    // length with too few bytes after it.
     let text = err(|ctx| {
         if ctx.pid() == 0 {
-            let _ = sd::all_gather(ctx, &"x".repeat(300));
+            let _ = sd::all_gather(ctx, &5u64);
         } else {
-            let _ = sd::all_gather(ctx, &u64::MAX);
+            let _ = sd::all_gather(ctx, &"x".repeat(300));
         }
     });
     assert!(text.contains("all_gather"), "{text}");
