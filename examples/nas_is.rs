@@ -15,9 +15,10 @@ use std::time::Instant;
 
 use bsp::algos::{all_gather, all_reduce, gather, Max, Sum};
 use bsp::prelude::*;
+use bsp::sort::expert::BucketRanker;
 use bsp::sort::inputs::block_range;
 use bsp::sort::nas::Class;
-use bsp::sort::{BucketRanker, CountingSort};
+use bsp::sort::CountingSort;
 use common::{ran, verdict, Args, Progress};
 use serde_json::json;
 

@@ -12,8 +12,9 @@ use std::time::Instant;
 
 use bsp::algos::{all_reduce, Max};
 use bsp::prelude::*;
+use bsp::sort::expert::DigitOrder;
 use bsp::sort::inputs::{block_range, Dist};
-use bsp::sort::{DigitOrder, RadixKey, RadixOptions, RadixSorter, SortInfo};
+use bsp::sort::{RadixKey, RadixOptions, RadixSorter, SortInfo};
 use bytemuck::Pod;
 use common::{ran, verdict, Args};
 use serde_json::json;
@@ -69,10 +70,10 @@ fn parse_opts(args: &Args) -> Opts {
         args.fail(&format!("--bits must be 32 or 64, not {bits}"));
     }
     let digit_bits = args.opt("digit-bits");
-    if digit_bits.is_some_and(|b| !(1..=bsp::sort::MAX_DIGIT_BITS).contains(&b)) {
+    if digit_bits.is_some_and(|b| !(1..=bsp::sort::expert::MAX_DIGIT_BITS).contains(&b)) {
         args.fail(&format!(
             "--digit-bits must be in 1..={}",
-            bsp::sort::MAX_DIGIT_BITS
+            bsp::sort::expert::MAX_DIGIT_BITS
         ));
     }
     let order = args.get("order", "auto".to_owned());

@@ -2,11 +2,12 @@
 //! counts its own, then sends every (word, count) pair to the processor
 //! that owns the word, which adds up what it receives.
 //!
-//! The lesson: a typed queue of serde messages (`ctx.serde_queue`, here
-//! `(String, u64)` pairs) delivered at the sync, and an owner computed
-//! alike on every processor (a hash of the word, mod p), so that all counts
-//! of one word meet in one place. The merged counts are checked against a
-//! sequential count; a wrong one exits with status 1.
+//! The lesson: the serde collectives (`bsp::algos::serde`, here an
+//! all-to-all of `(String, u64)` pairs and a gather of each owner's
+//! counts), and an owner computed alike on every processor (a hash of the
+//! word, mod p), so that all counts of one word meet in one place. The
+//! merged counts are checked against a sequential count; a wrong one exits
+//! with status 1.
 //!
 //! ```text
 //! cargo run --release --example word_count -- [--words N] [--procs P] [--json]
@@ -16,7 +17,7 @@ mod common;
 
 use std::collections::HashMap;
 
-use bsp::algos::Block;
+use bsp::algos::{self, Block};
 use bsp::prelude::*;
 use common::{checked, mix, ran, verdict, Args};
 use serde_json::json;
@@ -67,24 +68,23 @@ fn count(words: &[String]) -> HashMap<String, u64> {
 /// The counts of the words this processor owns, over the whole text.
 fn count_by_owner(ctx: &mut Ctx, text: &[String]) -> HashMap<String, u64> {
     let p = ctx.nprocs();
-    // Registered by every processor, in the same order: one queue.
-    let pairs = ctx.serde_queue::<(String, u64)>();
-    // Superstep 1: count locally, send each pair to the word's owner.
+    // Superstep 1: count locally, and send each pair to the word's owner
+    // (element j of `sends` goes to processor j).
+    let mut sends: Vec<Vec<(String, u64)>> = vec![Vec::new(); p];
     for (w, c) in count(text) {
-        ctx.send(owner(&w, p), &pairs, &(w, c));
+        sends[owner(&w, p)].push((w, c));
     }
-    ctx.sync(); // the pairs sent to this processor are in its queue now
+    let received = algos::serde::all_to_all(ctx, sends);
 
-    // Superstep 2: merge what arrived (from p senders at most per word).
+    // Merge what arrived (from p senders at most per word).
     let mut merged = HashMap::new();
-    for (w, c) in ctx.receive(&pairs) {
+    for (w, c) in received.into_iter().flatten() {
         *merged.entry(w).or_insert(0) += c;
     }
-    ctx.release_queue(pairs);
     merged
 }
 
-/// Sends every owner's counts to processor 0, which compares them with a
+/// Gathers every owner's counts on processor 0, which compares them with a
 /// sequential count of the n words: `Some(verified, the five most frequent)`
 /// on processor 0, `None` elsewhere.
 fn check(
@@ -93,23 +93,19 @@ fn check(
     n: usize,
 ) -> Option<(bool, Vec<(String, u64)>)> {
     let p = ctx.nprocs();
-    let results = ctx.serde_queue::<(String, u64)>();
-    for pair in merged {
-        ctx.send(0, &results, &pair);
-    }
-    ctx.sync();
-    let got = ctx.receive_with_source(&results);
-    if ctx.pid() != 0 {
-        return None;
-    }
+    let mine: Vec<(String, u64)> = merged.into_iter().collect();
+    let by_owner = algos::serde::gather(ctx, 0, &mine)?;
     let want = count(&(0..n).map(word).collect::<Vec<_>>());
     // Right if each word came from its owner (whose map holds it once)
     // with its count, and none is missing.
-    let ok = got.len() == want.len()
-        && got
-            .iter()
-            .all(|(src, (w, c))| *src == owner(w, p) && want.get(w) == Some(c));
-    let mut top: Vec<(String, u64)> = got.into_iter().map(|(_, pair)| pair).collect();
+    let got: usize = by_owner.iter().map(Vec::len).sum();
+    let ok = got == want.len()
+        && by_owner.iter().enumerate().all(|(src, pairs)| {
+            pairs
+                .iter()
+                .all(|(w, c)| src == owner(w, p) && want.get(w) == Some(c))
+        });
+    let mut top: Vec<(String, u64)> = by_owner.into_iter().flatten().collect();
     top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0))); // most frequent first
     top.truncate(5);
     Some((ok, top))

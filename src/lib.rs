@@ -108,14 +108,20 @@ pub mod algos {
     //! collective: every processor calls it, in the same order. Each documents
     //! its supersteps and h-relation (`# Cost`).
     //!
-    //! * Collectives: [`broadcast`], [`reduce`], [`all_reduce`],
-    //!   [`exclusive_scan`], [`inclusive_scan`], [`segmented_scan`], [`gather`],
-    //!   [`scatter`], [`all_gather`], [`all_to_all`], with the operators
+    //! * Collectives on `Pod` data: [`broadcast`], [`broadcast_vec`],
+    //!   [`reduce`], [`all_reduce`], [`exclusive_scan`], [`inclusive_scan`],
+    //!   [`segmented_scan`], [`gather`], [`scatter`], [`all_gather`],
+    //!   [`all_to_all`], [`all_to_all_uniform`], with the operators
     //!   [`Sum`], [`Prod`], [`Min`], [`Max`], a closure or a [`monoid`].
+    //! * Collectives on any serde type, in [`serde`]: [`serde::broadcast`],
+    //!   [`serde::gather`], [`serde::all_gather`], [`serde::all_to_all`].
     //! * Random access over a block-distributed array ([`Block`]): [`raw`]
     //!   (write, with a [`Collision`] policy) and [`rar`] (read), with hot spots
     //!   stretched over intermediate processors; [`monotonic_raw`],
     //!   [`generalize`], [`concentrate`], [`distribute`] and [`histogram`].
+    //! * The expert layer, [`variants`]: every named algorithm behind a
+    //!   collective (tree, two-phase, pipelined, hypercube, k-level, ...),
+    //!   its predicted cost, and the cost model the defaults pick by.
     //!
     //! ```
     //! use bsp::algos::{all_reduce, Max};
@@ -133,17 +139,23 @@ pub mod algos {
 }
 
 pub mod sort {
-    //! Counting sort and the stable parallel radix sort (the `bsp-sort` crate).
+    //! Counting sort, the stable parallel radix sort and sample sort (the
+    //! `bsp-sort` crate).
     //!
     //! * [`RadixSorter`], [`radix_sort`], [`radix_sort_by_key`]: the stable LSD
     //!   radix sort of Bader, Helman and JáJá for every [`RadixKey`] (u8–u64,
-    //!   i8–i64, f32/f64) and for records sorted by a key;
+    //!   i8–i64, f32/f64) and for records sorted by a key; outputs are
+    //!   congruent with the inputs (every processor keeps its number of
+    //!   elements, all ≤ those of the next processor);
+    //! * [`sample_sort`]: sample sort by regular sampling for any `Ord`
+    //!   serde type (strings, tuples, records), stable in pid order, each
+    //!   processor receiving fewer than 2n/p + p elements for balanced
+    //!   inputs;
     //! * [`CountingSort`]: one counting-sort pass in the paper's six steps;
     //! * [`inputs`]: the paper's input distributions; [`nas`]: the NAS
-    //!   Parallel Benchmarks IS kernel's keys and verification.
-    //!
-    //! Outputs are congruent with the inputs: every processor keeps its number
-    //! of elements, all ≤ those of the next processor.
+    //!   Parallel Benchmarks IS kernel's keys and verification;
+    //! * [`expert`]: the options and pieces of the sorts (deliveries, digit
+    //!   order, one digit pass, NAS IS's bucket ranker).
     //!
     //! ```
     //! let out = bsp::run(2, |ctx| {

@@ -128,7 +128,7 @@ fn measure(
                     ctx.sync();
                     let (start, cpu_start) = (Instant::now(), on_cpu());
                     if naive {
-                        algos::raw_direct(ctx, &mut a, n, &index, &values, &Combine(Sum))
+                        algos::variants::raw_direct(ctx, &mut a, n, &index, &values, &Combine(Sum))
                     } else {
                         algos::raw(ctx, &mut a, n, &index, &values, &Combine(Sum))
                     }

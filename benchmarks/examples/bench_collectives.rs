@@ -27,7 +27,8 @@ mod common;
 
 use std::time::Instant;
 
-use bsp::algos::{self, pick, Max, Model, Sum};
+use bsp::algos::variants::{pick, Model};
+use bsp::algos::{self, Max, Sum};
 use bsp::prelude::*;
 use common::{median, Args, Progress};
 use serde_json::json;
@@ -108,7 +109,7 @@ fn time_interleaved(ctx: &mut Ctx, reps: usize, calls: &mut [Call<'_>]) -> Vec<f
             secs[v * reps + round] = start.elapsed().as_secs_f64();
         }
     }
-    algos::all_reduce_direct(ctx, &mut secs, &Max);
+    algos::variants::all_reduce_direct(ctx, &mut secs, &Max);
     secs.chunks_mut(reps.max(1)).map(median).take(n).collect()
 }
 
@@ -155,7 +156,7 @@ fn measure(
     let skip = |name: &str| name == "direct" && !direct;
     match collective {
         "broadcast" => {
-            let variants = algos::broadcast_variants::<u64>();
+            let variants = algos::variants::broadcast_variants::<u64>();
             let pick = pick(&model, p, 8 * m, &variants).name;
             for v in variants {
                 chosen.push((v.name, (v.cost)(&model, p, 8 * m), v.name == pick));
@@ -172,7 +173,7 @@ fn measure(
             }
         }
         "reduce" => {
-            let variants = algos::reduce_variants::<u64, Sum>();
+            let variants = algos::variants::reduce_variants::<u64, Sum>();
             let pick = pick(&model, p, 8 * m, &variants).name;
             for v in variants.into_iter().filter(|v| !skip(v.name)) {
                 chosen.push((v.name, (v.cost)(&model, p, 8 * m), v.name == pick));
@@ -187,7 +188,7 @@ fn measure(
             }
         }
         "all_reduce" => {
-            let variants = algos::all_reduce_variants::<u64, Sum>();
+            let variants = algos::variants::all_reduce_variants::<u64, Sum>();
             let pick = pick(&model, p, 8 * m, &variants).name;
             for v in variants.into_iter().filter(|v| !skip(v.name)) {
                 chosen.push((v.name, (v.cost)(&model, p, 8 * m), v.name == pick));
@@ -201,7 +202,7 @@ fn measure(
             }
         }
         "exclusive_scan" => {
-            let variants = algos::exclusive_scan_variants::<u64, Sum>();
+            let variants = algos::variants::exclusive_scan_variants::<u64, Sum>();
             let pick = pick(&model, p, 8 * m, &variants).name;
             let before = (me * (me + 1) / 2) as u64;
             for v in variants.into_iter().filter(|v| !skip(v.name)) {
@@ -218,7 +219,7 @@ fn measure(
         "all_to_all" => {
             let b = (m / p).max(1); // elements per block
             let data: &[u64] = blocks.insert((0..p * b).map(|k| (me * p + k / b) as u64).collect());
-            let variants = algos::all_to_all_uniform_variants::<u64>();
+            let variants = algos::variants::all_to_all_uniform_variants::<u64>();
             let pick = pick(&model, p, 8 * b, &variants).name;
             for v in variants {
                 let Some(predicted) = (v.cost)(&model, p, 8 * b) else {
@@ -278,7 +279,7 @@ fn diffusion(p: usize, kind: &str, per: usize, iterations: usize) -> (f64, f64) 
             }
             secs[0] = start.elapsed().as_secs_f64() / iterations as f64;
             assert!((a[per / 2 + 1] - 1.0).abs() < 1e-9, "diffusion of ones");
-            algos::all_reduce_direct(ctx, &mut secs, &Max);
+            algos::variants::all_reduce_direct(ctx, &mut secs, &Max);
             (secs[0], model.supersteps(2, 0.0))
         })
         .unwrap_or_else(|e| {

@@ -18,7 +18,8 @@ mod common;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use bsp::algos::{self, Levels, Max, Sum};
+use bsp::algos::variants::Levels;
+use bsp::algos::{self, Max, Sum};
 use bsp::prelude::*;
 use bsp::Machine;
 use common::{ran, upper_median, Args, Progress};
@@ -59,7 +60,7 @@ fn once(ctx: &mut Ctx, collective: &str, levels: Levels, m: usize) -> bool {
             } else {
                 vec![0; m]
             };
-            algos::broadcast_k_level(ctx, 0, &mut buf, levels);
+            algos::variants::broadcast_k_level(ctx, 0, &mut buf, levels);
             buf == message(0, 0, m)
         }
         "scatter" => {
@@ -68,14 +69,14 @@ fn once(ctx: &mut Ctx, collective: &str, levels: Levels, m: usize) -> bool {
             } else {
                 Vec::new()
             };
-            algos::scatter_k_level(ctx, 0, &parts, levels) == message(0, me, m)
+            algos::variants::scatter_k_level(ctx, 0, &parts, levels) == message(0, me, m)
         }
         "gather" => {
-            let got = algos::gather_k_level(ctx, 0, &message(me, 0, m), levels);
+            let got = algos::variants::gather_k_level(ctx, 0, &message(me, 0, m), levels);
             got == (me == 0).then(|| (0..p).map(|s| message(s, 0, m)).collect())
         }
         "reduce" => {
-            let got = algos::reduce_k_level(ctx, 0, &message(me, 0, m), &Sum, levels);
+            let got = algos::variants::reduce_k_level(ctx, 0, &message(me, 0, m), &Sum, levels);
             let want = || {
                 (0..m)
                     .map(|i| (0..p).map(|s| word(s, 0, i)).sum())
@@ -85,7 +86,7 @@ fn once(ctx: &mut Ctx, collective: &str, levels: Levels, m: usize) -> bool {
         }
         _ => {
             let sends = (0..p).map(|d| message(me, d, m)).collect();
-            let got = algos::all_to_all_k_level(ctx, sends, levels);
+            let got = algos::variants::all_to_all_k_level(ctx, sends, levels);
             got == (0..p).map(|s| message(s, me, m)).collect::<Vec<_>>()
         }
     }
@@ -94,11 +95,11 @@ fn once(ctx: &mut Ctx, collective: &str, levels: Levels, m: usize) -> bool {
 /// The predicted seconds of `collective` with `levels`.
 fn predicted(machine: &Machine, collective: &str, p: usize, bytes: usize, levels: Levels) -> f64 {
     let cost = match collective {
-        "broadcast" => algos::broadcast_k_level_cost,
-        "scatter" => algos::scatter_k_level_cost,
-        "gather" => algos::gather_k_level_cost,
-        "reduce" => algos::reduce_k_level_cost,
-        _ => algos::all_to_all_k_level_cost,
+        "broadcast" => algos::variants::broadcast_k_level_cost,
+        "scatter" => algos::variants::scatter_k_level_cost,
+        "gather" => algos::variants::gather_k_level_cost,
+        "reduce" => algos::variants::reduce_k_level_cost,
+        _ => algos::variants::all_to_all_k_level_cost,
     };
     cost(machine, p, bytes, levels)
 }

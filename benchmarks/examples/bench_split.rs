@@ -43,7 +43,7 @@ fn time(ctx: &mut Ctx, reps: usize, f: &mut dyn FnMut(&mut Ctx)) -> f64 {
         f(ctx);
         secs.push(start.elapsed().as_secs_f64());
     }
-    algos::all_reduce_direct(ctx, &mut secs, &Max);
+    algos::variants::all_reduce_direct(ctx, &mut secs, &Max);
     median(&mut secs)
 }
 
@@ -85,7 +85,7 @@ fn main() {
                         sub_step[0] = time(sub, reps, &mut |sub| step(sub, &w));
                         sub.release(w);
                     });
-                    algos::all_reduce_direct(ctx, &mut sub_step, &Max);
+                    algos::variants::all_reduce_direct(ctx, &mut sub_step, &Max);
                     rows.push((q, split, sub_step[0]));
                 }
                 (me == 0).then_some((whole, rows))

@@ -35,7 +35,8 @@ const UNIFORM: &str = "uniform all-to-all";
 ///
 /// # Panics
 ///
-/// If `sends.len() != p`.
+/// If `sends.len() != p`, naming `all_to_all`, the processor and both
+/// lengths.
 ///
 /// # Cost
 ///
@@ -43,10 +44,11 @@ const UNIFORM: &str = "uniform all-to-all";
 /// (own part excluded), one record header per non-empty destination.
 pub fn all_to_all<T: Pod>(ctx: &mut Ctx, mut sends: Vec<Vec<T>>) -> Vec<Vec<T>> {
     let (p, me) = (ctx.nprocs(), ctx.pid());
-    assert_eq!(
-        sends.len(),
-        p,
-        "bsp-algos: all_to_all needs one vector per processor"
+    assert!(
+        sends.len() == p,
+        "bsp-algos: all_to_all: processor {me} passed {} vectors, but there must be one per \
+         processor (p = {p})",
+        sends.len()
     );
     let q = ctx.queue::<T>();
     for (dst, part) in sends.iter().enumerate().filter(|&(d, _)| d != me) {
@@ -77,7 +79,7 @@ pub type AllToAllUniformFn<T> = fn(&mut Ctx, &[T]) -> Vec<T>;
 ///     let me = ctx.pid() as u32;
 ///     let data: Vec<u32> = (0..4).map(|j| 10 * me + j).collect();
 ///     let mut results = Vec::new();
-///     for v in bsp_algos::all_to_all_uniform_variants::<u32>() {
+///     for v in bsp_algos::variants::all_to_all_uniform_variants::<u32>() {
 ///         results.push((v.run)(ctx, &data));
 ///     }
 ///     results
@@ -159,7 +161,7 @@ fn block_len(len: usize, p: usize) -> usize {
 /// messages, MPI's `MPI_Alltoall`): `data` holds p blocks of equal length
 /// b, block j for processor j; returns p blocks of b, block i from
 /// processor i. Runs the variant of least predicted cost
-/// ([`all_to_all_uniform_variants`], [`pick`](crate::pick)) for b, p and the run's
+/// ([`all_to_all_uniform_variants`], [`pick`](crate::model::pick)) for b, p and the run's
 /// machine ([`Model::of`]).
 ///
 /// # Examples
@@ -205,7 +207,7 @@ pub fn all_to_all_uniform<T: Pod + Send>(ctx: &mut Ctx, data: &[T]) -> Vec<T> {
 /// ```
 /// let out = bsp_core::run(2, |ctx| {
 ///     let data = [ctx.pid() as u8; 4];
-///     bsp_algos::all_to_all_uniform_routed(ctx, &data)
+///     bsp_algos::variants::all_to_all_uniform_routed(ctx, &data)
 /// })
 /// .unwrap();
 /// assert_eq!(out, vec![vec![0, 0, 1, 1]; 2]);
@@ -246,7 +248,7 @@ pub fn all_to_all_uniform_routed<T: Pod + Send>(ctx: &mut Ctx, data: &[T]) -> Ve
 /// let out = bsp_core::run(5, |ctx| {
 ///     let me = ctx.pid() as u32;
 ///     let data: Vec<u32> = (0..5).map(|j| 10 * me + j).collect();
-///     bsp_algos::all_to_all_one_factor(ctx, &data)
+///     bsp_algos::variants::all_to_all_one_factor(ctx, &data)
 /// })
 /// .unwrap();
 /// assert_eq!(out[3], vec![3, 13, 23, 33, 43]);
@@ -307,7 +309,7 @@ fn one_factor_partner(p: usize, i: usize, r: usize) -> usize {
 /// let out = bsp_core::run(4, |ctx| {
 ///     let me = ctx.pid() as u32;
 ///     let data: Vec<u32> = (0..4).flat_map(|j| [me, j]).collect();
-///     bsp_algos::all_to_all_hypercube(ctx, &data)
+///     bsp_algos::variants::all_to_all_hypercube(ctx, &data)
 /// })
 /// .unwrap();
 /// assert_eq!(out[2], vec![0, 2, 1, 2, 2, 2, 3, 2]);

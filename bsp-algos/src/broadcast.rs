@@ -24,7 +24,7 @@ pub type BroadcastFn<T> = fn(&mut Ctx, usize, &mut [T]);
 /// ```
 /// let out = bsp_core::run(3, |ctx| {
 ///     let mut results = Vec::new();
-///     for v in bsp_algos::broadcast_variants::<u32>() {
+///     for v in bsp_algos::variants::broadcast_variants::<u32>() {
 ///         let mut buf = [ctx.pid() as u32; 4];
 ///         (v.run)(ctx, 1, &mut buf);
 ///         results.push(buf);
@@ -153,7 +153,7 @@ fn check_root(ctx: &Ctx, root: usize) {
 }
 
 /// Copies the root's `buf` into `buf` on every processor, by the variant
-/// of least predicted cost ([`broadcast_variants`], [`pick`](crate::pick)) for the
+/// of least predicted cost ([`broadcast_variants`], [`pick`](crate::model::pick)) for the
 /// buffer's size, p and the run's machine ([`Model::of`]).
 ///
 /// As in MPI, every processor passes a buffer of the same length (the
@@ -217,7 +217,7 @@ pub fn broadcast<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
 /// ```
 /// let out = bsp_core::run(6, |ctx| {
 ///     let mut buf = [ctx.pid() as u8 * 10];
-///     bsp_algos::broadcast_tree(ctx, 0, &mut buf);
+///     bsp_algos::variants::broadcast_tree(ctx, 0, &mut buf);
 ///     buf[0]
 /// })
 /// .unwrap();
@@ -256,7 +256,7 @@ pub fn broadcast_tree<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) 
 /// ```
 /// let out = bsp_core::run(4, |ctx| {
 ///     let mut buf = vec![ctx.pid() as u64; 1000];
-///     bsp_algos::broadcast_two_phase(ctx, 2, &mut buf);
+///     bsp_algos::variants::broadcast_two_phase(ctx, 2, &mut buf);
 ///     buf.iter().all(|&x| x == 2)
 /// })
 /// .unwrap();
@@ -320,7 +320,7 @@ pub fn broadcast_two_phase<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut 
 /// ```
 /// let out = bsp_core::run(7, |ctx| {
 ///     let mut buf: Vec<u32> = if ctx.pid() == 4 { (0..500).collect() } else { vec![0; 500] };
-///     bsp_algos::broadcast_pipelined(ctx, 4, &mut buf);
+///     bsp_algos::variants::broadcast_pipelined(ctx, 4, &mut buf);
 ///     buf.iter().enumerate().all(|(i, &x)| x == i as u32)
 /// })
 /// .unwrap();

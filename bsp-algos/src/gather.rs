@@ -108,10 +108,11 @@ pub fn scatter<T: Pod>(ctx: &mut Ctx, root: usize, parts: &[Vec<T>]) -> Vec<T> {
     );
     let q = ctx.queue::<T>();
     if me == root {
-        assert_eq!(
-            parts.len(),
-            p,
-            "bsp-algos: scatter needs one part per processor"
+        assert!(
+            parts.len() == p,
+            "bsp-algos: scatter: root {me} passed {} parts, but there must be one per \
+             processor (p = {p})",
+            parts.len()
         );
         for (dst, part) in parts.iter().enumerate().filter(|&(d, _)| d != me) {
             send_all(ctx, dst, &q, part);

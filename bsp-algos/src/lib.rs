@@ -9,29 +9,33 @@
 //! ([`Ctx::release`](bsp_core::Ctx::release)) before it returns, so
 //! repeated calls do not hold on to them.
 //!
-//! * Collectives (*Collective Communication and Computation*): [`broadcast`] (binomial tree,
-//!   two-phase or pipelined), [`reduce`], [`all_reduce`] (direct,
-//!   two-phase or hypercube), [`exclusive_scan`], [`inclusive_scan`]
-//!   (direct, two-phase or hypercube), [`segmented_scan`], [`gather`],
-//!   [`scatter`], [`all_gather`], [`all_to_all`] and
-//!   [`all_to_all_uniform`] (routed, 1-factor or hypercube), with the operators [`Sum`], [`Prod`], [`Min`],
-//!   [`Max`], any closure ([`Op`]) or [`monoid`].
-//! * k-level collectives on sub-machines (Hambrusch, Hameed and Khokhar):
-//!   [`broadcast_k_level`], [`scatter_k_level`], [`gather_k_level`],
-//!   [`reduce_k_level`] and [`all_to_all_k_level`], for each of
-//!   [`Levels`] (direct, 2, 3 and log p levels), each with a `_cost`
-//!   function predicting its time from the machine's g and l.
-//! * Choice by the cost model: a collective with several algorithms lists
-//!   them with their predicted costs ([`Variant`], e.g.
-//!   [`broadcast_variants`]); its default runs the one of least predicted
-//!   cost ([`pick`]) for the message size, p and the machine's measured
-//!   l and g ([`Model`]). Every variant is also callable by name.
+//! * Collectives (*Collective Communication and Computation*) on `Pod`
+//!   data: [`broadcast`], [`broadcast_vec`], [`reduce`], [`all_reduce`],
+//!   [`exclusive_scan`], [`inclusive_scan`], [`segmented_scan`],
+//!   [`gather`], [`scatter`], [`all_gather`], [`all_to_all`] and
+//!   [`all_to_all_uniform`], with the operators [`Sum`], [`Prod`],
+//!   [`Min`], [`Max`], any closure ([`Op`]) or [`monoid`]. Misuse a
+//!   processor sees alone (a root out of range, a wrong number of parts)
+//!   ends the run with a message naming the collective; vectors of
+//!   unequal lengths, which a processor learns of only from the sync that
+//!   moves them, end it either with a message naming the collective and
+//!   both lengths or, where a longer vector runs past a receiver's buffer,
+//!   with the core's out-of-bounds put.
+//! * Collectives for any serde type (`Serialize + DeserializeOwned`), in
+//!   [`serde`]: [`serde::broadcast`], [`serde::gather`],
+//!   [`serde::all_gather`] and [`serde::all_to_all`], each value encoded
+//!   once.
 //! * Random access over a block-distributed global array ([`Block`]),
 //!   Shankar and Ranka: [`raw`] (write, with a [`Collision`] policy) and [`rar`]
 //!   (read), both with hot spots handled by bucket stretching, so their
-//!   time does not depend on how hot the hot spots are; the naive
-//!   [`raw_direct`] and [`rar_direct`]; [`monotonic_raw`], [`generalize`],
-//!   [`concentrate`], [`distribute`]; and [`histogram`].
+//!   time does not depend on how hot the hot spots are; [`monotonic_raw`],
+//!   [`generalize`], [`concentrate`], [`distribute`]; and [`histogram`].
+//! * The expert layer, [`variants`]: where a collective has several
+//!   algorithms (binomial tree, two-phase, pipelined, hypercube,
+//!   1-factor, k-level on sub-machines), its default runs the one the
+//!   cost model ([`variants::Model`], [`variants::pick`]) predicts
+//!   cheapest for the message size, p and the machine's measured l and g;
+//!   [`variants`] names every algorithm, its predicted cost and the model.
 //!
 //! ```
 //! use bsp_algos::Sum;
@@ -63,36 +67,19 @@ mod rows;
 mod same_len;
 mod scan;
 mod segmented;
+pub mod serde;
+pub mod variants;
 
-pub use all_to_all::{
-    all_to_all, all_to_all_hypercube, all_to_all_one_factor, all_to_all_uniform,
-    all_to_all_uniform_routed, all_to_all_uniform_variants, AllToAllUniformFn,
-};
-pub use broadcast::{
-    broadcast, broadcast_pipelined, broadcast_tree, broadcast_two_phase, broadcast_variants,
-    broadcast_vec, BroadcastFn,
-};
+pub use all_to_all::{all_to_all, all_to_all_uniform};
+pub use broadcast::{broadcast, broadcast_vec};
 pub use dist::Block;
 pub use gather::{all_gather, gather, scatter};
 pub use histogram::histogram;
-pub use klevel::{
-    all_to_all_k_level, all_to_all_k_level_cost, broadcast_k_level, broadcast_k_level_cost,
-    gather_k_level, gather_k_level_cost, reduce_k_level, reduce_k_level_cost, scatter_k_level,
-    scatter_k_level_cost, Levels,
-};
-pub use model::{pick, CostFn, Model, Variant, NOMINAL_MACHINE};
 pub use ops::{monoid, FnMonoid, Max, Min, Monoid, Op, Prod, Sum};
 pub use random_access::{
-    concentrate, distribute, generalize, monotonic_raw, rar, rar_direct, raw, raw_direct,
-    Collision, Combine, Conflict, First, Last, Unique,
+    concentrate, distribute, generalize, monotonic_raw, rar, raw, Collision, Combine, Conflict,
+    First, Last, Unique,
 };
-pub use reduce::{
-    all_reduce, all_reduce_direct, all_reduce_hypercube, all_reduce_two_phase, all_reduce_variants,
-    reduce, reduce_direct, reduce_two_phase, reduce_variants, AllReduceFn, ReduceFn,
-};
-pub use scan::{
-    exclusive_scan, exclusive_scan_direct, exclusive_scan_hypercube, exclusive_scan_two_phase,
-    exclusive_scan_variants, inclusive_scan, inclusive_scan_direct, inclusive_scan_hypercube,
-    inclusive_scan_two_phase, inclusive_scan_variants, ScanFn,
-};
+pub use reduce::{all_reduce, reduce};
+pub use scan::{exclusive_scan, inclusive_scan};
 pub use segmented::segmented_scan;

@@ -35,7 +35,7 @@ const NOMINAL_COST: Cost = Cost {
 /// # Examples
 ///
 /// ```
-/// use bsp_algos::Model;
+/// use bsp_algos::variants::Model;
 /// use bsp_core::{Cost, Machine, Router};
 ///
 /// let cost = Cost { l_seconds: 1e-5, g_seconds_per_byte: 1e-9 };
@@ -81,7 +81,7 @@ impl Model {
     /// # Examples
     ///
     /// ```
-    /// use bsp_algos::Model;
+    /// use bsp_algos::variants::Model;
     /// use bsp_core::{Cost, Machine, Router, Transport};
     ///
     /// let cost = Cost { l_seconds: 1e-4, g_seconds_per_byte: 0.0 };
@@ -106,7 +106,7 @@ impl Model {
     /// # Examples
     ///
     /// ```
-    /// use bsp_algos::{Model, NOMINAL_MACHINE};
+    /// use bsp_algos::variants::{Model, NOMINAL_MACHINE};
     /// use bsp_core::Router;
     ///
     /// let model = Model::new(NOMINAL_MACHINE, Router::Direct);
@@ -168,7 +168,7 @@ impl Model {
     /// # Examples
     ///
     /// ```
-    /// use bsp_algos::{Model, NOMINAL_MACHINE};
+    /// use bsp_algos::variants::{Model, NOMINAL_MACHINE};
     /// use bsp_core::Router;
     ///
     /// // On threads: one copy, whatever the number of targets.
@@ -192,7 +192,7 @@ impl Model {
     /// # Examples
     ///
     /// ```
-    /// use bsp_algos::{Model, NOMINAL_MACHINE};
+    /// use bsp_algos::variants::{Model, NOMINAL_MACHINE};
     /// use bsp_core::Router;
     ///
     /// let model = Model::new(NOMINAL_MACHINE, Router::Direct);
@@ -216,7 +216,7 @@ impl Model {
     /// # Examples
     ///
     /// ```
-    /// use bsp_algos::Model;
+    /// use bsp_algos::variants::Model;
     /// use bsp_core::{Cost, Machine, Router};
     ///
     /// let cost = Cost { l_seconds: 0.0, g_seconds_per_byte: 1e-9 };
@@ -263,7 +263,7 @@ impl Model {
     /// # Examples
     ///
     /// ```
-    /// use bsp_algos::Model;
+    /// use bsp_algos::variants::Model;
     /// use bsp_core::{Cost, Machine, Router};
     ///
     /// let cost = Cost { l_seconds: 1e-5, g_seconds_per_byte: 1e-9 };
@@ -293,7 +293,7 @@ impl Model {
     /// # Examples
     ///
     /// ```
-    /// use bsp_algos::Model;
+    /// use bsp_algos::variants::Model;
     /// use bsp_core::{Cost, Machine, Router};
     ///
     /// let cost = Cost { l_seconds: 1e-4, g_seconds_per_byte: 0.0 };
@@ -332,7 +332,7 @@ impl Model {
     /// # Examples
     ///
     /// ```
-    /// use bsp_algos::Model;
+    /// use bsp_algos::variants::Model;
     /// use bsp_core::{Cost, Machine, Router};
     ///
     /// let cost = Cost { l_seconds: 1e-4, g_seconds_per_byte: 0.0 };
@@ -359,14 +359,14 @@ pub type CostFn = fn(&Model, usize, usize) -> Option<f64>;
 /// signature).
 ///
 /// Each collective with variants has a table of them
-/// ([`broadcast_variants`](crate::broadcast_variants) and its siblings);
+/// (`variants::broadcast_variants` and its siblings);
 /// its default runs [`pick`] over that table, so a new variant joins the
 /// choice by one more entry.
 ///
 /// # Examples
 ///
 /// ```
-/// let names: Vec<&str> = bsp_algos::broadcast_variants::<u64>()
+/// let names: Vec<&str> = bsp_algos::variants::broadcast_variants::<u64>()
 ///     .iter()
 ///     .map(|v| v.name)
 ///     .collect();
@@ -402,7 +402,7 @@ impl<F> Variant<F> {
 /// # Examples
 ///
 /// ```
-/// use bsp_algos::{pick, broadcast_variants, Model};
+/// use bsp_algos::variants::{pick, broadcast_variants, Model};
 /// use bsp_core::{Cost, Machine, Router};
 ///
 /// let cost = Cost { l_seconds: 20e-6, g_seconds_per_byte: 1e-9 };

@@ -28,7 +28,7 @@ pub type AllReduceFn<T, O> = fn(&mut Ctx, &mut [T], &O);
 /// ```
 /// use bsp_algos::Sum;
 ///
-/// let names: Vec<_> = bsp_algos::reduce_variants::<u64, Sum>().iter().map(|v| v.name).collect();
+/// let names: Vec<_> = bsp_algos::variants::reduce_variants::<u64, Sum>().iter().map(|v| v.name).collect();
 /// assert_eq!(names, ["direct", "two-phase", "2-level", "3-level", "log-p-level"]);
 /// ```
 pub fn reduce_variants<T: Pod + Send, O: Op<T>>() -> Vec<Variant<ReduceFn<T, O>>> {
@@ -86,7 +86,7 @@ fn reduce_two_phase_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
 ///
 /// let out = bsp_core::run(5, |ctx| {
 ///     let mut sums = Vec::new();
-///     for v in bsp_algos::all_reduce_variants::<u32, Sum>() {
+///     for v in bsp_algos::variants::all_reduce_variants::<u32, Sum>() {
 ///         let mut x = [ctx.pid() as u32];
 ///         (v.run)(ctx, &mut x, &Sum);
 ///         sums.push(x[0]);
@@ -124,7 +124,7 @@ fn hypercube_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
 
 /// Element-wise `data₀ ⊕ data₁ ⊕ … ⊕ data_{p−1}` (in pid order), returned
 /// on `root` (`Some`) and `None` elsewhere, by the variant of least
-/// predicted cost ([`reduce_variants`], [`pick`](crate::pick)) for the vector's size,
+/// predicted cost ([`reduce_variants`], [`pick`](crate::model::pick)) for the vector's size,
 /// p and the run's machine ([`Model::of`]).
 ///
 /// # Examples
@@ -185,7 +185,7 @@ fn check_root(ctx: &Ctx, root: usize) {
 /// // Decimal digits, concatenated in pid order: (value, 10^digits).
 /// let concat = |a: [u64; 2], b: [u64; 2]| [a[0] * b[1] + b[0], a[1] * b[1]];
 /// let out = bsp_core::run(3, |ctx| {
-///     bsp_algos::reduce_direct(ctx, 0, &[[ctx.pid() as u64 + 1, 10]], &concat)
+///     bsp_algos::variants::reduce_direct(ctx, 0, &[[ctx.pid() as u64 + 1, 10]], &concat)
 /// })
 /// .unwrap();
 /// assert_eq!(out[0], Some(vec![[123, 1000]]));
@@ -259,7 +259,7 @@ fn fold_two_phase<T: Pod + Send, O: Op<T>>(
 /// ```
 /// use bsp_algos::Sum;
 ///
-/// let out = bsp_core::run(4, |ctx| bsp_algos::reduce_two_phase(ctx, 3, &[1u32; 10], &Sum)).unwrap();
+/// let out = bsp_core::run(4, |ctx| bsp_algos::variants::reduce_two_phase(ctx, 3, &[1u32; 10], &Sum)).unwrap();
 /// assert_eq!(out[3], Some(vec![4; 10]));
 /// ```
 ///
@@ -285,7 +285,7 @@ pub fn reduce_two_phase<T: Pod + Send, O: Op<T>>(
 
 /// Element-wise `data₀ ⊕ … ⊕ data_{p−1}` (in pid order) written into
 /// `data` on every processor, by the variant of least predicted cost
-/// ([`all_reduce_variants`], [`pick`](crate::pick)).
+/// ([`all_reduce_variants`], [`pick`](crate::model::pick)).
 ///
 /// The variants fold in pid order but group differently (the hypercube
 /// folds subcubes first): for an operator that is associative only up to
@@ -340,7 +340,7 @@ pub fn all_reduce<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T], op: &O
 ///
 /// let out = bsp_core::run(3, |ctx| {
 ///     let mut v = [ctx.pid() as u8, 1];
-///     bsp_algos::all_reduce_direct(ctx, &mut v, &Sum);
+///     bsp_algos::variants::all_reduce_direct(ctx, &mut v, &Sum);
 ///     v
 /// })
 /// .unwrap();
@@ -369,7 +369,7 @@ pub fn all_reduce_direct<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T],
 ///
 /// let out = bsp_core::run(4, |ctx| {
 ///     let mut v: Vec<u32> = (0..9).map(|i| i * ctx.pid() as u32).collect();
-///     bsp_algos::all_reduce_two_phase(ctx, &mut v, &Max);
+///     bsp_algos::variants::all_reduce_two_phase(ctx, &mut v, &Max);
 ///     v
 /// })
 /// .unwrap();
@@ -410,7 +410,7 @@ pub fn all_reduce_two_phase<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [
 /// let concat = |a: [u64; 2], b: [u64; 2]| [a[0] * b[1] + b[0], a[1] * b[1]];
 /// let out = bsp_core::run(6, |ctx| {
 ///     let mut v = [[ctx.pid() as u64, 10]];
-///     bsp_algos::all_reduce_hypercube(ctx, &mut v, &concat);
+///     bsp_algos::variants::all_reduce_hypercube(ctx, &mut v, &concat);
 ///     v[0][0]
 /// })
 /// .unwrap();

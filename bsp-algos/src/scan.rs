@@ -40,7 +40,7 @@ fn hypercube_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
 ///
 /// let out = bsp_core::run(3, |ctx| {
 ///     let mut firsts = Vec::new();
-///     for v in bsp_algos::exclusive_scan_variants::<u32, Sum>() {
+///     for v in bsp_algos::variants::exclusive_scan_variants::<u32, Sum>() {
 ///         firsts.push((v.run)(ctx, &[1], &Sum).0[0]);
 ///     }
 ///     firsts
@@ -65,7 +65,7 @@ pub fn exclusive_scan_variants<T: Pod + Send, O: Monoid<T>>() -> Vec<Variant<Sca
 /// ```
 /// use bsp_algos::Sum;
 ///
-/// let names: Vec<_> = bsp_algos::inclusive_scan_variants::<u8, Sum>().iter().map(|v| v.name).collect();
+/// let names: Vec<_> = bsp_algos::variants::inclusive_scan_variants::<u8, Sum>().iter().map(|v| v.name).collect();
 /// assert_eq!(names, ["direct", "two-phase", "hypercube"]);
 /// ```
 pub fn inclusive_scan_variants<T: Pod + Send, O: Op<T>>() -> Vec<Variant<ScanFn<T, O>>> {
@@ -190,7 +190,7 @@ fn parts_hypercube<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &[T], op: &O) -
 /// Exclusive scan: element-wise `data₀ ⊕ … ⊕ data_{pid−1}` (the identity
 /// on processor 0), and the total `data₀ ⊕ … ⊕ data_{p−1}`, on every
 /// processor, by the variant of least predicted cost
-/// ([`exclusive_scan_variants`], [`pick`](crate::pick)). As for
+/// ([`exclusive_scan_variants`], [`pick`](crate::model::pick)). As for
 /// [`all_reduce`](crate::all_reduce), the variants group the folds
 /// differently, which only an operator associative up to rounding can
 /// tell apart.
@@ -236,7 +236,7 @@ pub fn exclusive_scan<T: Pod + Send, O: Monoid<T>>(
 
 /// Inclusive scan: element-wise `data₀ ⊕ … ⊕ data_pid`, and the total, on
 /// every processor, by the variant of least predicted cost
-/// ([`inclusive_scan_variants`], [`pick`](crate::pick)). Needs no identity.
+/// ([`inclusive_scan_variants`], [`pick`](crate::model::pick)). Needs no identity.
 ///
 /// # Examples
 ///
@@ -300,7 +300,7 @@ macro_rules! scan_variant {
         /// use bsp_algos::Sum;
         ///
         #[doc = concat!("let out = bsp_core::run(", $p, ", |ctx| {")]
-        #[doc = concat!("    bsp_algos::", stringify!($exclusive), "(ctx, &[ctx.pid() as u32, 1], &Sum)")]
+        #[doc = concat!("    bsp_algos::variants::", stringify!($exclusive), "(ctx, &[ctx.pid() as u32, 1], &Sum)")]
         /// })
         /// .unwrap();
         #[doc = concat!("assert_eq!(out[3], (vec![3, 3], vec![", $p, " * (", $p, " - 1) / 2, ", $p, "]));")]
@@ -329,7 +329,7 @@ macro_rules! scan_variant {
         #[doc = concat!("let out = bsp_core::run(", $p, ", |ctx| {")]
         ///     // Decimal digits, concatenated in pid order: (value, 10^digits).
         ///     let concat = |a: [u64; 2], b: [u64; 2]| [a[0] * b[1] + b[0], a[1] * b[1]];
-        #[doc = concat!("    bsp_algos::", stringify!($inclusive), "(ctx, &[[ctx.pid() as u64, 10]], &concat)")]
+        #[doc = concat!("    bsp_algos::variants::", stringify!($inclusive), "(ctx, &[[ctx.pid() as u64, 10]], &concat)")]
         /// })
         /// .unwrap();
         /// assert_eq!(out[2].0, vec![[12, 1000]]);
@@ -373,7 +373,7 @@ scan_variant!(
 scan_variant!(
     exclusive_scan_hypercube, inclusive_scan_hypercube, parts_hypercube, 6,
     /// [`exclusive_scan`] on a hypercube: the rounds of
-    /// [`all_reduce_hypercube`](crate::all_reduce_hypercube), in which a
+    /// [`all_reduce_hypercube`](crate::reduce::all_reduce_hypercube), in which a
     /// processor whose pid has the round's bit set also folds what it
     /// receives into its prefix. When p is not a power of two, pairs join
     /// and part as there.

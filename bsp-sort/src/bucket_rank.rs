@@ -29,7 +29,7 @@ const BUCKET_BITS: u32 = 10;
 /// # Examples
 ///
 /// ```
-/// use bsp_sort::BucketRanker;
+/// use bsp_sort::expert::BucketRanker;
 ///
 /// let out = bsp_core::run(3, |ctx| {
 ///     let keys: Vec<u32> = (0..1000u32).map(|i| (i * 7919 + ctx.pid() as u32) % 500).collect();
@@ -266,7 +266,7 @@ impl BucketRanker {
     ///
     /// ```
     /// bsp_core::run(2, |ctx| {
-    ///     let ranker = bsp_sort::BucketRanker::new(ctx, 100);
+    ///     let ranker = bsp_sort::expert::BucketRanker::new(ctx, 100);
     ///     ranker.release(ctx);
     /// })
     /// .unwrap();

@@ -36,7 +36,8 @@ use crate::merge_runs::merge_runs;
 /// # Examples
 ///
 /// ```
-/// use bsp_sort::{Delivery, RadixOptions};
+/// use bsp_sort::RadixOptions;
+/// use bsp_sort::expert::Delivery;
 ///
 /// let options = RadixOptions { delivery: Delivery::Staged, ..RadixOptions::default() };
 /// assert_eq!(options.digit_bits, None);
@@ -587,7 +588,8 @@ impl<T: Pod + Send> CountingSort<T> {
     /// # Examples
     ///
     /// ```
-    /// use bsp_sort::{CountingSort, Delivery};
+    /// use bsp_sort::CountingSort;
+    /// use bsp_sort::expert::Delivery;
     ///
     /// let out = bsp_core::run(2, |ctx| {
     ///     let keys = vec![3u8, 1, 2, 1];

@@ -1,7 +1,8 @@
-//! # bsp-sort: counting sort and stable parallel radix sort
+//! # bsp-sort: counting sort, stable parallel radix sort and sample sort
 //!
-//! The integer sorts of Bader, Helman and JáJá (1995), written only
-//! against the public API of `bsp-core`:
+//! The integer sorts of Bader, Helman and JáJá (1995), and a sample sort
+//! for any ordered serde type, written only against the public APIs of
+//! `bsp-core` and `bsp-algos`:
 //!
 //! * [`CountingSort`]: one stable counting-sort pass over digits `0..R`
 //!   in the paper's six steps (local counts, transpose of the count matrix,
@@ -10,13 +11,21 @@
 //! * [`RadixSorter`], [`radix_sort`], [`radix_sort_by_key`]: the stable LSD
 //!   radix sort built from it, for every [`RadixKey`] (u8–u64, i8–i64,
 //!   f32/f64) and for records sorted by a key extractor;
-//! * [`BucketRanker`]: ranking keys from a small range by coarse buckets,
-//!   as NAS IS does;
+//! * [`sample_sort`]: sample sort by regular sampling for any `Ord` serde
+//!   type (strings, tuples, records), stable in pid order, each processor
+//!   receiving fewer than 2n/p + p elements for balanced inputs;
+//! * [`expert`]: the pieces for programs that tune or take apart the
+//!   sorts: [`expert::Delivery`] and [`expert::DigitOrder`] (the options
+//!   of a pass and of a sort), [`expert::DigitPass`],
+//!   [`expert::BucketRanker`] (ranking keys from a small range by coarse
+//!   buckets, as NAS IS does) and [`expert::MAX_DIGIT_BITS`];
 //! * [`inputs`]: the paper's input distributions and [`nas`]: the NAS
 //!   Parallel Benchmarks IS key generator and verification data.
 //!
-//! Outputs are congruent with the inputs: every processor keeps its number
-//! of elements, and all its keys are ≤ those of the next processor.
+//! The outputs of the counting and radix sorts are congruent with the
+//! inputs: every processor keeps its number of elements, and all its keys
+//! are ≤ those of the next processor. Sample sort's outputs are sorted in
+//! pid order the same way, but their sizes follow the splitters.
 //!
 //! ```
 //! let out = bsp_core::run(4, |ctx| {
@@ -33,18 +42,17 @@
 mod bucket_rank;
 mod counting_sort;
 mod digit_pass;
+pub mod expert;
 mod gather_area;
 pub mod inputs;
 mod key;
 mod merge_runs;
 pub mod nas;
 mod radix_sort;
+mod sample_sort;
 mod top_first;
 
-pub use bucket_rank::BucketRanker;
-pub use counting_sort::{CountingSort, Delivery};
-pub use digit_pass::DigitPass;
+pub use counting_sort::CountingSort;
 pub use key::RadixKey;
-pub use radix_sort::{
-    radix_sort, radix_sort_by_key, DigitOrder, RadixOptions, RadixSorter, SortInfo, MAX_DIGIT_BITS,
-};
+pub use radix_sort::{radix_sort, radix_sort_by_key, RadixOptions, RadixSorter, SortInfo};
+pub use sample_sort::sample_sort;

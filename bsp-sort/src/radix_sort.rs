@@ -54,7 +54,8 @@ pub struct RadixOptions {
 /// # Examples
 ///
 /// ```
-/// use bsp_sort::{DigitOrder, RadixOptions, RadixSorter};
+/// use bsp_sort::{RadixOptions, RadixSorter};
+/// use bsp_sort::expert::DigitOrder;
 ///
 /// let out = bsp_core::run(2, |ctx| {
 ///     let mut keys: Vec<u32> = (0..1000u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();

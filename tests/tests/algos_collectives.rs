@@ -74,8 +74,8 @@ fn check_broadcast(rt: &Runtime, m: usize, seed: u64, root: usize) {
             let mut buf = mine.clone();
             match variant {
                 0 => algos::broadcast(ctx, root, &mut buf),
-                1 => algos::broadcast_tree(ctx, root, &mut buf),
-                _ => algos::broadcast_two_phase(ctx, root, &mut buf),
+                1 => algos::variants::broadcast_tree(ctx, root, &mut buf),
+                _ => algos::variants::broadcast_two_phase(ctx, root, &mut buf),
             }
             results.push(buf);
         }
@@ -209,4 +209,40 @@ fn collectives_at_64_processors() {
         check_gather_family(rt, 3, 4, 40);
         check_segmented(rt, 2, 5, 30);
     });
+}
+
+/// Misuse that a collective detects itself ends the run with a message
+/// naming the collective: a wrong number of vectors or parts, a root out
+/// of range.
+#[test]
+fn misuse_names_the_collective() {
+    if support::under_mpi() {
+        return; // a panic under MPI aborts the job
+    }
+    let err = |f: fn(&mut bsp::Ctx)| Runtime::threads(3).run(f).unwrap_err().to_string();
+    type Case = (&'static str, &'static str, fn(&mut bsp::Ctx));
+    let cases: [Case; 5] = [
+        ("all_to_all", "passed 2 vectors", |ctx| {
+            let _ = algos::all_to_all(ctx, vec![vec![1u8]; 2]);
+        }),
+        ("scatter", "passed 4 parts", |ctx| {
+            let _ = algos::scatter(ctx, 0, &vec![vec![1u8]; 4]);
+        }),
+        ("gather", "root 3", |ctx| {
+            let _ = algos::gather(ctx, 3, &[1u8]);
+        }),
+        ("broadcast", "root 5", |ctx| {
+            algos::broadcast(ctx, 5, &mut [1u8]);
+        }),
+        ("scatter", "root 3", |ctx| {
+            let _ = algos::scatter::<u8>(ctx, 3, &[]);
+        }),
+    ];
+    for (name, detail, f) in cases {
+        let text = err(f);
+        assert!(
+            text.contains(name) && text.contains(detail),
+            "{name}: {text}"
+        );
+    }
 }

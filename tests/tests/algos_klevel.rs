@@ -4,7 +4,8 @@
 
 mod support;
 
-use bsp::algos::{self, Levels};
+use bsp::algos::variants::Levels;
+use bsp::algos::{self};
 use bsp::{Cost, Machine, Runtime};
 use proptest::prelude::*;
 use support::{affine, affine_input, on_runtimes, Rng};
@@ -24,18 +25,19 @@ fn check_all(rt: &Runtime, m: usize, seed: u64, root: usize) {
         let mut results = Vec::new();
         for levels in Levels::ALL {
             let mut buf = affine_input(seed, me, m);
-            algos::broadcast_k_level(ctx, root, &mut buf, levels);
+            algos::variants::broadcast_k_level(ctx, root, &mut buf, levels);
             let parts: Vec<Vec<u32>> = if me == root {
                 (0..p).map(|d| message(seed, root, d, m)).collect()
             } else {
                 Vec::new()
             };
-            let scattered = algos::scatter_k_level(ctx, root, &parts, levels);
-            let gathered = algos::gather_k_level(ctx, root, &message(seed, me, root, m), levels);
+            let scattered = algos::variants::scatter_k_level(ctx, root, &parts, levels);
+            let gathered =
+                algos::variants::gather_k_level(ctx, root, &message(seed, me, root, m), levels);
             let mine = affine_input(seed, me, m);
-            let reduced = algos::reduce_k_level(ctx, root, &mine, &affine, levels);
+            let reduced = algos::variants::reduce_k_level(ctx, root, &mine, &affine, levels);
             let sends = (0..p).map(|d| message(seed, me, d, m)).collect();
-            let exchanged = algos::all_to_all_k_level(ctx, sends, levels);
+            let exchanged = algos::variants::all_to_all_k_level(ctx, sends, levels);
             results.push((levels, buf, scattered, gathered, reduced, exchanged));
         }
         results
@@ -94,18 +96,18 @@ fn the_cost_functions_follow_the_bsp_model() {
         // Direct is one superstep. A broadcast's root multicasts m: on
         // threads it copies m once and every receiver copies m, so h = m
         // (the lone g is g here). A reduce's root takes (p − 1)·m in.
-        let direct = algos::broadcast_k_level_cost(&machine, p, 1000, Levels::One);
+        let direct = algos::variants::broadcast_k_level_cost(&machine, p, 1000, Levels::One);
         assert!(
             (direct - (10e-6 + 1000.0 * 1e-9)).abs() < 1e-12,
             "p = {p}: {direct}"
         );
-        let gather = algos::reduce_k_level_cost(&machine, p, 1000, Levels::One);
+        let gather = algos::variants::reduce_k_level_cost(&machine, p, 1000, Levels::One);
         assert!((gather - (10e-6 + (p - 1) as f64 * 1000.0 * 1e-9)).abs() < 1e-12);
         // The binomial tree: ⌈log₂ p⌉ supersteps of h = m, level i on
         // sub-machines of n = p/2^i (l charged l·(1 + n/p)/2), and as many
         // splits into halves q = n/2 (l·(2 + 2/q) each) but the last
         // level's.
-        let tree = algos::broadcast_k_level_cost(&machine, p, 1000, Levels::Log);
+        let tree = algos::variants::broadcast_k_level_cost(&machine, p, 1000, Levels::Log);
         let want: f64 = (0..p.trailing_zeros())
             .map(|i| {
                 let n = (p >> i) as f64;
@@ -121,21 +123,21 @@ fn the_cost_functions_follow_the_bsp_model() {
         assert!((tree - want).abs() < 1e-12, "p = {p}: {tree} vs {want}");
         for levels in Levels::ALL {
             // More bytes never cost less; every cost is positive.
-            let small = algos::all_to_all_k_level_cost(&machine, p, 8, levels);
-            let large = algos::all_to_all_k_level_cost(&machine, p, 1 << 20, levels);
+            let small = algos::variants::all_to_all_k_level_cost(&machine, p, 8, levels);
+            let large = algos::variants::all_to_all_k_level_cost(&machine, p, 1 << 20, levels);
             assert!(0.0 < small && small < large, "{levels}, p = {p}");
-            let g = algos::gather_k_level_cost(&machine, p, 64, levels);
-            assert!(g >= algos::scatter_k_level_cost(&machine, p, 64, Levels::One));
+            let g = algos::variants::gather_k_level_cost(&machine, p, 64, levels);
+            assert!(g >= algos::variants::scatter_k_level_cost(&machine, p, 64, Levels::One));
         }
     }
     // Long messages on many processors: the tree beats direct sends into
     // one root; out of one root, on threads, one multicast beats the tree.
     assert!(
-        algos::reduce_k_level_cost(&machine, 16, 1 << 20, Levels::Log)
-            < algos::reduce_k_level_cost(&machine, 16, 1 << 20, Levels::One)
+        algos::variants::reduce_k_level_cost(&machine, 16, 1 << 20, Levels::Log)
+            < algos::variants::reduce_k_level_cost(&machine, 16, 1 << 20, Levels::One)
     );
     assert!(
-        algos::broadcast_k_level_cost(&machine, 16, 1 << 20, Levels::One)
-            < algos::broadcast_k_level_cost(&machine, 16, 1 << 20, Levels::Log)
+        algos::variants::broadcast_k_level_cost(&machine, 16, 1 << 20, Levels::One)
+            < algos::variants::broadcast_k_level_cost(&machine, 16, 1 << 20, Levels::Log)
     );
 }

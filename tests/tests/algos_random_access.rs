@@ -111,7 +111,7 @@ fn check_raw<C: Collision<[u32; 2]>>(
             let mut a = initial(len)[dist.range(ctx.pid())].to_vec();
             let (index, value) = accesses(seed, ctx.pid(), max, len, pattern);
             let r = if direct {
-                algos::raw_direct(ctx, &mut a, len, &index, &value, policy)
+                algos::variants::raw_direct(ctx, &mut a, len, &index, &value, policy)
             } else {
                 algos::raw(ctx, &mut a, len, &index, &value, policy)
             };
@@ -145,7 +145,7 @@ fn check_rar(rt: &Runtime, len: usize, max: usize, seed: u64, pattern: Pattern) 
             let d = data[dist.range(ctx.pid())].to_vec();
             let (index, _) = accesses(seed, ctx.pid(), max, len, pattern);
             if direct {
-                algos::rar_direct(ctx, &d, len, &index)
+                algos::variants::rar_direct(ctx, &d, len, &index)
             } else {
                 algos::rar(ctx, &d, len, &index)
             }

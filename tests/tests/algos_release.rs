@@ -163,8 +163,8 @@ fn movements(ctx: &mut Ctx, it: usize) {
         };
         match what {
             "broadcast" => algos::broadcast(ctx, root, &mut buf),
-            "broadcast_tree" => algos::broadcast_tree(ctx, root, &mut buf),
-            _ => algos::broadcast_two_phase(ctx, root, &mut buf),
+            "broadcast_tree" => algos::variants::broadcast_tree(ctx, root, &mut buf),
+            _ => algos::variants::broadcast_two_phase(ctx, root, &mut buf),
         }
         same(me, it, what, buf, want);
     }
@@ -233,7 +233,7 @@ fn random_access(ctx: &mut Ctx, it: usize) {
     algos::raw(ctx, &mut got, len, index, vals, &Combine(Sum)).unwrap();
     same(me, it, "raw", &got, &sum);
     let mut got = vec![u64::MAX; block.len()];
-    algos::raw_direct(ctx, &mut got, len, index, vals, &First).unwrap();
+    algos::variants::raw_direct(ctx, &mut got, len, index, vals, &First).unwrap();
     same(me, it, "raw_direct", &got, &first);
     let unique: Vec<u64> = index.iter().map(|&g| 3 * g as u64 + 1).collect();
     let mut got = vec![0u64; block.len()];
@@ -263,7 +263,7 @@ fn random_access(ctx: &mut Ctx, it: usize) {
         me,
         it,
         "rar_direct",
-        algos::rar_direct(ctx, &data, len, &reads),
+        algos::variants::rar_direct(ctx, &data, len, &reads),
         want,
     );
 

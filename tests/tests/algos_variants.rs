@@ -5,7 +5,8 @@
 
 mod support;
 
-use bsp::algos::{self, Model, Sum};
+use bsp::algos::variants::Model;
+use bsp::algos::{self, Sum};
 use bsp::{Cost, Machine, Router, Runtime};
 use std::time::Duration;
 
@@ -35,7 +36,7 @@ fn check_broadcasts(rt: &Runtime, m: usize, seed: u64, root: usize) {
     let out = support::run_local(rt, |ctx| {
         let mine = affine_input(seed, ctx.pid(), m);
         let mut got = Vec::new();
-        for v in algos::broadcast_variants::<[u32; 2]>() {
+        for v in algos::variants::broadcast_variants::<[u32; 2]>() {
             let mut buf = mine.clone();
             (v.run)(ctx, root, &mut buf);
             got.push((v.name, buf));
@@ -61,21 +62,21 @@ fn check_reductions(rt: &Runtime, m: usize, seed: u64, root: usize) {
     let out = support::run_local(rt, |ctx| {
         let mine = affine_input(seed, ctx.pid(), m);
         let mut reduced = Vec::new();
-        for v in algos::reduce_variants::<[u32; 2], _>() {
+        for v in algos::variants::reduce_variants::<[u32; 2], _>() {
             reduced.push((v.name, (v.run)(ctx, root, &mine, &affine)));
         }
         let mut all = Vec::new();
-        for v in algos::all_reduce_variants::<[u32; 2], _>() {
+        for v in algos::variants::all_reduce_variants::<[u32; 2], _>() {
             let mut buf = mine.clone();
             (v.run)(ctx, &mut buf, &affine);
             all.push((v.name, buf));
         }
         let monoid = affine_monoid();
         let mut scans = Vec::new();
-        for v in algos::exclusive_scan_variants::<[u32; 2], _>() {
+        for v in algos::variants::exclusive_scan_variants::<[u32; 2], _>() {
             scans.push((v.name, false, (v.run)(ctx, &mine, &monoid)));
         }
-        for v in algos::inclusive_scan_variants::<[u32; 2], _>() {
+        for v in algos::variants::inclusive_scan_variants::<[u32; 2], _>() {
             scans.push((v.name, true, (v.run)(ctx, &mine, &affine)));
         }
         (reduced, all, scans)
@@ -119,7 +120,7 @@ fn check_uniform_all_to_all(rt: &Runtime, b: usize, seed: u64) {
         let me = ctx.pid();
         let data: Vec<u64> = (0..p).flat_map(|j| block(seed, me, j, b)).collect();
         let mut got = vec![("default", algos::all_to_all_uniform(ctx, &data))];
-        for v in algos::all_to_all_uniform_variants::<u64>() {
+        for v in algos::variants::all_to_all_uniform_variants::<u64>() {
             if v.name == "hypercube" && !p.is_power_of_two() {
                 continue;
             }
@@ -174,7 +175,7 @@ fn the_hypercube_all_to_all_refuses_other_p() {
         return; // a panic under MPI aborts the job
     }
     let err = Runtime::threads(3)
-        .run(|ctx| algos::all_to_all_hypercube(ctx, &[0u8; 3]))
+        .run(|ctx| algos::variants::all_to_all_hypercube(ctx, &[0u8; 3]))
         .unwrap_err();
     assert!(err.to_string().contains("power of two"), "{err}");
 }
@@ -195,28 +196,28 @@ fn a_vector_of_another_length_ends_the_run() {
     }
     let collectives: Vec<Collective> = vec![
         ("broadcast", |ctx, v, root, len| {
-            let f = algos::broadcast_variants::<u64>()[v].run;
+            let f = algos::variants::broadcast_variants::<u64>()[v].run;
             f(ctx, root, &mut vector(ctx, len));
         }),
         ("reduce", |ctx, v, root, len| {
-            let f = algos::reduce_variants::<u64, Sum>()[v].run;
+            let f = algos::variants::reduce_variants::<u64, Sum>()[v].run;
             f(ctx, root, &vector(ctx, len), &Sum);
         }),
         ("all-reduce", |ctx, v, _, len| {
-            let f = algos::all_reduce_variants::<u64, Sum>()[v].run;
+            let f = algos::variants::all_reduce_variants::<u64, Sum>()[v].run;
             f(ctx, &mut vector(ctx, len), &Sum);
         }),
         ("exclusive scan", |ctx, v, _, len| {
-            let f = algos::exclusive_scan_variants::<u64, Sum>()[v].run;
+            let f = algos::variants::exclusive_scan_variants::<u64, Sum>()[v].run;
             f(ctx, &vector(ctx, len), &Sum);
         }),
         ("inclusive scan", |ctx, v, _, len| {
-            let f = algos::inclusive_scan_variants::<u64, Sum>()[v].run;
+            let f = algos::variants::inclusive_scan_variants::<u64, Sum>()[v].run;
             f(ctx, &vector(ctx, len), &Sum);
         }),
         // p blocks of 6, against p blocks of 5, 7 or 0 (len · p elements).
         ("uniform all-to-all", |ctx, v, _, len| {
-            let f = algos::all_to_all_uniform_variants::<u64>()[v].run;
+            let f = algos::variants::all_to_all_uniform_variants::<u64>()[v].run;
             let p = ctx.nprocs();
             f(ctx, &vector(ctx, len * p));
         }),
@@ -225,15 +226,15 @@ fn a_vector_of_another_length_ends_the_run() {
         }),
     ];
     let counts = [
-        algos::broadcast_variants::<u64>().len(),
-        algos::reduce_variants::<u64, Sum>().len(),
-        algos::all_reduce_variants::<u64, Sum>().len(),
-        algos::exclusive_scan_variants::<u64, Sum>().len(),
-        algos::inclusive_scan_variants::<u64, Sum>().len(),
-        algos::all_to_all_uniform_variants::<u64>().len(),
+        algos::variants::broadcast_variants::<u64>().len(),
+        algos::variants::reduce_variants::<u64, Sum>().len(),
+        algos::variants::all_reduce_variants::<u64, Sum>().len(),
+        algos::variants::exclusive_scan_variants::<u64, Sum>().len(),
+        algos::variants::inclusive_scan_variants::<u64, Sum>().len(),
+        algos::variants::all_to_all_uniform_variants::<u64>().len(),
         1,
     ];
-    let hypercube = algos::all_to_all_uniform_variants::<u64>()
+    let hypercube = algos::variants::all_to_all_uniform_variants::<u64>()
         .iter()
         .position(|v| v.name == "hypercube")
         .expect("the hypercube all-to-all is a variant");
@@ -322,17 +323,17 @@ fn defaults_take_the_variant_of_least_predicted_cost() {
                     };
                     let mut buf = vec![1u64; m];
                     let b = steps(ctx, &|ctx| algos::broadcast(ctx, 0, &mut buf.clone()));
-                    let bt = algos::broadcast_variants::<u64>()
+                    let bt = algos::variants::broadcast_variants::<u64>()
                         .iter()
                         .map(|v| steps(ctx, &|ctx| (v.run)(ctx, 0, &mut buf.clone())))
                         .collect::<Vec<_>>();
                     let a = steps(ctx, &|ctx| algos::all_reduce(ctx, &mut buf.clone(), &Sum));
-                    let at = algos::all_reduce_variants::<u64, Sum>()
+                    let at = algos::variants::all_reduce_variants::<u64, Sum>()
                         .iter()
                         .map(|v| steps(ctx, &|ctx| (v.run)(ctx, &mut buf.clone(), &Sum)))
                         .collect::<Vec<_>>();
                     let s = steps(ctx, &|ctx| drop(algos::exclusive_scan(ctx, &buf, &Sum)));
-                    let st = algos::exclusive_scan_variants::<u64, Sum>()
+                    let st = algos::variants::exclusive_scan_variants::<u64, Sum>()
                         .iter()
                         .map(|v| steps(ctx, &|ctx| drop((v.run)(ctx, &buf, &Sum))))
                         .collect::<Vec<_>>();
@@ -353,22 +354,25 @@ fn defaults_take_the_variant_of_least_predicted_cost() {
                         .0;
                     (best, names[best])
                 };
-                let bv = algos::broadcast_variants::<u64>();
+                let bv = algos::variants::broadcast_variants::<u64>();
                 let (bi, _) = picked(
                     bv.iter().map(|v| v.name).collect(),
                     bv.iter().map(|v| (v.cost)(&model, p, bytes)).collect(),
                 );
-                let av = algos::all_reduce_variants::<u64, Sum>();
+                let av = algos::variants::all_reduce_variants::<u64, Sum>();
                 let (ai, _) = picked(
                     av.iter().map(|v| v.name).collect(),
                     av.iter().map(|v| (v.cost)(&model, p, bytes)).collect(),
                 );
-                let sv = algos::exclusive_scan_variants::<u64, Sum>();
+                let sv = algos::variants::exclusive_scan_variants::<u64, Sum>();
                 let (si, _) = picked(
                     sv.iter().map(|v| v.name).collect(),
                     sv.iter().map(|v| (v.cost)(&model, p, bytes)).collect(),
                 );
-                assert_eq!(algos::pick(&model, p, bytes, &bv).name, bv[bi].name);
+                assert_eq!(
+                    algos::variants::pick(&model, p, bytes, &bv).name,
+                    bv[bi].name
+                );
                 for (_, (b, bt, a, at, s, st)) in out {
                     let at_p = format!("p = {p}, m = {m}, machine {machine}");
                     assert_eq!(b, bt[bi], "broadcast took {b} supersteps, {at_p}");
@@ -390,36 +394,57 @@ fn the_choice_follows_l_and_g() {
     };
     let model = |l, g| Model::new(Machine::new(cost(l, g), cost(l, g)), Router::TwoPhase);
     let typical = model(20e-6, 0.5e-9);
-    let bv = algos::broadcast_variants::<u8>();
-    assert_eq!(algos::pick(&typical, 2, 8, &bv).name, "1-level");
+    let bv = algos::variants::broadcast_variants::<u8>();
+    assert_eq!(algos::variants::pick(&typical, 2, 8, &bv).name, "1-level");
     // Long buffers on threads: the root's one copy is shared by all 15
     // receivers (one superstep of h = B), where the two-phase broadcast
     // moves about as much in two. Under MPI the root sends 15 copies.
-    assert_eq!(algos::pick(&typical, 16, 64 << 20, &bv).name, "1-level");
+    assert_eq!(
+        algos::variants::pick(&typical, 16, 64 << 20, &bv).name,
+        "1-level"
+    );
     // Under MPI across nodes the root sends 15 copies; on one node the
     // receivers copy out of the root's memory, as on threads.
     #[cfg(feature = "mpi")]
     {
         let mpi = typical.on(bsp::Transport::Mpi);
-        assert_eq!(algos::pick(&mpi, 16, 64 << 20, &bv).name, "two-phase");
+        assert_eq!(
+            algos::variants::pick(&mpi, 16, 64 << 20, &bv).name,
+            "two-phase"
+        );
         assert_eq!(mpi.multicast_h(1000.0, 15), 15000.0);
         let node = mpi.with_one_node(true);
         assert_eq!(node.multicast_h(1000.0, 15), 1000.0);
-        assert_eq!(algos::pick(&node, 16, 64 << 20, &bv).name, "1-level");
+        assert_eq!(
+            algos::variants::pick(&node, 16, 64 << 20, &bv).name,
+            "1-level"
+        );
     }
-    let av = algos::all_reduce_variants::<u8, Sum>();
-    assert_eq!(algos::pick(&typical, 16, 8, &av).name, "direct");
-    assert_eq!(algos::pick(&typical, 16, 64 << 20, &av).name, "two-phase");
+    let av = algos::variants::all_reduce_variants::<u8, Sum>();
+    assert_eq!(algos::variants::pick(&typical, 16, 8, &av).name, "direct");
+    assert_eq!(
+        algos::variants::pick(&typical, 16, 64 << 20, &av).name,
+        "two-phase"
+    );
     // At p = 4 the hypercube scan's 2 supersteps of h = B beat the
     // two-phase scan's h = 3B/4 and 3B/2 once g·B outweighs l.
-    let sv = algos::exclusive_scan_variants::<u8, Sum>();
-    assert_eq!(algos::pick(&typical, 4, 1 << 20, &sv).name, "hypercube");
-    assert_eq!(algos::pick(&typical, 4, 8, &sv).name, "direct");
-    assert_eq!(algos::pick(&typical, 16, 1 << 20, &sv).name, "two-phase");
-    let uv = algos::all_to_all_uniform_variants::<u8>();
+    let sv = algos::variants::exclusive_scan_variants::<u8, Sum>();
+    assert_eq!(
+        algos::variants::pick(&typical, 4, 1 << 20, &sv).name,
+        "hypercube"
+    );
+    assert_eq!(algos::variants::pick(&typical, 4, 8, &sv).name, "direct");
+    assert_eq!(
+        algos::variants::pick(&typical, 16, 1 << 20, &sv).name,
+        "two-phase"
+    );
+    let uv = algos::variants::all_to_all_uniform_variants::<u8>();
     for bytes in [8, 4096, 1 << 20] {
         for p in [2, 3, 4, 8, 16] {
-            assert_eq!(algos::pick(&typical, p, bytes, &uv).name, "routed");
+            assert_eq!(
+                algos::variants::pick(&typical, p, bytes, &uv).name,
+                "routed"
+            );
         }
     }
 }
@@ -441,11 +466,17 @@ fn the_lone_g_and_the_k_level_variants_move_the_choice() {
         Machine::new(c, c).with_lone_g(1e-10, 1e-10),
         Router::TwoPhase,
     );
-    let rv = algos::reduce_variants::<u64, Sum>();
-    assert_eq!(algos::pick(&full, 16, 32 << 10, &rv).name, "two-phase");
-    assert_eq!(algos::pick(&shared, 16, 32 << 10, &rv).name, "direct");
-    let bv = algos::broadcast_variants::<u64>();
-    assert_eq!(algos::pick(&shared, 16, 8, &bv).name, "1-level");
+    let rv = algos::variants::reduce_variants::<u64, Sum>();
+    assert_eq!(
+        algos::variants::pick(&full, 16, 32 << 10, &rv).name,
+        "two-phase"
+    );
+    assert_eq!(
+        algos::variants::pick(&shared, 16, 32 << 10, &rv).name,
+        "direct"
+    );
+    let bv = algos::variants::broadcast_variants::<u64>();
+    assert_eq!(algos::variants::pick(&shared, 16, 8, &bv).name, "1-level");
 }
 
 /// A model on MPI charges a split 6 l and a sub-machine's superstep
@@ -469,13 +500,13 @@ fn sub_machines_cost_what_their_transport_measured() {
     assert!(near(mpi.sub_superstep(8, 8, 0.0, 0.0), 1e-4));
     // The dearer sub-machines move the MPI broadcast of 8 bytes on 16
     // further from the k-level variants.
-    let bv = algos::broadcast_variants::<u64>();
+    let bv = algos::variants::broadcast_variants::<u64>();
     let cost = |m: &Model, name: &str| {
         let v = bv.iter().find(|v| v.name == name).expect("listed");
         (v.cost)(m, 16, 8).expect("applies")
     };
     assert!(cost(&mpi, "2-level") > cost(&threads, "2-level"));
-    assert_eq!(algos::pick(&mpi, 16, 8, &bv).name, "1-level");
+    assert_eq!(algos::variants::pick(&mpi, 16, 8, &bv).name, "1-level");
 }
 
 /// The variants again, in child processes whose syncs meet at the

@@ -56,7 +56,7 @@ fn scenario() {
         "collective-length" => {
             rt.run(|ctx| {
                 let len = if ctx.pid() == last { 5 } else { 6 };
-                bsp::algos::reduce_direct(ctx, 0, &vec![1u64; len], &bsp::algos::Sum);
+                bsp::algos::variants::reduce_direct(ctx, 0, &vec![1u64; len], &bsp::algos::Sum);
             })
             .unwrap();
         }

@@ -7,9 +7,10 @@
 mod support;
 
 use bsp::prelude::*;
+use bsp::sort::expert::{BucketRanker, Delivery};
 use bsp::sort::inputs::block_range;
 use bsp::sort::nas::Class;
-use bsp::sort::{BucketRanker, CountingSort, Delivery};
+use bsp::sort::CountingSort;
 use proptest::prelude::*;
 use support::{
     agree, announce, assert_sorted_part, describe, fit, proptest_config, run_local, runtimes,

@@ -10,8 +10,9 @@ mod support;
 use std::cmp::Ordering;
 
 use bsp::prelude::*;
+use bsp::sort::expert::{Delivery, DigitOrder};
 use bsp::sort::inputs::{block_range, Dist, ALL};
-use bsp::sort::{Delivery, DigitOrder, RadixKey, RadixOptions, RadixSorter};
+use bsp::sort::{RadixKey, RadixOptions, RadixSorter};
 use proptest::prelude::*;
 use support::{
     agree, announce, assert_sorted_part, describe, fit, proptest_config, run_local, runtimes,

@@ -44,7 +44,7 @@ struct Item<T> {
 /// algorithm; returns what every processor sent to this one, by source.
 ///
 /// Pids are read as digits in a mixed radix r₁ × … × r_k = p (see
-/// [`klevel`](crate::Levels)). At level i the processors that differ in
+/// [`klevel`](crate::klevel::Levels)). At level i the processors that differ in
 /// digit i only form a sub-machine of r_i processors, and each message
 /// moves, combined with the others bound the same way, to the member
 /// whose digit i is its destination's. After the last level every message
@@ -53,7 +53,7 @@ struct Item<T> {
 /// # Examples
 ///
 /// ```
-/// use bsp_algos::{all_to_all_k_level, Levels};
+/// use bsp_algos::variants::{all_to_all_k_level, Levels};
 ///
 /// let out = bsp_core::run(6, |ctx| {
 ///     let me = ctx.pid() as u32;
@@ -72,9 +72,9 @@ struct Item<T> {
 /// # Cost
 ///
 /// With messages of L bytes and radices r₁ … r_k: per level a split into
-/// sub-machines of r_i ([`Model::split`](crate::Model::split):
+/// sub-machines of r_i ([`Model::split`](crate::model::Model::split):
 /// l·(2 + 2/r_i)) and one superstep of the sub-machines
-/// ([`Model::sub_superstep`](crate::Model::sub_superstep): l·(1 + r_i/p)/2)
+/// ([`Model::sub_superstep`](crate::model::Model::sub_superstep): l·(1 + r_i/p)/2)
 /// in which each processor sends and receives
 /// (r_i − 1)·(p / r_i) messages, h = (r_i − 1)(p / r_i)(L + 24) bytes
 /// (24 bytes of source, destination and length per message), in
@@ -152,7 +152,7 @@ fn exchange<T: Pod>(
 /// # Examples
 ///
 /// ```
-/// use bsp_algos::{all_to_all_k_level_cost, Levels};
+/// use bsp_algos::variants::{all_to_all_k_level_cost, Levels};
 /// use bsp_core::{Cost, Machine};
 ///
 /// let c = Cost { l_seconds: 1e-5, g_seconds_per_byte: 1e-9 };

@@ -18,7 +18,7 @@ use crate::same_len::Lengths;
 /// # Examples
 ///
 /// ```
-/// use bsp_algos::{gather_k_level, Levels};
+/// use bsp_algos::variants::{gather_k_level, Levels};
 ///
 /// let out = bsp_core::run(7, |ctx| {
 ///     let mine = vec![ctx.pid() as u8; ctx.pid() % 3];
@@ -36,7 +36,7 @@ use crate::same_len::Lengths;
 ///
 /// # Cost
 ///
-/// The mirror of [`scatter_k_level`](crate::scatter_k_level): with parts
+/// The mirror of [`scatter_k_level`](crate::klevel::scatter_k_level): with parts
 /// of L bytes, k levels and g = ⌈p^(1/k)⌉, the (k − 1)-level gathers in
 /// blocks of ⌈p/g⌉ (after a split, 2l), then one superstep with
 /// h = (g − 1)⌈p/g⌉L at the root. 1 level: 1 superstep, h = (p − 1)L.
@@ -100,7 +100,7 @@ fn gather_levels<T: Pod>(ctx: &mut Ctx, root: usize, data: &[T], k: usize) -> Op
 /// # Examples
 ///
 /// ```
-/// use bsp_algos::{gather_k_level_cost, scatter_k_level_cost, Levels};
+/// use bsp_algos::variants::{gather_k_level_cost, scatter_k_level_cost, Levels};
 /// use bsp_core::{Cost, Machine};
 ///
 /// let c = Cost { l_seconds: 1e-5, g_seconds_per_byte: 1e-9 };
@@ -122,7 +122,8 @@ pub fn gather_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels: Le
 /// # Examples
 ///
 /// ```
-/// use bsp_algos::{reduce_k_level, Levels, Sum};
+/// use bsp_algos::Sum;
+/// use bsp_algos::variants::{reduce_k_level, Levels};
 ///
 /// let out = bsp_core::run(9, |ctx| {
 ///     let mine = [ctx.pid() as u64, 1];
@@ -141,11 +142,11 @@ pub fn gather_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels: Le
 ///
 /// # Cost
 ///
-/// The mirror of [`broadcast_k_level`](crate::broadcast_k_level): with m
+/// The mirror of [`broadcast_k_level`](crate::klevel::broadcast_k_level): with m
 /// bytes, k levels and g = ⌈p^(1/k)⌉, the (k − 1)-level reduces in blocks
 /// of q = ⌈p/g⌉ (after a split, l·(2 + 2/q), each sub-machine superstep
 /// charged l·(1 + q/p)/2), then one superstep with h = (g − 1)m at the
-/// root, charged the lone g ([`Model::sparse_superstep`](crate::Model::sparse_superstep)). 1 level: 1 superstep, h = (p − 1)m; log p levels: ⌈log₂ p⌉
+/// root, charged the lone g ([`Model::sparse_superstep`](crate::model::Model::sparse_superstep)). 1 level: 1 superstep, h = (p − 1)m; log p levels: ⌈log₂ p⌉
 /// supersteps of h = m. Predicted by [`reduce_k_level_cost`].
 pub fn reduce_k_level<T: Pod + Send, O: Op<T>>(
     ctx: &mut Ctx,
@@ -208,7 +209,7 @@ fn reduce_levels<T: Pod + Send, O: Op<T>>(
 
 /// The seconds [`reduce_k_level`] is predicted to take on `p` processors
 /// of `machine` for vectors of `bytes` bytes (the combining itself not
-/// counted), on the threads transport (the model of [`Model::new`](crate::Model::new)): the
+/// counted), on the threads transport (the model of [`Model::new`](crate::model::Model::new)): the
 /// broadcast's supersteps run backwards, except that a leader receives a
 /// separate vector from each of the others, where the broadcast's sender
 /// shares one copy among its receivers.
@@ -216,7 +217,7 @@ fn reduce_levels<T: Pod + Send, O: Op<T>>(
 /// # Examples
 ///
 /// ```
-/// use bsp_algos::{broadcast_k_level_cost, reduce_k_level_cost, Levels};
+/// use bsp_algos::variants::{broadcast_k_level_cost, reduce_k_level_cost, Levels};
 /// use bsp_core::{Cost, Machine};
 ///
 /// let c = Cost { l_seconds: 1e-5, g_seconds_per_byte: 1e-9 };

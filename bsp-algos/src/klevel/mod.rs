@@ -17,9 +17,8 @@
 //! [`Model::split`] do (a sub-machine's l is below the whole machine's,
 //! a split costs about 2–3 l), and the rooted supersteps as
 //! [`Model::sparse_superstep`] does. The collectives' tables
-//! ([`broadcast_variants`](crate::broadcast_variants),
-//! [`reduce_variants`](crate::reduce_variants),
-//! [`all_to_all_uniform_variants`](crate::all_to_all_uniform_variants))
+//! (`variants::broadcast_variants`, `variants::reduce_variants`,
+//! `variants::all_to_all_uniform_variants`, which import this module)
 //! list the k-level variants beside the others, so the defaults take one
 //! where it is predicted cheapest.
 //!
@@ -59,7 +58,7 @@ use crate::model::Model;
 /// # Examples
 ///
 /// ```
-/// use bsp_algos::Levels;
+/// use bsp_algos::variants::Levels;
 ///
 /// assert_eq!(Levels::Two.count(64), 2);
 /// assert_eq!(Levels::Log.count(64), 6);

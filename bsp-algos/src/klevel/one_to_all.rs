@@ -18,7 +18,7 @@ use crate::same_len::Lengths;
 /// # Examples
 ///
 /// ```
-/// use bsp_algos::{broadcast_k_level, Levels};
+/// use bsp_algos::variants::{broadcast_k_level, Levels};
 ///
 /// for levels in Levels::ALL {
 ///     let out = bsp_core::run(6, move |ctx| {
@@ -99,7 +99,7 @@ fn broadcast_levels<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T], k:
 /// # Examples
 ///
 /// ```
-/// use bsp_algos::{broadcast_k_level_cost, Levels};
+/// use bsp_algos::variants::{broadcast_k_level_cost, Levels};
 /// use bsp_core::{Cost, Machine};
 ///
 /// let c = Cost { l_seconds: 1e-5, g_seconds_per_byte: 1e-9 };
@@ -126,7 +126,7 @@ pub fn broadcast_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels:
 /// # Examples
 ///
 /// ```
-/// use bsp_algos::{scatter_k_level, Levels};
+/// use bsp_algos::variants::{scatter_k_level, Levels};
 ///
 /// let out = bsp_core::run(5, |ctx| {
 ///     let parts: Vec<Vec<u16>> = if ctx.pid() == 0 {
@@ -224,7 +224,7 @@ fn scatter_levels<T: Pod>(ctx: &mut Ctx, root: usize, mut parts: Vec<Vec<T>>, k:
 /// # Examples
 ///
 /// ```
-/// use bsp_algos::{scatter_k_level_cost, Levels};
+/// use bsp_algos::variants::{scatter_k_level_cost, Levels};
 /// use bsp_core::{Cost, Machine};
 ///
 /// let c = Cost { l_seconds: 1e-5, g_seconds_per_byte: 1e-9 };

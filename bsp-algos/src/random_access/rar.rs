@@ -68,7 +68,7 @@ pub fn rar<T: Pod + Send>(ctx: &mut Ctx, data: &[T], len: usize, index: &[usize]
 /// ```
 /// let out = bsp_core::run(3, |ctx| {
 ///     let d = [ctx.pid() as u8 + 1];
-///     bsp_algos::rar_direct(ctx, &d, 3, &[2, 0])
+///     bsp_algos::variants::rar_direct(ctx, &d, 3, &[2, 0])
 /// })
 /// .unwrap();
 /// assert!(out.iter().all(|v| v == &[3, 1]));

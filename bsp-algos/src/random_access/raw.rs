@@ -107,7 +107,7 @@ pub fn raw<T: Pod + Send, C: Collision<T>>(
 ///     let mut a = vec![0u8; 1];
 ///     let writes = [0usize, 1, 2];
 ///     let v = [ctx.pid() as u8; 3];
-///     bsp_algos::raw_direct(ctx, &mut a, 3, &writes, &v, &Last).unwrap();
+///     bsp_algos::variants::raw_direct(ctx, &mut a, 3, &writes, &v, &Last).unwrap();
 ///     a[0]
 /// })
 /// .unwrap();
