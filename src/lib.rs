@@ -94,6 +94,12 @@
 //!
 //! * `mpi`: the MPI transport ([`Transport`]`::Mpi`), through the `mpi`
 //!   crate; needs an MPI library (OpenMPI or MPICH) and libclang.
+//! * `tracing`: every run is a span of the `tracing` crate, `bsp run`
+//!   (fields `p` and `transport`), and every superstep of every processor
+//!   a `superstep` span inside it (fields `pid` and `superstep`, with a
+//!   `sync` span around its sync), closed with its sync's figures (`h`,
+//!   `bytes_out`, `bytes_in`, `records_out`, `records_in`, `router`,
+//!   `sync_ns`). See bsp-core's documentation.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

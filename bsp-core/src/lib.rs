@@ -36,6 +36,28 @@
 //!   registrations, an out-of-range pid or offset. Nothing hangs.
 //! * [`Ctx::stats`] reports every superstep's cost figures ([`Stats`]);
 //!   `BSP_PROFILE=1` prints them when a run ends.
+//!
+//! ## Features
+//!
+//! * `mpi`: the MPI transport ([`Transport`]`::Mpi`), through the `mpi`
+//!   crate; needs an MPI library (OpenMPI or MPICH) and libclang.
+//! * `tracing`: every run is a span of the `tracing` crate, `bsp run`,
+//!   with fields `p` and `transport`. Inside it, every superstep of every
+//!   processor is a `superstep` span with fields `pid` and `superstep`,
+//!   entered on the processor's thread from the end of the previous sync
+//!   (or the processor's start) to the end of its own sync, so that the
+//!   program's own spans and events fall inside the superstep they happen
+//!   in; a `sync` span inside it covers the sync. At its close a
+//!   superstep's span carries its sync's figures: `h` (the bytes every
+//!   processor knew before routing, as in
+//!   [`SuperstepStats::known_h_bytes`]), `bytes_out`, `bytes_in`,
+//!   `records_out`, `records_in` (this processor's), `router` and
+//!   `sync_ns`. The last superstep, after the last sync, ends with the run
+//!   and records none. The processors' threads use the subscriber of the
+//!   thread that starts the run (a subscriber set with
+//!   `tracing::subscriber::with_default` sees the whole run); a
+//!   [`Session`]'s worker threads use the global one. Without the feature
+//!   none of it is compiled.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

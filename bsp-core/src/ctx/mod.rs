@@ -16,6 +16,8 @@ mod direct_put;
 mod inbox;
 mod queues;
 mod remote;
+#[cfg(feature = "tracing")]
+pub(crate) mod spans;
 mod split;
 
 pub use areas::Areas;
@@ -167,6 +169,9 @@ pub struct Ctx {
     landing: Vec<remote::Landing>,
     /// The buffer an MPI direct put stages its writes in, kept for the next.
     direct_stage: direct_put::StageHome,
+    /// The current superstep's `tracing` span.
+    #[cfg(feature = "tracing")]
+    spans: spans::Supersteps,
 }
 
 impl Ctx {
@@ -205,6 +210,8 @@ impl Ctx {
             started: Instant::now(),
             landing: Vec::new(),
             direct_stage: direct_put::StageHome::default(),
+            #[cfg(feature = "tracing")]
+            spans: spans::Supersteps::open(pid),
         }
     }
 
@@ -661,6 +668,8 @@ impl Ctx {
     /// votes.
     fn sync_voting(&mut self, vote: u64) -> u64 {
         let start = Instant::now();
+        #[cfg(feature = "tracing")]
+        let sync_span = self.spans.sync();
         self.drop_unread();
         let records = self.outbox.records();
         // The row counts the outbox before the streams are taken out.
@@ -778,6 +787,12 @@ impl Ctx {
         self.land_gets();
         figures.sync_ns = start.elapsed().as_nanos() as u64;
         self.last_sync = figures;
+        #[cfg(feature = "tracing")]
+        {
+            drop(sync_span);
+            let h = decision.h_estimate(self.nprocs);
+            self.spans.next(&figures, router, h, self.superstep);
+        }
         self.work_start = Instant::now();
         decision.votes
     }

@@ -363,6 +363,7 @@ pub enum Transport {
     Threads,
     /// One MPI rank per processor (cargo feature `mpi`; start with `mpirun`).
     #[cfg(feature = "mpi")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "mpi")))]
     Mpi,
 }
 
