@@ -151,7 +151,7 @@ fn bsp_round(p: usize, router: Option<Router>, steps: usize) -> (f64, f64) {
             (median(&mut empty[1..]), median(&mut put[1..]))
         }),
     );
-    results[0]
+    *results.local()
 }
 
 /// The CPU's model name from `/proc/cpuinfo` (Linux), or "unknown".

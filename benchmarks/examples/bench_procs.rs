@@ -73,7 +73,7 @@ fn main() {
                     secs
                 }),
             );
-            let mut secs = results[0][1..].to_vec();
+            let mut secs = results.local()[1..].to_vec();
             let per_step = median(&mut secs);
             let peak = peak_rss();
             if json {

@@ -29,8 +29,8 @@ const UNIFORM: &str = "uniform all-to-all";
 ///     bsp_algos::all_to_all(ctx, sends)
 /// })
 /// .unwrap();
-/// assert_eq!(out[2], vec![vec![2, 2], vec![12, 12], vec![22, 22]]);
-/// assert_eq!(out[0], vec![Vec::<u32>::new(); 3]);
+/// assert_eq!(out.get(2), Some(&vec![vec![2, 2], vec![12, 12], vec![22, 22]]));
+/// assert_eq!(out.get(0), Some(&vec![Vec::<u32>::new(); 3]));
 /// ```
 ///
 /// # Panics
@@ -85,7 +85,7 @@ pub type AllToAllUniformFn<T> = fn(&mut Ctx, &[T]) -> Vec<T>;
 ///     results
 /// })
 /// .unwrap();
-/// assert!(out[1].iter().all(|r| r == &[1, 11, 21, 31]));
+/// assert!(out.get(1).unwrap().iter().all(|r| r == &[1, 11, 21, 31]));
 /// ```
 pub fn all_to_all_uniform_variants<T: Pod + Send>() -> Vec<Variant<AllToAllUniformFn<T>>> {
     vec![
@@ -173,7 +173,7 @@ fn block_len(len: usize, p: usize) -> usize {
 ///     bsp_algos::all_to_all_uniform(ctx, &data)
 /// })
 /// .unwrap();
-/// assert_eq!(out[2], vec![0, 2, 1, 2, 2, 2]);
+/// assert_eq!(out.get(2), Some(&vec![0, 2, 1, 2, 2, 2]));
 /// ```
 ///
 /// # Panics
@@ -210,7 +210,7 @@ pub fn all_to_all_uniform<T: Pod + Send>(ctx: &mut Ctx, data: &[T]) -> Vec<T> {
 ///     bsp_algos::variants::all_to_all_uniform_routed(ctx, &data)
 /// })
 /// .unwrap();
-/// assert_eq!(out, vec![vec![0, 0, 1, 1]; 2]);
+/// assert_eq!(out.all(), Some(&vec![vec![0, 0, 1, 1]; 2][..]));
 /// ```
 ///
 /// # Panics
@@ -251,7 +251,7 @@ pub fn all_to_all_uniform_routed<T: Pod + Send>(ctx: &mut Ctx, data: &[T]) -> Ve
 ///     bsp_algos::variants::all_to_all_one_factor(ctx, &data)
 /// })
 /// .unwrap();
-/// assert_eq!(out[3], vec![3, 13, 23, 33, 43]);
+/// assert_eq!(out.get(3), Some(&vec![3, 13, 23, 33, 43]));
 /// ```
 ///
 /// # Panics
@@ -312,7 +312,7 @@ fn one_factor_partner(p: usize, i: usize, r: usize) -> usize {
 ///     bsp_algos::variants::all_to_all_hypercube(ctx, &data)
 /// })
 /// .unwrap();
-/// assert_eq!(out[2], vec![0, 2, 1, 2, 2, 2, 3, 2]);
+/// assert_eq!(out.get(2), Some(&vec![0, 2, 1, 2, 2, 2, 3, 2]));
 /// ```
 ///
 /// # Panics

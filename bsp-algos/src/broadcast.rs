@@ -221,7 +221,7 @@ pub fn broadcast<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut [T]) {
 ///     buf[0]
 /// })
 /// .unwrap();
-/// assert_eq!(out, vec![0; 6]);
+/// assert_eq!(out.all(), Some(&vec![0; 6][..]));
 /// ```
 ///
 /// # Panics

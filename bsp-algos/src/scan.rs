@@ -46,7 +46,7 @@ fn hypercube_cost(model: &Model, p: usize, bytes: usize) -> Option<f64> {
 ///     firsts
 /// })
 /// .unwrap();
-/// assert_eq!(out[2], vec![2, 2, 2]);
+/// assert_eq!(out.get(2), Some(&vec![2, 2, 2]));
 /// ```
 pub fn exclusive_scan_variants<T: Pod + Send, O: Monoid<T>>() -> Vec<Variant<ScanFn<T, O>>> {
     table([
@@ -247,7 +247,7 @@ pub fn exclusive_scan<T: Pod + Send, O: Monoid<T>>(
 ///     (upto[0], total[0])
 /// })
 /// .unwrap();
-/// assert_eq!(out, vec![(1, 6), (2, 6), (6, 6)]);
+/// assert_eq!(out.all(), Some(&vec![(1, 6), (2, 6), (6, 6)][..]));
 /// ```
 ///
 /// # Panics
@@ -303,7 +303,7 @@ macro_rules! scan_variant {
         #[doc = concat!("    bsp_algos::variants::", stringify!($exclusive), "(ctx, &[ctx.pid() as u32, 1], &Sum)")]
         /// })
         /// .unwrap();
-        #[doc = concat!("assert_eq!(out[3], (vec![3, 3], vec![", $p, " * (", $p, " - 1) / 2, ", $p, "]));")]
+        #[doc = concat!("assert_eq!(out.get(3).unwrap(), &(vec![3, 3], vec![", $p, " * (", $p, " - 1) / 2, ", $p, "]));")]
         /// ```
         ///
         /// # Panics
@@ -332,7 +332,7 @@ macro_rules! scan_variant {
         #[doc = concat!("    bsp_algos::variants::", stringify!($inclusive), "(ctx, &[[ctx.pid() as u64, 10]], &concat)")]
         /// })
         /// .unwrap();
-        /// assert_eq!(out[2].0, vec![[12, 1000]]);
+        /// assert_eq!(out.get(2).unwrap().0, vec![[12, 1000]]);
         /// ```
         ///
         /// # Panics

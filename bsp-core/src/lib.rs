@@ -20,7 +20,7 @@
 //!     ctx.sync(); // all puts delivered here, nowhere else
 //!     ctx.local(&partial).iter().sum::<u64>()
 //! })?;
-//! assert_eq!(sums, vec![60; 4]);
+//! assert_eq!(sums.all(), Some(&vec![60; 4][..]));
 //! # Ok::<(), bsp_core::Error>(())
 //! ```
 //!

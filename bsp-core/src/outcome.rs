@@ -2,7 +2,7 @@
 //! pid, with the same meaning on every transport.
 
 use std::fmt;
-use std::ops::{Index, Range};
+use std::ops::Range;
 
 /// The results of a BSP run held by this process, by processor id.
 ///
@@ -13,8 +13,8 @@ use std::ops::{Index, Range};
 ///   process ran — processor 0 on threads, this rank under MPI;
 /// * [`root`](Outcome::root): processor 0's result, in the process that
 ///   ran it (the one that should print);
-/// * `outcome[pid]`: processor `pid`'s result, which panics in a process
-///   that does not hold it;
+/// * [`get`](Outcome::get)`(pid)`: processor `pid`'s result, where this
+///   process holds it;
 /// * [`all`](Outcome::all): every processor's result, where this process
 ///   holds them all. To have every result on every MPI rank as well, ask
 ///   for it: [`Runtime::run_all`](crate::Runtime::run_all) gathers them.
@@ -190,28 +190,6 @@ impl<T: Clone> Outcome<Vec<T>> {
     }
 }
 
-impl<R> Index<usize> for Outcome<R> {
-    type Output = R;
-
-    /// Processor `pid`'s result.
-    ///
-    /// # Panics
-    ///
-    /// If this process does not hold it: under MPI, another rank's result
-    /// (use [`Runtime::run_all`](crate::Runtime::run_all)).
-    fn index(&self, pid: usize) -> &R {
-        match self.get(pid) {
-            Some(r) => r,
-            None => panic!(
-                "bsp: processor {pid}'s result is not held by this process, which holds \
-                 processors {:?} of {}; Runtime::run_all gathers every result",
-                self.pids(),
-                self.nprocs
-            ),
-        }
-    }
-}
-
 impl<R> IntoIterator for Outcome<R> {
     type Item = R;
     type IntoIter = std::vec::IntoIter<R>;
@@ -229,14 +207,6 @@ impl<'a, R> IntoIterator for &'a Outcome<R> {
     /// The held results, in pid order.
     fn into_iter(self) -> Self::IntoIter {
         self.results.iter()
-    }
-}
-
-/// An outcome equals a vector when it holds every processor's result and
-/// they equal the vector's elements in pid order.
-impl<R: PartialEq> PartialEq<Vec<R>> for Outcome<R> {
-    fn eq(&self, other: &Vec<R>) -> bool {
-        self.all().is_some_and(|all| all == other.as_slice())
     }
 }
 
@@ -259,25 +229,27 @@ mod tests {
         let out = Outcome::new(4, 2, vec!["two"]);
         assert_eq!(out.pids(), 2..3);
         assert_eq!(*out.local(), "two");
-        assert_eq!(out[2], "two");
+        assert_eq!(out.get(2), Some(&"two"));
         assert_eq!(out.get(0), None);
         assert!(out.root().is_none() && out.all().is_none());
-        assert_ne!(out, vec!["two"]);
         assert_eq!(format!("{out:?}"), r#"{2: "two"}"#);
         assert!(out.into_all().is_err());
     }
 
     #[test]
-    #[should_panic(expected = "processor 1's result is not held")]
-    fn indexing_another_ranks_result_says_where_it_is() {
-        let out = Outcome::new(4, 2, vec![0u8]);
-        let _ = out[1];
+    fn a_gathered_outcome_holds_all_and_knows_its_own() {
+        let out = Outcome::gathered(2, vec![10, 11, 12]);
+        assert_eq!((out.pids(), out.all()), (0..3, Some(&[10, 11, 12][..])));
+        assert_eq!((*out.local(), out.is_root(), out.root()), (12, false, None));
+        assert_eq!(out.into_local(), 12);
+        let root = Outcome::gathered(0, vec![10, 11]);
+        assert_eq!((root.is_root(), root.root()), (true, Some(&10)));
     }
 
     #[test]
     fn threads_hold_every_result() {
         let out = Outcome::new(3, 0, vec![5, 6, 7]);
-        assert_eq!(out, vec![5, 6, 7]);
+        assert_eq!(out.all(), Some(&[5, 6, 7][..]));
         assert_eq!(out.root(), Some(&5));
         assert_eq!(
             out.iter_with_pids().map(|(p, r)| p + r).sum::<usize>(),

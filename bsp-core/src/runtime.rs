@@ -34,8 +34,8 @@ use crate::transport::{self, launched_by_mpirun, Comm, OnFailure, Program, RunLi
 /// let rt = Runtime::threads(4).with_router(Router::Direct);
 /// assert_eq!((rt.nprocs(), rt.router()), (4, Router::Direct));
 /// let pids = rt.run(|ctx| ctx.pid()).unwrap();
-/// assert_eq!(pids, vec![0, 1, 2, 3]);
-/// assert_eq!(pids[2], 2); // processor 2's result
+/// assert_eq!(pids.all(), Some(&vec![0, 1, 2, 3][..]));
+/// assert_eq!(pids.get(2), Some(&2)); // processor 2's result
 /// ```
 #[derive(Clone, Debug)]
 pub struct Runtime {
@@ -748,7 +748,7 @@ impl Runtime {
 ///     ctx.local(&partial).iter().sum::<u64>()
 /// })
 /// .unwrap();
-/// assert_eq!(sums, vec![60; 4]);
+/// assert_eq!(sums.all(), Some(&vec![60; 4][..]));
 /// ```
 ///
 /// # Errors

@@ -129,7 +129,7 @@ impl RouteStats {
     ///         ctx.stats()
     ///     })
     ///     .unwrap();
-    /// let route = &stats[0].supersteps[0].routes[0];
+    /// let route = &stats.local().supersteps[0].routes[0];
     /// assert_eq!(route.router, Router::TwoPhase);
     /// assert!(route.within_bounds());
     /// ```

@@ -550,7 +550,7 @@ fn scatter<T: Pod>(
 /// .unwrap();
 /// let all: Vec<u32> = out.iter().flat_map(|(s, _)| s.clone()).collect();
 /// assert!(all.windows(2).all(|w| w[0] <= w[1]));
-/// assert_eq!(out[0].1, all.iter().filter(|&&k| k < 5).count() as u64);
+/// assert_eq!(out.get(0).unwrap().1, all.iter().filter(|&&k| k < 5).count() as u64);
 /// ```
 pub struct CountingSort<T> {
     engine: Engine<T>,
@@ -678,7 +678,7 @@ impl<T: Pod + Send> CountingSort<T> {
     /// })
     /// .unwrap();
     /// // Keys over both processors: 0, 0, 1, 1, 3, 3, 3, 3.
-    /// assert_eq!(out[0], vec![0, 2, 4, 4]);
+    /// assert_eq!(out.get(0), Some(&vec![0, 2, 4, 4]));
     /// ```
     ///
     /// # Panics

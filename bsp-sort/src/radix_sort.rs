@@ -29,8 +29,8 @@ pub const MAX_DIGIT_BITS: u32 = 16;
 ///     (keys, info.passes.len())
 /// })
 /// .unwrap();
-/// assert!(out[0].0.windows(2).all(|w| w[0] <= w[1]));
-/// assert_eq!(out[0].1, 2); // keys below 101 vary in their low 7 bits: two 4-bit digits
+/// assert!(out.get(0).unwrap().0.windows(2).all(|w| w[0] <= w[1]));
+/// assert_eq!(out.get(0).unwrap().1, 2); // keys below 101 vary in their low 7 bits: two 4-bit digits
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RadixOptions {
@@ -64,8 +64,8 @@ pub struct RadixOptions {
 ///     (keys, info.top_first)
 /// })
 /// .unwrap();
-/// assert!(out[0].0.windows(2).all(|w| w[0] <= w[1]));
-/// assert!(out[0].1);
+/// assert!(out.get(0).unwrap().0.windows(2).all(|w| w[0] <= w[1]));
+/// assert!(out.get(0).unwrap().1);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum DigitOrder {
@@ -429,9 +429,9 @@ impl<K: RadixKey + Pod + Send> RadixSorter<K> {
     ///     keys
     /// })
     /// .unwrap();
-    /// assert_eq!(out[0], [-1.0, -1.0, 0.0, 0.0]);
-    /// assert_eq!(out[1][..2], [2.5, 2.5]);
-    /// assert!(out[1][2].is_nan() && out[1][3].is_nan());
+    /// assert_eq!(out.get(0).unwrap(), &[-1.0, -1.0, 0.0, 0.0]);
+    /// assert_eq!(out.get(1).unwrap()[..2], [2.5, 2.5]);
+    /// assert!(out.get(1).unwrap()[2].is_nan() && out.get(1).unwrap()[3].is_nan());
     /// ```
     ///
     /// # Panics

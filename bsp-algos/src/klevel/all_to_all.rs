@@ -61,8 +61,8 @@ struct Item<T> {
 ///     all_to_all_k_level(ctx, sends, Levels::Two)
 /// })
 /// .unwrap();
-/// assert_eq!(out[3], (0..6).map(|i| vec![10 * i + 3]).collect::<Vec<_>>());
-/// assert_eq!(out[2], vec![Vec::<u32>::new(); 6]);
+/// assert_eq!(out.get(3), Some(&(0..6).map(|i| vec![10 * i + 3]).collect::<Vec<_>>()));
+/// assert_eq!(out.get(2), Some(&vec![Vec::<u32>::new(); 6]));
 /// ```
 ///
 /// # Panics

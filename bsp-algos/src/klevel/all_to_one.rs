@@ -26,8 +26,8 @@ use crate::same_len::Lengths;
 /// })
 /// .unwrap();
 /// let want: Vec<Vec<u8>> = (0..7).map(|q| vec![q as u8; q % 3]).collect();
-/// assert_eq!(out[5], Some(want));
-/// assert_eq!(out[0], None);
+/// assert_eq!(out.get(5), Some(&Some(want)));
+/// assert_eq!(out.get(0), Some(&None));
 /// ```
 ///
 /// # Panics
@@ -130,7 +130,7 @@ pub fn gather_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels: Le
 ///     reduce_k_level(ctx, 0, &mine, &Sum, Levels::Three)
 /// })
 /// .unwrap();
-/// assert_eq!(out[0], Some(vec![36, 9]));
+/// assert_eq!(out.get(0), Some(&Some(vec![36, 9])));
 /// ```
 ///
 /// # Panics

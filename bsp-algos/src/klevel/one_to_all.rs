@@ -137,8 +137,8 @@ pub fn broadcast_k_level_cost(machine: &Machine, p: usize, bytes: usize, levels:
 ///     scatter_k_level(ctx, 0, &parts, Levels::Two)
 /// })
 /// .unwrap();
-/// assert_eq!(out[3], vec![3, 3, 3]);
-/// assert_eq!(out[0], vec![]);
+/// assert_eq!(out.get(3), Some(&vec![3, 3, 3]));
+/// assert_eq!(out.get(0), Some(&vec![]));
 /// ```
 ///
 /// # Panics

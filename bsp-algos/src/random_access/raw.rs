@@ -111,7 +111,7 @@ pub fn raw<T: Pod + Send, C: Collision<T>>(
 ///     a[0]
 /// })
 /// .unwrap();
-/// assert_eq!(out, vec![2, 2, 2]);
+/// assert_eq!(out.all(), Some(&vec![2, 2, 2][..]));
 /// ```
 ///
 /// # Errors

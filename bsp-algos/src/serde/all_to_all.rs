@@ -19,8 +19,8 @@ use bsp_core::Ctx;
 ///     bsp_algos::serde::all_to_all(ctx, sends)
 /// })
 /// .unwrap();
-/// assert_eq!(out[0], vec![Vec::<(String, u64)>::new(); 3]);
-/// assert_eq!(out[1][2], vec![("2→1".to_string(), 1)]);
+/// assert_eq!(out.get(0), Some(&vec![Vec::<(String, u64)>::new(); 3]));
+/// assert_eq!(out.get(1).unwrap()[2], vec![("2→1".to_string(), 1)]);
 /// ```
 ///
 /// # Panics

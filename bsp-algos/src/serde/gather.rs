@@ -17,8 +17,8 @@ use super::{check_root, decode, encode};
 ///     bsp_algos::serde::gather(ctx, 1, &mine)
 /// })
 /// .unwrap();
-/// assert_eq!(out[1], Some(vec!["p0".to_string(), "p1".into(), "p2".into()]));
-/// assert_eq!(out[0], None);
+/// assert_eq!(out.get(1), Some(&Some(vec!["p0".to_string(), "p1".into(), "p2".into()])));
+/// assert_eq!(out.get(0), Some(&None));
 /// ```
 ///
 /// # Panics

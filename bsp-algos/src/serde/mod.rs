@@ -18,7 +18,7 @@
 //!     bsp_algos::serde::all_to_all(ctx, sends)
 //! })
 //! .unwrap();
-//! assert_eq!(out[2], vec![vec!["0→2"], vec!["1→2"], vec!["2→2"]]);
+//! assert_eq!(out.get(2).unwrap(), &vec![vec!["0→2"], vec!["1→2"], vec!["2→2"]]);
 //! ```
 
 mod all_to_all;

@@ -45,7 +45,7 @@ impl Ctx {
     ///     ctx.sync(); // superstep 0's figures are complete after the next sync
     ///     ctx.stats()
     /// })?;
-    /// let names: Vec<_> = out[0].supersteps.iter().map(|s| s.label.clone()).collect();
+    /// let names: Vec<_> = out.get(0).unwrap().supersteps.iter().map(|s| s.label.clone()).collect();
     /// assert_eq!(names, [Some("exchange".to_string())]); // the first superstep is complete
     /// # Ok::<(), bsp_core::Error>(())
     /// ```

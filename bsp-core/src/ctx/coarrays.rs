@@ -23,7 +23,7 @@ impl Ctx {
     ///     ctx.local(&a).len()
     /// })
     /// .unwrap();
-    /// assert_eq!(out, vec![1, 2, 3]);
+    /// assert_eq!(out.all(), Some(&vec![1, 2, 3][..]));
     /// ```
     ///
     /// # Panics
@@ -62,7 +62,7 @@ impl Ctx {
     ///     ctx.local(&a).to_vec()
     /// })
     /// .unwrap();
-    /// assert_eq!(out, vec![vec![0; 4], vec![1; 4]]);
+    /// assert_eq!(out.all(), Some(&vec![vec![0; 4], vec![1; 4]][..]));
     /// ```
     ///
     /// # Cost
@@ -110,7 +110,7 @@ impl Ctx {
     ///     ctx.replace_local(&a, Vec::new())
     /// })
     /// .unwrap();
-    /// assert_eq!(out, vec![vec![0, 0, 9], vec![1, 1, 9]]);
+    /// assert_eq!(out.all(), Some(&vec![vec![0, 0, 9], vec![1, 1, 9]][..]));
     /// ```
     ///
     /// # Panics
@@ -153,7 +153,7 @@ impl Ctx {
     ///     ctx.local(&b).to_vec()
     /// })
     /// .unwrap();
-    /// assert_eq!(out[0], vec![10, 20, 30]);
+    /// assert_eq!(out.get(0), Some(&vec![10, 20, 30]));
     /// ```
     ///
     /// # Panics

@@ -30,7 +30,7 @@ use crate::transport::Blocks;
 ///
 /// ```
 /// # use bsp_core::expert::DirectPut;
-/// use bsp_core::DirectPiece;
+/// use bsp_core::expert::DirectPiece;
 ///
 /// let piece = DirectPiece { dst: 1, offset: 4, len: 2 };
 /// assert_eq!(piece.offset + piece.len, 6);
@@ -201,7 +201,7 @@ pub trait DirectPut {
     ///
     /// ```
     /// # use bsp_core::expert::DirectPut;
-    /// use bsp_core::DirectPiece;
+    /// use bsp_core::expert::DirectPiece;
     ///
     /// let out = bsp_core::run(3, |ctx| {
     ///     let (s, p) = (ctx.pid(), ctx.nprocs());
@@ -217,7 +217,7 @@ pub trait DirectPut {
     ///     ctx.local(&a).to_vec()
     /// })
     /// .unwrap();
-    /// assert_eq!(out, vec![vec![0, 10, 20]; 3]);
+    /// assert_eq!(out.all(), Some(&vec![vec![0, 10, 20]; 3][..]));
     /// ```
     ///
     /// # Panics

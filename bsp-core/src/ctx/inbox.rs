@@ -21,8 +21,8 @@ impl Ctx {
     ///     let _ = ctx.next_message(&q);
     ///     (before, ctx.queue_len(&q))
     /// })?;
-    /// assert_eq!(out[0], (3, 2));
-    /// assert_eq!(out[1], (0, 0));
+    /// assert_eq!(out.get(0), Some(&(3, 2)));
+    /// assert_eq!(out.get(1), Some(&(0, 0)));
     /// # Ok::<(), bsp_core::Error>(())
     /// ```
     ///
@@ -47,8 +47,8 @@ impl Ctx {
     ///     let first = ctx.peek(&q);
     ///     (first, ctx.queue_len(&q))
     /// })?;
-    /// assert_eq!(out[0], (Some("from 0".to_string()), 2));
-    /// assert_eq!(out[1], (None, 0));
+    /// assert_eq!(out.get(0), Some(&(Some("from 0".to_string()), 2)));
+    /// assert_eq!(out.get(1), Some(&(None, 0)));
     /// # Ok::<(), bsp_core::Error>(())
     /// ```
     ///
@@ -77,7 +77,7 @@ impl Ctx {
     ///     ctx.sync();
     ///     ctx.receive(&answer)
     /// })?;
-    /// assert_eq!(out[0], vec![20]);
+    /// assert_eq!(out.get(0), Some(&vec![20]));
     /// # Ok::<(), bsp_core::Error>(())
     /// ```
     ///
@@ -144,7 +144,7 @@ impl Ctx {
     ///     let tag_of_first = ctx.peek(&q).map(|m| m.tag);
     ///     (tag_of_first, ctx.receive(&q))
     /// })?;
-    /// let (tag, msgs) = &out[0];
+    /// let (tag, msgs) = out.get(0).unwrap();
     /// assert_eq!(*tag, Some(0));
     /// assert_eq!(msgs[1], Tagged::new(1, vec![0.5, 0.5]));
     /// # Ok::<(), bsp_core::Error>(())

@@ -279,7 +279,7 @@ impl Ctx {
     ///
     /// let m = Machine::new(Cost::default(), Cost::default());
     /// let seen = Runtime::threads(2).with_machine(m).run(|ctx| ctx.machine()).unwrap();
-    /// assert_eq!(seen, vec![Some(m), Some(m)]);
+    /// assert_eq!(seen.all(), Some(&[Some(m), Some(m)][..]));
     /// ```
     pub fn machine(&self) -> Option<Machine> {
         self.machine
@@ -302,7 +302,7 @@ impl Ctx {
     ///
     /// ```
     /// let out = bsp_core::run(2, |ctx| ctx.on_one_node()).unwrap();
-    /// assert_eq!(out, vec![true, true]);
+    /// assert_eq!(out.all(), Some(&vec![true, true][..]));
     /// ```
     pub fn on_one_node(&self) -> bool {
         self.comm.capabilities().one_node
@@ -443,7 +443,7 @@ impl Ctx {
     ///     ctx.stats()
     /// })
     /// .unwrap();
-    /// let first = &stats[0].supersteps[0];
+    /// let first = &stats.local().supersteps[0];
     /// assert_eq!(first.sent_records, vec![1, 1]);
     /// ```
     ///
@@ -571,7 +571,7 @@ impl Ctx {
     ///     ctx.superstep()
     /// })
     /// .unwrap();
-    /// assert_eq!(steps, vec![2, 2]);
+    /// assert_eq!(steps.all(), Some(&vec![2, 2][..]));
     /// ```
     ///
     /// # Panics
@@ -624,7 +624,7 @@ impl Ctx {
     ///     round
     /// })
     /// .unwrap();
-    /// assert_eq!(rounds, vec![3, 3, 3]);
+    /// assert_eq!(rounds.all(), Some(&vec![3, 3, 3][..]));
     /// ```
     ///
     /// # Panics
@@ -648,7 +648,7 @@ impl Ctx {
     ///
     /// ```
     /// let totals = bsp_core::run(4, |ctx| ctx.sync_sum(ctx.pid() as u64 + 1)).unwrap();
-    /// assert_eq!(totals, vec![10, 10, 10, 10]);
+    /// assert_eq!(totals.all(), Some(&vec![10, 10, 10, 10][..]));
     /// ```
     ///
     /// # Panics

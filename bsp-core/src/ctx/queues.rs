@@ -22,8 +22,8 @@ impl Ctx {
     ///     ctx.receive(&q)
     /// })
     /// .unwrap();
-    /// assert_eq!(out[0], vec![0, 1, 2]);
-    /// assert!(out[1].is_empty());
+    /// assert_eq!(out.get(0), Some(&vec![0, 1, 2]));
+    /// assert!(out.get(1).is_some_and(|r| r.is_empty()));
     /// ```
     ///
     /// # Cost
@@ -49,7 +49,7 @@ impl Ctx {
     ///     ctx.receive(&q)
     /// })
     /// .unwrap();
-    /// assert_eq!(out[1], vec!["hello from 0", "hello from 1"]);
+    /// assert_eq!(out.get(1).unwrap(), &["hello from 0", "hello from 1"]);
     /// ```
     ///
     /// # Cost
@@ -140,7 +140,7 @@ impl Ctx {
     ///     ctx.receive_with_source(&q)
     /// })
     /// .unwrap();
-    /// assert_eq!(out[0], vec![(0, 7), (1, 7)]);
+    /// assert_eq!(out.get(0), Some(&vec![(0, 7), (1, 7)]));
     /// ```
     ///
     /// # Cost

@@ -30,7 +30,7 @@ impl Ctx {
     ///     ctx.local(&a).iter().sum::<u64>()
     /// })
     /// .unwrap();
-    /// assert_eq!(out, vec![60; 4]);
+    /// assert_eq!(out.all(), Some(&vec![60; 4][..]));
     /// ```
     ///
     /// # Panics
@@ -70,7 +70,7 @@ impl Ctx {
     ///     ctx.local(&a).to_vec()
     /// })
     /// .unwrap();
-    /// assert_eq!(out, vec![vec![7, 8, 9]; 2]);
+    /// assert_eq!(out.all(), Some(&vec![vec![7, 8, 9]; 2][..]));
     /// ```
     ///
     /// # Panics
@@ -121,7 +121,7 @@ impl Ctx {
     ///     ctx.local(&dst).to_vec()
     /// })
     /// .unwrap();
-    /// assert_eq!(out, vec![vec![7, 7], vec![7, 7]]);
+    /// assert_eq!(out.all(), Some(&vec![vec![7, 7], vec![7, 7]][..]));
     /// ```
     ///
     /// # Panics
@@ -192,7 +192,7 @@ impl Ctx {
     ///     ctx.take(h)
     /// })
     /// .unwrap();
-    /// assert_eq!(out, vec![vec![1, 1], vec![0, 0]]);
+    /// assert_eq!(out.all(), Some(&vec![vec![1, 1], vec![0, 0]][..]));
     /// ```
     ///
     /// # Panics
@@ -294,7 +294,7 @@ impl Ctx {
     ///     ctx.sync();
     ///     ctx.local(&all).to_vec()
     /// })?;
-    /// assert_eq!(out[1], vec![0, 0, 10, 10, 20, 20]);
+    /// assert_eq!(out.get(1), Some(&vec![0, 0, 10, 10, 20, 20]));
     /// # Ok::<(), bsp_core::Error>(())
     /// ```
     ///

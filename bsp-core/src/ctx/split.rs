@@ -50,7 +50,7 @@ impl Ctx {
     ///     })
     /// })
     /// .unwrap();
-    /// assert_eq!(sums, vec![6, 4, 6, 4, 6]);
+    /// assert_eq!(sums.all(), Some(&vec![6, 4, 6, 4, 6][..]));
     /// ```
     ///
     /// # Panics

@@ -219,7 +219,7 @@ pub trait DigitPut {
     ///
     /// ```
     /// use bsp_core::expert::{Digit, DigitCounts, DigitPut};
-    /// use bsp_core::DirectPiece;
+    /// use bsp_core::expert::DirectPiece;
     ///
     /// // Two processors bucket their keys by the top bit: processor 0 gets
     /// // the keys below 8, processor 1 the rest, processor 0's keys first.
@@ -236,7 +236,7 @@ pub trait DigitPut {
     ///     ctx.local(&a).to_vec()
     /// })
     /// .unwrap();
-    /// assert_eq!(out, vec![vec![1, 3, 2], vec![9, 12, 15]]);
+    /// assert_eq!(out.all(), Some(&vec![vec![1, 3, 2], vec![9, 12, 15]][..]));
     /// ```
     ///
     /// # Panics
