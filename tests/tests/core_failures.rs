@@ -345,7 +345,7 @@ fn a_time_limit_names_every_missing_processor_and_spares_punctual_runs() {
             ctx.local(&a)[0]
         })
         .unwrap();
-    assert_eq!(sums, vec![1; 4]);
+    assert_eq!(sums.all(), Some(&[1; 4][..]));
 }
 
 #[test]
@@ -390,7 +390,7 @@ fn try_run_carries_the_application_error_out() {
         let ok = Runtime::threads(3)
             .try_run(|ctx| Ok::<_, std::io::Error>(ctx.pid()))
             .unwrap();
-        assert_eq!(ok, vec![0, 1, 2]);
+        assert_eq!(ok.all(), Some(&[0, 1, 2][..]));
     });
 }
 
