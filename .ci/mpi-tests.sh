@@ -99,7 +99,7 @@ echo "== examples under mpirun (quick arguments; each checks its own answer)"
 for src in examples/*.rs benchmarks/examples/*.rs; do
     name=$(basename "$src" .rs)
     case "$name" in
-        hello) args=() ;;
+        hello | tour) args=() ;;
         bspbench) args=(--max-kib 256) ;;
         bench_router) args=(--mib 8 --reps 1 --rounds 1) ;;
         bench_collectives) args=(--bytes 8,4096 --reps 2) ;;
@@ -134,6 +134,19 @@ for src in examples/*.rs benchmarks/examples/*.rs; do
         echo "-- mpirun -np $np $name ${args[*]}"
         run_np "$np" "target/release/examples/$name" "${args[@]}"
     done
+done
+echo "== the tour and the lessons print once under mpirun -np 3, as on threads"
+out=$(run_np 3 target/release/examples/tour)
+[ "$out" = "3 processors each received 30" ] || { echo "tour under mpirun -np 3 printed: $out"; exit 1; }
+for lesson in "prefix_sum --n 100003" "word_count --words 100000" "bfs --n 100000"; do
+    read -r -a cmd <<<"$lesson"
+    threads=$(BSP_PROCS=3 "target/release/examples/${cmd[0]}" "${cmd[@]:1}" --json)
+    mpi=$(run_np 3 "target/release/examples/${cmd[0]}" "${cmd[@]:1}" --json)
+    lines=$(printf '%s\n' "$mpi" | wc -l)
+    [ "$lines" -eq 1 ] || { echo "${cmd[0]} printed $lines lines under mpirun -np 3:"; echo "$mpi"; exit 1; }
+    # The same answer on both transports: the JSON line less its transport and times.
+    strip() { python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); [d.pop(k, None) for k in list(d) if k in ("backend","transport") or "seconds" in k or k.endswith("_s") or "time" in k]; print(json.dumps(d, sort_keys=True))'; }
+    [ "$(strip <<<"$threads")" = "$(strip <<<"$mpi")" ] || { echo "${cmd[0]}: threads and MPI disagree:"; echo "$threads"; echo "$mpi"; exit 1; }
 done
 echo "== BSPlib layer: a C program built with bspcc, as MPI ranks"
 cargo build --release -p bsp-bsplib --features mpi

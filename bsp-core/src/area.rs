@@ -15,7 +15,7 @@ use crate::scope::{Scope, Scoped};
 
 /// A handle to a registered foreign area: `len` bytes at an address that
 /// the program owns, registered with
-/// [`Ctx::register_area`](crate::expert::Areas::register_area).
+/// `Areas::register_area` (in `bsp::expert`).
 ///
 /// Registration is collective, like that of coarrays: the i-th
 /// registration (of a coarray, queue or area) on every processor names the
@@ -46,7 +46,7 @@ impl std::fmt::Debug for Area {
 }
 
 /// The local part of a foreign area: an address and a length that the
-/// program promised valid (see [`Ctx::register_area`](crate::expert::Areas::register_area)).
+/// program promised valid (see `Areas::register_area`).
 pub(crate) struct ForeignBytes {
     base: *mut u8,
     len: usize,
@@ -55,7 +55,7 @@ pub(crate) struct ForeignBytes {
 impl ForeignBytes {
     /// # Safety
     ///
-    /// As [`Ctx::register_area`](crate::expert::Areas::register_area): `base..base +
+    /// As `Areas::register_area`: `base..base +
     /// len` stays valid for reads and writes until the area is released or
     /// the run ends, and nothing else touches it while this processor is
     /// inside a bsp call. `base` may be anything (null included) when `len`

@@ -30,12 +30,12 @@ enum PendingGet {
     },
     /// Delivered.
     Arrived(Box<dyn Storage>),
-    /// A get into memory the program owns ([`Ctx::get_area`](crate::expert::Areas::get_area)):
+    /// A get into memory the program owns (`Areas::get_area`):
     /// the reply is written there, and the ticket is then forgotten.
     Raw { into: RawTarget, len: usize },
 }
 
-/// Where a [`Ctx::get_area`](crate::expert::Areas::get_area) writes its value.
+/// Where a `Areas::get_area` writes its value.
 pub(crate) struct RawTarget(pub(crate) *mut u8);
 
 // SAFETY: the pointer is written only by the runtime of the processor that
@@ -82,7 +82,7 @@ impl PendingGets {
     ///
     /// # Safety
     ///
-    /// As [`Ctx::get_area`](crate::expert::Areas::get_area): `into..into + len` stays
+    /// As `Areas::get_area`: `into..into + len` stays
     /// valid for writes, and untouched by anything else, until the sync
     /// that delivers the get has returned.
     pub(crate) unsafe fn open_raw(&mut self, into: *mut u8, len: usize) -> u64 {

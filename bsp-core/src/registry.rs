@@ -21,7 +21,7 @@ enum Entry {
     Lent(Arc<Box<dyn Storage>>),
     Queue(Inbox),
     /// A coarray whose local part is taken out for the writes of a
-    /// [`Ctx::put_direct`](crate::expert::DirectPut::put_direct): not accessible locally
+    /// `DirectPut::put_direct`: not accessible locally
     /// until it is put back.
     Open,
     /// A coarray or queue that was released in the given superstep; its id

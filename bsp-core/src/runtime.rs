@@ -626,6 +626,8 @@ impl Runtime {
             let (pid, nprocs) = (comm.pid(), comm.nprocs());
             launch::processor(comm, &setup, &f).map(|r| (pid, nprocs, r))
         };
+        #[cfg(feature = "tracing")]
+        let body = crate::ctx::spans::in_run(setup.transport, self.procs, &body);
         let held = transport::launch(setup.transport, self.procs, setup.limits, &body)?;
         let (first, nprocs) = (held[0].0, held[0].1);
         Ok(Outcome::new(

@@ -147,9 +147,9 @@ fn time_runs_forward_on_every_processor() {
     });
 }
 
-/// On threads only: under MPI the panic would abort the job.
+/// On threads only: under MPI the error would abort the job.
 #[test]
-fn get_into_past_the_local_part_panics_at_the_call() {
+fn get_into_past_the_local_part_ends_the_run_at_the_call() {
     if support::launched_by_mpirun() {
         return;
     }
@@ -158,9 +158,13 @@ fn get_into_past_the_local_part_panics_at_the_call() {
         ctx.get_into(0, &a, 0..3, &a, 2);
     })
     .unwrap_err();
-    assert_eq!(err.kind(), bsp::ErrorKind::Panic);
+    assert_eq!(err.kind(), bsp::ErrorKind::OutOfBounds);
+    assert_eq!((err.pid(), err.superstep()), (Some(0), Some(0)));
     assert!(
-        err.message().contains("get_into writes elements 2..5"),
+        err.message().contains(
+            "get_into on processor 0 reads elements 0..3 of processor 0's part into \
+             elements from 2 of coarray #0, whose local length is 3"
+        ),
         "{err}"
     );
 }

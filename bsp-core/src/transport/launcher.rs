@@ -107,12 +107,6 @@ pub(crate) fn launch<R: Send>(
         run,
         held,
     } = opened;
-    #[cfg(feature = "tracing")]
-    let body = &crate::ctx::spans::in_run(
-        transport,
-        endpoints.first().map_or(procs, |comm| comm.nprocs()),
-        body,
-    );
     let here = (on_caller && !endpoints.is_empty()).then(|| endpoints.remove(0));
     let results: Vec<Option<R>> = std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(endpoints.len());
