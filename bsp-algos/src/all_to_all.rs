@@ -2,8 +2,9 @@
 //! variable sizes, routed by the run's router, and uniform (equal blocks)
 //! by the routed exchange, the 1-factor schedule or the hypercube.
 
+use bsp_core::expert::OwnedCoarrays;
 use bsp_core::Ctx;
-use bytemuck::Pod;
+use bytemuck::{zeroed_vec, Pod};
 
 use crate::klevel::{all_to_all_k_level, all_to_all_levels_cost, Levels};
 use crate::model::{floor_log2, pick_for, Model, Variant};
@@ -11,7 +12,7 @@ use crate::puts_and_sends::{receive_by_source, send_all};
 use crate::same_len::Lengths;
 
 /// The collective's name in the lengths' check.
-const UNIFORM: &str = "uniform all-to-all";
+const UNIFORM: &str = "all_to_all_uniform";
 
 /// Sends `sends[j]` to processor j, for every j; returns what every
 /// processor sent to this one, indexed by source pid.
@@ -152,7 +153,7 @@ fn one_factor_rounds(p: usize) -> usize {
 fn block_len(len: usize, p: usize) -> usize {
     assert!(
         len % p == 0,
-        "bsp-algos: a uniform all-to-all needs p blocks of equal length, got {len} elements on p = {p}"
+        "bsp-algos: all_to_all_uniform needs p blocks of equal length, got {len} elements on p = {p}"
     );
     len / p
 }
@@ -225,7 +226,7 @@ pub fn all_to_all_uniform_routed<T: Pod + Send>(ctx: &mut Ctx, data: &[T]) -> Ve
     let (p, me) = (ctx.nprocs(), ctx.pid());
     let b = block_len(data.len(), p);
     let lengths = Lengths::new(ctx);
-    let out = ctx.coarray::<T>(data.len());
+    let out = ctx.coarray_for(UNIFORM, zeroed_vec::<T>(data.len()));
     for dst in (0..p).filter(|&d| d != me) {
         ctx.put(dst, &out, me * b, &data[dst * b..(dst + 1) * b]);
         lengths.send(ctx, dst, data.len());
@@ -268,7 +269,7 @@ pub fn all_to_all_one_factor<T: Pod + Send>(ctx: &mut Ctx, data: &[T]) -> Vec<T>
     // Each partner stamps its length beside its block; the stamps of all
     // rounds are compared after the last.
     let lengths = Lengths::new(ctx);
-    let out = ctx.coarray::<T>(data.len());
+    let out = ctx.coarray_for(UNIFORM, zeroed_vec::<T>(data.len()));
     ctx.local_mut(&out)[me * b..(me + 1) * b].copy_from_slice(&data[me * b..(me + 1) * b]);
     for r in 0..one_factor_rounds(p) {
         let j = one_factor_partner(p, me, r);

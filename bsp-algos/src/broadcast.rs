@@ -288,7 +288,7 @@ pub fn broadcast_two_phase<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut 
     // root holds every block from the start and receives nothing.
     let lengths = Lengths::new(ctx);
     if me == root {
-        ctx.with_area::<T, _>(&mut [], |ctx, area| {
+        ctx.with_owned_area::<T, _>("broadcast", &mut [], |ctx, area| {
             for dst in (0..p).filter(|&d| d != me) {
                 let block = &buf[blocks.range(dst)];
                 if !block.is_empty() {
@@ -299,12 +299,12 @@ pub fn broadcast_two_phase<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut 
             ctx.sync();
         });
     } else {
-        ctx.with_area(&mut buf[mine.clone()], |ctx, _| ctx.sync());
+        ctx.with_owned_area("broadcast", &mut buf[mine.clone()], |ctx, _| ctx.sync());
     }
     lengths.check(ctx, "broadcast", len);
     // The all-gather: every processor sends its block to every receiver
     // but itself, straight into the receivers' buffers.
-    gather_in_place(ctx, blocks, buf, |d| d != root);
+    gather_in_place(ctx, "broadcast", blocks, buf, |d| d != root);
 }
 
 /// Pipelined binary-tree broadcast for long data: the buffer is cut into
@@ -373,7 +373,7 @@ pub fn broadcast_pipelined<T: Pod + Send>(ctx: &mut Ctx, root: usize, buf: &mut 
             None => &mut [],
         };
         let front: &[T] = front;
-        ctx.with_area(landing, |ctx, area| {
+        ctx.with_owned_area("broadcast", landing, |ctx, area| {
             if let Some(j) = sends {
                 let packet = &front[packets.range(j)];
                 for &c in &children {

@@ -1,8 +1,9 @@
 //! Reduction to a root and all-reduce (*Collective Communication and Computation*, 13.2), element-wise over
 //! vectors, with any associative operator applied in pid order.
 
+use bsp_core::expert::OwnedCoarrays;
 use bsp_core::Ctx;
-use bytemuck::Pod;
+use bytemuck::{zeroed_vec, Pod};
 
 use crate::hypercube::{join_pairs, rounds, Cube};
 use crate::klevel::{reduce_k_level, tree_levels_cost, Levels};
@@ -355,7 +356,7 @@ pub fn all_reduce<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T], op: &O
 ///
 /// 1 superstep, h = (p − 1)m: predicted l + g·(p − 1)B for B bytes.
 pub fn all_reduce_direct<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T], op: &O) {
-    data.copy_from_slice(&fold_direct(ctx, "all-reduce", data, op, |_| true));
+    data.copy_from_slice(&fold_direct(ctx, "all_reduce", data, op, |_| true));
 }
 
 /// All-reduce as a reduce-scatter (a transpose, then each processor folds
@@ -388,12 +389,12 @@ pub fn all_reduce_direct<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T],
 /// ([`Model::all_gather_superstep`]).
 pub fn all_reduce_two_phase<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T], op: &O) {
     let me = ctx.pid();
-    let (blocks, rows) = transpose_blocks(ctx, "all-reduce", data);
+    let (blocks, rows) = transpose_blocks(ctx, "all_reduce", data);
     let mine = blocks.range(me);
     let folded = fold_all_rows(op, rows, mine.len());
     data[mine].copy_from_slice(&folded);
     // The other folded blocks land straight in `data`.
-    gather_in_place(ctx, blocks, data, |_| true);
+    gather_in_place(ctx, "all_reduce", blocks, data, |_| true);
 }
 
 /// Hypercube all-reduce: in round d every processor exchanges its running
@@ -429,10 +430,10 @@ pub fn all_reduce_two_phase<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [
 pub fn all_reduce_hypercube<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [T], op: &O) {
     let me = ctx.pid();
     let cube = Cube::new(ctx.nprocs());
-    let inbox = ctx.coarray::<T>(data.len());
+    let inbox = ctx.coarray_for("all_reduce", zeroed_vec::<T>(data.len()));
     // Folded in `data` itself, round by round.
-    join_pairs(ctx, "all-reduce", &cube, &inbox, data, op);
-    rounds(ctx, "all-reduce", &cube, &inbox, data, op, false);
+    join_pairs(ctx, "all_reduce", &cube, &inbox, data, op);
+    rounds(ctx, "all_reduce", &cube, &inbox, data, op, false);
     if cube.pairs > 0 {
         if me < 2 * cube.pairs && !cube.is_passenger(me) {
             ctx.put(me + 1, &inbox, 0, data);

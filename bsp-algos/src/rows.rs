@@ -8,8 +8,9 @@
 //! given) and releases it after the sync that fills it, returning its
 //! local part without a copy.
 
-use bsp_core::expert::Areas;
+use bsp_core::expert::{Areas, OwnedCoarrays};
 use bsp_core::Ctx;
+use bytemuck::zeroed_vec;
 use bytemuck::Pod;
 
 use crate::dist::Block;
@@ -30,7 +31,7 @@ pub(crate) fn others_to<T: Pod + Send>(
     to: impl Fn(usize) -> bool,
 ) -> Vec<T> {
     let (p, me, m) = (ctx.nprocs(), ctx.pid(), data.len());
-    let rows = ctx.coarray::<T>(if to(me) { (p - 1) * m } else { 0 });
+    let rows = ctx.coarray_for(what, zeroed_vec::<T>(if to(me) { (p - 1) * m } else { 0 }));
     let lengths = Lengths::new(ctx);
     for dst in (0..p).filter(|&d| d != me && to(d)) {
         // Row `me` of the receiver's rows, counted without the receiver's.
@@ -96,7 +97,7 @@ pub(crate) fn transpose_blocks<T: Pod + Send>(
 ) -> (Block, Vec<T>) {
     let (p, me) = (ctx.nprocs(), ctx.pid());
     let blocks = Block::new(data.len(), p);
-    let rows = ctx.coarray::<T>(p * blocks.local_len(me));
+    let rows = ctx.coarray_for(what, zeroed_vec::<T>(p * blocks.local_len(me)));
     let lengths = Lengths::new(ctx);
     for dst in (0..p).filter(|&d| d != me) {
         ctx.put(
@@ -182,6 +183,7 @@ pub(crate) fn gather_others<T: Pod + Send>(
 /// One superstep; h ≈ m(p − 1)/p at a receiver.
 pub(crate) fn gather_in_place<T: Pod + Send>(
     ctx: &mut Ctx,
+    what: &str,
     blocks: Block,
     buf: &mut [T],
     to: impl Fn(usize) -> bool,
@@ -197,8 +199,8 @@ pub(crate) fn gather_in_place<T: Pod + Send>(
     };
     let own: &[T] = own;
     let size = std::mem::size_of::<T>();
-    ctx.with_area(before, |ctx, below| {
-        ctx.with_area(after, |ctx, above| {
+    ctx.with_owned_area(what, before, |ctx, below| {
+        ctx.with_owned_area(what, after, |ctx, above| {
             if !own.is_empty() {
                 let to_each = (0..p).filter(|&d| d != me && to(d)).map(|dst| {
                     let theirs = blocks.range(dst);

@@ -1,8 +1,9 @@
 //! Prefix sums over processors (*Collective Communication and Computation*, 13.3): element-wise, any
 //! associative operator, returning the total as well.
 
+use bsp_core::expert::OwnedCoarrays;
 use bsp_core::Ctx;
-use bytemuck::Pod;
+use bytemuck::{zeroed_vec, Pod};
 
 use crate::hypercube::{join_pairs, rounds, Cube};
 use crate::model::{all_but_own, pick_for, Model, Variant};
@@ -124,8 +125,8 @@ fn parts_two_phase<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &[T], op: &O) -
     // processor i its prefix block (i > 0) and the total block.
     let (blocks, rows) = transpose_blocks(ctx, "scan", data);
     let w = blocks.local_len(me);
-    let prefixes = ctx.coarray::<T>(if me > 0 { m } else { 0 });
-    let totals = ctx.coarray::<T>(m);
+    let prefixes = ctx.coarray_for("scan", zeroed_vec::<T>(if me > 0 { m } else { 0 }));
+    let totals = ctx.coarray_for("scan", zeroed_vec::<T>(m));
     let total = fold_rows(op, &rows, w);
     // `prefix` is block `me` folded over processors 0..i (none for i = 0).
     let mut prefix = rows[..w].to_vec();
@@ -158,7 +159,10 @@ fn parts_hypercube<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &[T], op: &O) -
     let cube = Cube::new(ctx.nprocs());
     // Room for [prefix | total] where a pair's second member gets both
     // at the end; otherwise one vector per round.
-    let inbox = ctx.coarray::<T>(if cube.pairs > 0 { 2 * m } else { m });
+    let inbox = ctx.coarray_for(
+        "scan",
+        zeroed_vec::<T>(if cube.pairs > 0 { 2 * m } else { m }),
+    );
     let mut total = data.to_vec();
     join_pairs(ctx, "scan", &cube, &inbox, &mut total, op);
     let below = rounds(ctx, "scan", &cube, &inbox, &mut total, op, true);

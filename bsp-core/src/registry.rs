@@ -156,13 +156,36 @@ impl Registry {
 
     /// Registers a coarray with local part `local`.
     pub(crate) fn register_array<T: Pod + Send>(&mut self, local: Vec<T>) -> u32 {
-        let signature = format!("coarray<{}>", std::any::type_name::<T>());
+        self.register_array_for(None, local)
+    }
+
+    /// Registers a coarray with local part `local`, on behalf of `owner`
+    /// (a library call, which the coarray's errors then name).
+    pub(crate) fn register_array_for<T: Pod + Send>(
+        &mut self,
+        owner: Option<&str>,
+        local: Vec<T>,
+    ) -> u32 {
+        let signature = match owner {
+            None => format!("coarray<{}>", std::any::type_name::<T>()),
+            Some(owner) => format!("{owner}'s coarray<{}>", std::any::type_name::<T>()),
+        };
         self.push(signature, Entry::Array(Box::new(PodVec(local))))
     }
 
     /// Registers a foreign area (see `area.rs`) whose local part is `local`.
     pub(crate) fn register_area(&mut self, local: ForeignBytes) -> u32 {
-        self.push("area".to_owned(), Entry::Array(Box::new(local)))
+        self.register_area_for(None, local)
+    }
+
+    /// Registers a foreign area on behalf of `owner` (a library call,
+    /// which the area's errors then name).
+    pub(crate) fn register_area_for(&mut self, owner: Option<&str>, local: ForeignBytes) -> u32 {
+        let name = match owner {
+            None => "area".to_owned(),
+            Some(owner) => format!("{owner}'s area"),
+        };
+        self.push(name, Entry::Array(Box::new(local)))
     }
 
     /// Releases foreign area `id` in `superstep`.

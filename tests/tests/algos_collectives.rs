@@ -246,3 +246,78 @@ fn misuse_names_the_collective() {
         );
     }
 }
+
+/// Processors that pass vectors of different lengths to a collective that
+/// needs equal ones end the run with an error that names the collective,
+/// whichever variant runs and whether the odd vector is longer or shorter.
+#[test]
+fn unequal_lengths_name_the_collective() {
+    if support::under_mpi() {
+        return; // a failure under MPI aborts the job
+    }
+    use bsp::algos::variants;
+    type Case = (&'static str, fn(&mut bsp::Ctx, usize));
+    let cases: [Case; 12] = [
+        ("all_reduce", |ctx, m| {
+            algos::all_reduce(ctx, &mut vec![1u32; m], &Sum)
+        }),
+        ("all_reduce", |ctx, m| {
+            variants::all_reduce_direct(ctx, &mut vec![1u32; m], &Sum)
+        }),
+        ("all_reduce", |ctx, m| {
+            variants::all_reduce_two_phase(ctx, &mut vec![1u32; m], &Sum)
+        }),
+        ("all_reduce", |ctx, m| {
+            variants::all_reduce_hypercube(ctx, &mut vec![1u32; m], &Sum)
+        }),
+        ("reduce", |ctx, m| {
+            drop(algos::reduce(ctx, 0, &vec![1u32; m], &Sum))
+        }),
+        ("reduce", |ctx, m| {
+            drop(variants::reduce_two_phase(ctx, 0, &vec![1u32; m], &Sum))
+        }),
+        ("scan", |ctx, m| {
+            drop(algos::exclusive_scan(ctx, &vec![1u32; m], &Sum))
+        }),
+        ("scan", |ctx, m| {
+            drop(variants::inclusive_scan_two_phase(
+                ctx,
+                &vec![1u32; m],
+                &Sum,
+            ))
+        }),
+        ("scan", |ctx, m| {
+            drop(variants::exclusive_scan_hypercube(
+                ctx,
+                &vec![1u32; m],
+                &Sum,
+            ))
+        }),
+        ("broadcast", |ctx, m| {
+            algos::broadcast(ctx, 0, &mut vec![1u32; m])
+        }),
+        ("broadcast", |ctx, m| {
+            variants::broadcast_two_phase(ctx, 0, &mut vec![1u32; m])
+        }),
+        ("all_to_all_uniform", |ctx, m| {
+            drop(algos::all_to_all_uniform(
+                ctx,
+                &vec![1u32; ctx.nprocs() * m],
+            ))
+        }),
+    ];
+    for (name, f) in cases {
+        for odd in [3, 7] {
+            for p in [3, 4] {
+                let err = Runtime::threads(p)
+                    .run(move |ctx| f(ctx, if ctx.pid() == 1 { odd } else { 5 }))
+                    .unwrap_err()
+                    .to_string();
+                assert!(
+                    err.contains(name),
+                    "{name}, p = {p}, odd length {odd}: {err}"
+                );
+            }
+        }
+    }
+}

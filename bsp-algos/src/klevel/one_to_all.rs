@@ -255,7 +255,7 @@ pub(crate) fn pass_whole<T: Pod + Send>(
     let len = buf.len();
     let lengths = Lengths::new(ctx);
     let (sending, landing): (&[T], &mut [T]) = if receives { (&[], buf) } else { (buf, &mut []) };
-    ctx.with_area(landing, |ctx, area| {
+    ctx.with_owned_area("broadcast", landing, |ctx, area| {
         let to_each = targets.iter().map(|&dst| (dst, area, 0));
         ctx.multicast_area(bytemuck::cast_slice(sending), to_each);
         for &dst in targets {

@@ -150,6 +150,21 @@ pub trait Areas {
         f: impl FnOnce(&mut Ctx, Area) -> R,
     ) -> R;
 
+    /// [`with_area`](Areas::with_area), for a library call `owner` (a
+    /// collective such as `broadcast`): errors about the area name the
+    /// call (`… of broadcast's area …`), as for
+    /// [`OwnedCoarrays`](super::OwnedCoarrays).
+    ///
+    /// # Cost
+    ///
+    /// As [`with_area`](Areas::with_area).
+    fn with_owned_area<T: bytemuck::Pod, R>(
+        &mut self,
+        owner: &str,
+        buf: &mut [T],
+        f: impl FnOnce(&mut Ctx, Area) -> R,
+    ) -> R;
+
     /// The length in bytes of this processor's part of `area`.
     ///
     /// # Panics
@@ -297,31 +312,16 @@ impl Areas for Ctx {
         buf: &mut [T],
         f: impl FnOnce(&mut Ctx, Area) -> R,
     ) -> R {
-        let bytes: &mut [u8] = bytemuck::cast_slice_mut(buf);
-        // SAFETY: `bytes` is borrowed exclusively for the whole of this
-        // call, so the program cannot read or write it while `f` runs
-        // (it reaches the memory only through bsp), and the registration
-        // ends before this call returns, on both paths below: released
-        // when `f` returns, dropped from the registry when it panics. A
-        // released area is never written again: puts that reach it end
-        // the run instead (`ErrorKind::Released`). Areas are written only
-        // by the runtime of the processor that registered them, on its own
-        // thread (they are never lent to other threads), so once this
-        // processor's registration is gone nothing touches `bytes`.
-        let area = unsafe { self.register_area(bytes.as_mut_ptr(), bytes.len()) };
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(self, area)));
-        match outcome {
-            Ok(value) => {
-                self.release_area(area);
-                value
-            }
-            Err(panic) => {
-                // Already released by `f` is as good: either way the
-                // registry no longer holds the memory.
-                let _ = self.registry.release_area(area.id, self.superstep);
-                std::panic::resume_unwind(panic)
-            }
-        }
+        self.scoped_area(None, buf, f)
+    }
+
+    fn with_owned_area<T: bytemuck::Pod, R>(
+        &mut self,
+        owner: &str,
+        buf: &mut [T],
+        f: impl FnOnce(&mut Ctx, Area) -> R,
+    ) -> R {
+        self.scoped_area(Some(owner), buf, f)
     }
 
     fn area_len(&self, area: Area) -> usize {
@@ -404,6 +404,44 @@ impl Areas for Ctx {
 }
 
 impl Ctx {
+    /// [`Areas::with_area`] on behalf of `owner`, if any.
+    fn scoped_area<T: bytemuck::Pod, R>(
+        &mut self,
+        owner: Option<&str>,
+        buf: &mut [T],
+        f: impl FnOnce(&mut Ctx, Area) -> R,
+    ) -> R {
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(buf);
+        // SAFETY: `bytes` is borrowed exclusively for the whole of this
+        // call, so the program cannot read or write it while `f` runs
+        // (it reaches the memory only through bsp), and the registration
+        // ends before this call returns, on both paths below: released
+        // when `f` returns, dropped from the registry when it panics. A
+        // released area is never written again: puts that reach it end
+        // the run instead (`ErrorKind::Released`). Areas are written only
+        // by the runtime of the processor that registered them, on its own
+        // thread (they are never lent to other threads), so once this
+        // processor's registration is gone nothing touches `bytes`.
+        let local = unsafe { ForeignBytes::new(bytes.as_mut_ptr(), bytes.len()) };
+        let area = Area {
+            id: self.registry.register_area_for(owner, local),
+            scope: self.scope,
+        };
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(self, area)));
+        match outcome {
+            Ok(value) => {
+                self.release_area(area);
+                value
+            }
+            Err(panic) => {
+                // Already released by `f` is as good: either way the
+                // registry no longer holds the memory.
+                let _ = self.registry.release_area(area.id, self.superstep);
+                std::panic::resume_unwind(panic)
+            }
+        }
+    }
+
     /// The run's failure, where this processor's transport has recorded
     /// one (on threads, as soon as any processor failed).
     pub(crate) fn recorded_failure(&self) -> Option<Error> {

@@ -237,3 +237,45 @@ impl Ctx {
         }
     }
 }
+
+/// Coarrays registered on behalf of a library call — a collective such as
+/// `all_reduce` — so that errors about them name the call the user made
+/// (`… of all_reduce's coarray<u64> …`) instead of an anonymous coarray.
+/// Implemented by [`Ctx`]; bring it into scope with
+/// `use bsp::expert::OwnedCoarrays;`.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_core::expert::OwnedCoarrays;
+/// use bsp_core::ErrorKind;
+///
+/// let err = bsp_core::run(2, |ctx| {
+///     let a = ctx.coarray_for::<u32>("my_collective", vec![0; 2]);
+///     ctx.put(1 - ctx.pid(), &a, 1, &[7, 7]); // one element too many
+///     ctx.sync();
+/// })
+/// .unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::OutOfBounds);
+/// assert!(err.message().contains("my_collective's coarray<u32>"), "{err}");
+/// ```
+pub trait OwnedCoarrays {
+    /// Registers a coarray with local part `local`, as
+    /// [`coarray_from`](Ctx::coarray_from) does, on behalf of `owner`.
+    /// Collective; every processor names the same owner (the name is part
+    /// of the registration that the sync compares).
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1): the vector becomes the local part.
+    fn coarray_for<T: Pod + Send>(&mut self, owner: &str, local: Vec<T>) -> Coarray<T>;
+}
+
+impl OwnedCoarrays for Ctx {
+    fn coarray_for<T: Pod + Send>(&mut self, owner: &str, local: Vec<T>) -> Coarray<T> {
+        Coarray::new(
+            self.registry.register_array_for(Some(owner), local),
+            self.scope,
+        )
+    }
+}

@@ -21,6 +21,7 @@ pub(crate) mod spans;
 mod split;
 
 pub use areas::Areas;
+pub use coarrays::OwnedCoarrays;
 pub use direct_put::{DirectPiece, DirectPut};
 
 use std::time::Instant;

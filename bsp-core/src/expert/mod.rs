@@ -7,6 +7,8 @@
 //! * [`DirectPut`] ([`DirectPiece`]): every processor writes its claimed
 //!   pieces of a coarray in place, the scatter of a counting sort;
 //!   [`DigitPut`] does it by digit, for [`DigitCounts`].
+//! * [`OwnedCoarrays`]: coarrays registered on behalf of a library call,
+//!   whose errors name that call.
 //! * [`DIRECT_MARGIN`]: the margin by which [`Router::Auto`](crate::Router::Auto)
 //!   prefers the two-phase router.
 //!
@@ -53,7 +55,7 @@ pub mod pages;
 pub mod prefetch;
 
 pub use crate::area::Area;
-pub use crate::ctx::{Areas, DirectPiece, DirectPut};
+pub use crate::ctx::{Areas, DirectPiece, DirectPut, OwnedCoarrays};
 pub use crate::machine::DIRECT_MARGIN;
 pub use digit_put::{Digit, DigitCounts, DigitKey, DigitPut};
 
