@@ -38,28 +38,36 @@
 //!   [`Ctx::label`] (names the superstep in the profile).
 //! * **Starting a run**: [`run`]`(p, f)` runs on p threads, or on the MPI
 //!   job's ranks when started by `mpirun`; its [`Outcome`] holds the
-//!   results of the processors this process ran, by pid.
-//!   [`Runtime::from_env`] takes the processor count and router from the
-//!   environment (`BSP_PROCS`, `BSP_ROUTER`) and the launcher;
+//!   results of the processors this process ran, by pid, and
+//!   [`Outcome::root`] / [`Outcome::is_root`] tell the process that should
+//!   print, the same on threads and under MPI. [`Runtime::from_env`]
+//!   takes the processor count and every other setting from the
+//!   environment ([`env`](mod@env)) and the launcher; [`Runtime::threads`] reads no
+//!   variable, and its `with_*` builders set each setting;
 //!   [`Runtime::run_all`] returns every processor's result everywhere.
 //! * **Coarrays** of any `T: bytemuck::Pod`: [`Ctx::coarray`],
 //!   [`Ctx::coarray_from`], [`Ctx::local`], [`Ctx::local_mut`],
 //!   [`Ctx::release`].
 //! * **Puts and gets**: [`Ctx::put`] (copied at the call), [`Ctx::put_from`]
-//!   (read at the sync, no copy), [`Ctx::get`] with [`Ctx::take`], and
-//!   [`Ctx::get_into`] (straight into a local coarray).
+//!   (a range of a local coarray, read at the sync, no copy), [`Ctx::get`]
+//!   with [`Ctx::take`], and [`Ctx::get_into`] (a range, straight into a
+//!   local coarray).
 //! * **Queues**: [`Ctx::queue`] (`Pod` messages), [`Ctx::serde_queue`] (any
 //!   serde type), [`Ctx::tagged_queue`] (a tag and a payload slice, as
 //!   BSPlib's `bsp_send`); [`Ctx::send`], then after the sync
-//!   [`Ctx::receive`], [`Ctx::queue_len`], [`Ctx::peek`] and
-//!   [`Ctx::next_message`].
+//!   [`Ctx::receive`], [`Ctx::messages`] (owned: reply while reading),
+//!   [`Ctx::queue_len`], [`Ctx::peek`] and [`Ctx::next_message`];
+//!   [`Ctx::keep_unread`] keeps what the next sync would drop.
 //! * **Collectives** in [`algos`]: broadcast, reduce, scans, gather,
-//!   scatter, all-to-all, and random access with hot spots.
-//! * **Sorting** in [`sort`]: the stable parallel radix sort and the NAS IS
+//!   scatter, all-to-all, and random access with hot spots;
+//!   [`algos::serde`] for any serde type.
+//! * **Sorting** in [`sort`]: the stable parallel radix sort, a sample
+//!   sort for any `Ord` serde type ([`sort::sample_sort`]) and the NAS IS
 //!   kernel.
-//! * **Cost statistics**: [`Ctx::stats`] ([`Stats`]); `BSP_PROFILE=1`
-//!   prints a table per superstep when the run ends, `BSP_PROFILE=trace`
-//!   writes a timeline for ui.perfetto.dev.
+//! * **Cost statistics**: [`Ctx::stats`] ([`Stats`]); [`Profile::Table`]
+//!   (`BSP_PROFILE=1`) prints a table per superstep when the run ends,
+//!   [`Profile::Trace`] (`BSP_PROFILE=trace`) writes a timeline for
+//!   ui.perfetto.dev.
 //!
 //! ## Semantics
 //!
@@ -74,9 +82,11 @@
 //! * **Gets read the past.** A get reads the source's data as it was
 //!   *before* the superstep's puts (BSPlib semantics); its value is
 //!   available after the sync.
-//! * **Messages are ordered.** After a sync, a queue holds the messages
-//!   sent to this processor in that superstep, ordered by source pid, then
-//!   send order.
+//! * **Messages are ordered, and last one superstep.** After a sync, a
+//!   queue holds the messages sent to this processor in that superstep,
+//!   ordered by source pid, then send order. As in BSPlib, the next sync
+//!   drops those not read (a debug build says so once per queue), unless
+//!   the queue keeps them ([`Ctx::keep_unread`]).
 //! * **Delivery is one h-relation.** Every sync routes all requests as one
 //!   h-relation, by default with the deterministic two-transpose router of
 //!   Bader, Helman and JáJá ([`Router`]). A superstep costs

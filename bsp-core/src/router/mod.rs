@@ -28,7 +28,7 @@ pub enum Router {
     /// processor sends and the bytes per processor) and the machine's l and
     /// g of each router ([`Machine`](crate::Machine), measured once per
     /// machine and cached). It keeps the two-phase router unless the direct
-    /// one is predicted at least [`DIRECT_MARGIN`](crate::DIRECT_MARGIN)
+    /// one is predicted at least `DIRECT_MARGIN` (5%, in `bsp::expert`)
     /// cheaper. The choice and its predicted cost are in the statistics.
     #[default]
     Auto,
