@@ -64,7 +64,7 @@ const MPI_SUB_SUPERSTEP_L: f64 = 1.5;
 
 impl Model {
     /// The model of `machine` when its supersteps are delivered by `router`
-    /// on the threads transport (see [`on`](Model::on) for another).
+    /// on the threads transport (see [`with_transport`](Model::with_transport) for another).
     pub fn new(machine: Machine, router: Router) -> Self {
         Model {
             machine,
@@ -86,9 +86,9 @@ impl Model {
     ///
     /// let cost = Cost { l_seconds: 1e-4, g_seconds_per_byte: 0.0 };
     /// let model = Model::new(Machine::new(cost, cost), Router::TwoPhase);
-    /// assert_eq!(model.on(Transport::Threads), model);
+    /// assert_eq!(model.with_transport(Transport::Threads), model);
     /// ```
-    pub fn on(self, transport: Transport) -> Self {
+    pub fn with_transport(self, transport: Transport) -> Self {
         Model {
             transport,
             one_node: transport == Transport::Threads,
@@ -134,7 +134,7 @@ impl Model {
     /// up to rounding.
     pub fn of(ctx: &Ctx) -> Self {
         Model::new(ctx.machine().unwrap_or(NOMINAL_MACHINE), ctx.router())
-            .on(ctx.transport())
+            .with_transport(ctx.transport())
             .with_one_node(ctx.on_one_node())
     }
 
@@ -287,7 +287,7 @@ impl Model {
     /// beside other jobs, 0.6–0.75 l with 2 or 4 members and about l with
     /// all. Under MPI (4 ranks on 2 cores) it measured 1.5–1.9 l: a
     /// sub-communicator's sync is no cheaper there, and a model on MPI
-    /// ([`on`](Model::on)) charges every sub-machine superstep 1.5 l
+    /// ([`with_transport`](Model::with_transport)) charges every sub-machine superstep 1.5 l
     /// (a sub-machine of all p, which is the whole machine, l).
     ///
     /// # Examples
@@ -327,7 +327,7 @@ impl Model {
     /// 2.4–3.7 l with sub-machines of 2, 1.3–2.7 l with larger ones (the
     /// more sub-machines, the dearer). Under MPI a split also runs
     /// `MPI_Comm_split`: 6.0–6.4 l measured at 4 ranks, and a model on MPI
-    /// ([`on`](Model::on)) charges `6·l`.
+    /// ([`with_transport`](Model::with_transport)) charges `6·l`.
     ///
     /// # Examples
     ///

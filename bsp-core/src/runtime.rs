@@ -517,9 +517,11 @@ impl Runtime {
         self.reprobe
     }
 
-    /// The parameters given by [`with_machine`](Runtime::with_machine) or
-    /// `BSP_MACHINE`.
-    pub(crate) fn given_machine(&self) -> Option<Machine> {
+    /// The machine's parameters, where given
+    /// ([`with_machine`](Runtime::with_machine), or `BSP_MACHINE` for
+    /// [`from_env`](Runtime::from_env)); `None`: [`Router::Auto`] finds
+    /// them with [`Machine::of`] when a run starts.
+    pub fn machine(&self) -> Option<Machine> {
         self.machine
     }
 

@@ -593,7 +593,7 @@ impl<T: Pod + Send> CountingSort<T> {
     ///
     /// let out = bsp_core::run(2, |ctx| {
     ///     let keys = vec![3u8, 1, 2, 1];
-    ///     let mut sort = CountingSort::new(ctx, 4, 4).delivery(Delivery::Staged);
+    ///     let mut sort = CountingSort::new(ctx, 4, 4).with_delivery(Delivery::Staged);
     ///     let mut sorted = vec![0; 4];
     ///     sort.sort_into(ctx, &keys, &mut sorted, |&k| k as usize);
     ///     sorted
@@ -605,7 +605,7 @@ impl<T: Pod + Send> CountingSort<T> {
     /// # Cost
     ///
     /// Local, O(1).
-    pub fn delivery(mut self, delivery: Delivery) -> Self {
+    pub fn with_delivery(mut self, delivery: Delivery) -> Self {
         self.delivery = delivery;
         self
     }

@@ -311,7 +311,7 @@ fn defaults_take_the_variant_of_least_predicted_cost() {
                 .into_iter()
                 .all(|(_, one)| one);
             let model = Model::new(machine, Router::TwoPhase)
-                .on(rt.transport())
+                .with_transport(rt.transport())
                 .with_one_node(one_node);
             for m in [1usize, 100, 10_000, 200_000] {
                 let bytes = 8 * m;

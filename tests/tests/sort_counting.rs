@@ -26,7 +26,7 @@ fn check_counting(rt: &Runtime, parts: &[Vec<[u32; 2]>], radix: usize, delivery:
     let out = run_local(rt, |ctx| {
         let src = parts[ctx.pid()].clone();
         let mut dst = vec![[0, 0]; src.len()];
-        let mut sort = CountingSort::new(ctx, src.len(), radix).delivery(delivery);
+        let mut sort = CountingSort::new(ctx, src.len(), radix).with_delivery(delivery);
         sort.sort_into(ctx, &src, &mut dst, |r| r[0] as usize);
         (dst, sort.digit_starts().to_vec())
     });

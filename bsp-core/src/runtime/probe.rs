@@ -41,7 +41,7 @@ impl Machine {
     /// value runs the probe: 3 × 16 supersteps of each router.
     pub fn of(rt: &Runtime) -> Result<Machine> {
         let key = Key::of(rt);
-        if let Some(m) = rt.given_machine().or_else(|| known().get(&key).copied()) {
+        if let Some(m) = rt.machine().or_else(|| known().get(&key).copied()) {
             return Ok(m);
         }
         let cache = rt.machine_cache();
