@@ -407,7 +407,7 @@ fn the_choice_follows_l_and_g() {
     // receivers copy out of the root's memory, as on threads.
     #[cfg(feature = "mpi")]
     {
-        let mpi = typical.on(bsp::Transport::Mpi);
+        let mpi = typical.with_transport(bsp::Transport::Mpi);
         assert_eq!(
             algos::variants::pick(&mpi, 16, 64 << 20, &bv).name,
             "two-phase"
@@ -491,7 +491,7 @@ fn sub_machines_cost_what_their_transport_measured() {
         g_seconds_per_byte: 0.0,
     };
     let threads = Model::new(Machine::new(c, c), Router::TwoPhase);
-    let mpi = threads.on(bsp::Transport::Mpi);
+    let mpi = threads.with_transport(bsp::Transport::Mpi);
     let near = |a: f64, b: f64| (a - b).abs() < 1e-12;
     assert!(near(threads.split(2), 3e-4));
     assert!(near(mpi.split(2), 6e-4));
