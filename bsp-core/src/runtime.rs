@@ -732,12 +732,15 @@ impl Runtime {
 
 /// Runs `f` on `p` processors with the default router: on `p` threads, or,
 /// when the program was started by `mpirun` (and built with the `mpi`
-/// feature), on the ranks of the MPI job.
+/// feature), on the ranks of the MPI job. The other settings come from the
+/// environment, as for [`Runtime::from_env`] (`BSP_PROFILE`,
+/// `BSP_SYNC_TIMEOUT`, …); [`Runtime::threads`] reads none.
 ///
 /// The [`Outcome`] holds the results of the processors this process ran,
-/// by pid: all of them on threads, this rank's under MPI; `outcome[pid]`,
-/// [`Outcome::local`] and [`Outcome::root`] mean the same on both. For every
-/// result in every process, use [`Runtime::run_all`]. See [`Runtime::run`].
+/// by pid: all of them on threads, this rank's under MPI;
+/// [`Outcome::get`], [`Outcome::local`] and [`Outcome::root`] mean the same
+/// on both. For every result in every process, use [`Runtime::run_all`].
+/// See [`Runtime::run`].
 ///
 /// # Examples
 ///
