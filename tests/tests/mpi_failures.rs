@@ -20,7 +20,7 @@ fn scenario() {
     let Ok(name) = std::env::var(SCENARIO_ENV) else {
         return;
     };
-    let rt = Runtime::mpi();
+    let rt = Runtime::from_env(); // the MPI world, with BSP_ON_FAILURE and BSP_SYNC_TIMEOUT
     let last = rt.nprocs() - 1;
     match name.as_str() {
         "ok" => {

@@ -113,7 +113,7 @@ fn scenario() {
     let Ok(name) = std::env::var(SCENARIO_ENV) else {
         return;
     };
-    let world = Runtime::mpi();
+    let world = Runtime::from_env();
     for router in [Router::TwoPhase, Router::Direct] {
         let rt = world.clone().with_router(router);
         match name.as_str() {

@@ -67,7 +67,8 @@ pub fn runtimes(ps: &[usize]) -> Vec<Runtime> {
 
 #[cfg(feature = "mpi")]
 fn mpi_world() -> Option<Runtime> {
-    Some(Runtime::mpi())
+    // The world, with the settings of the environment (as on threads).
+    Some(Runtime::from_env())
 }
 
 #[cfg(not(feature = "mpi"))]
