@@ -6,7 +6,7 @@
 //!
 //! The sorts at the crate's top level choose these for you; set them
 //! through [`RadixOptions`](crate::RadixOptions) and
-//! [`CountingSort::delivery`](crate::CountingSort::delivery).
+//! [`CountingSort::with_delivery`](crate::CountingSort::with_delivery).
 //!
 //! ```
 //! use bsp_sort::expert::{Delivery, DigitOrder};

@@ -61,7 +61,7 @@ impl Ctx {
     /// asked once per process). There an MPI library moves a large
     /// message with one copy, by the receiver out of the sender's memory,
     /// much as the threads transport does; the collectives' cost model
-    /// uses it ([`multicast_area`](Areas::multicast_area)'s cost).
+    /// uses it ([`multicast_area`](super::Areas::multicast_area)'s cost).
     ///
     /// # Examples
     ///
@@ -151,7 +151,7 @@ impl Ctx {
     ///
     /// Delivery order: get requests are served first (they read the data as
     /// it was before this superstep's puts), and gets into the program's
-    /// memory ([`get_area`](Areas::get_area)) land; then, for each source pid
+    /// memory ([`get_area`](super::Areas::get_area)) land; then, for each source pid
     /// in ascending order, its puts are applied and its messages queued in
     /// call order.
     ///
