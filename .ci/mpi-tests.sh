@@ -112,6 +112,7 @@ for src in examples/*.rs benchmarks/examples/*.rs; do
         prefix_sum) args=(--n 100003) ;;
         word_count) args=(--words 100000) ;;
         bfs) args=(--n 100000) ;;
+        jacobi) args=(--n 100000 --iterations 200) ;;
         bench_procs)
             echo "-- skipping bench_procs under MPI: it measures large p on threads"
             continue
@@ -148,6 +149,12 @@ for lesson in "prefix_sum --n 100003" "word_count --words 100000" "bfs --n 10000
     strip() { python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); [d.pop(k, None) for k in list(d) if k in ("backend","transport") or "seconds" in k or k.endswith("_s") or "time" in k]; print(json.dumps(d, sort_keys=True))'; }
     [ "$(strip <<<"$threads")" = "$(strip <<<"$mpi")" ] || { echo "${cmd[0]}: threads and MPI disagree:"; echo "$threads"; echo "$mpi"; exit 1; }
 done
+echo "== checkpoint and restart under mpirun -np 3: rank 1 is killed (SIGKILL), the job resumes"
+CKPT_TMP=$(mktemp -d)
+if run_np 3 target/release/examples/jacobi --checkpoint-dir "$CKPT_TMP/rod" --checkpoint-every 50 --die-at 120 >/dev/null 2>&1; then
+    echo "jacobi --die-at 120 did not die under mpirun"; exit 1
+fi
+run_np 3 target/release/examples/jacobi --checkpoint-dir "$CKPT_TMP/rod" --checkpoint-every 50 --json | tee /dev/stderr | grep -q '"resumed_from":100'
 echo "== BSPlib layer: a C program built with bspcc, as MPI ranks"
 cargo build --release -p bsp-bsplib --features mpi
 BSPLIB_TMP=$(mktemp -d)

@@ -64,6 +64,11 @@
 //! * **Sorting** in [`sort`]: the stable parallel radix sort, a sample
 //!   sort for any `Ord` serde type ([`sort::sample_sort`]) and the NAS IS
 //!   kernel.
+//! * **Checkpoint and restart**: [`Ctx::checkpoint`] saves every
+//!   processor's coarrays, kept messages, a serde state and the superstep
+//!   counter at a superstep boundary to
+//!   [`Runtime::with_checkpoint_dir`]; [`Ctx::restore`] puts the newest
+//!   complete checkpoint back, so a killed run resumes.
 //! * **Cost statistics**: [`Ctx::stats`] ([`Stats`]); [`Profile::Table`]
 //!   (`BSP_PROFILE=1`) prints a table per superstep when the run ends,
 //!   [`Profile::Trace`] (`BSP_PROFILE=trace`) writes a timeline for

@@ -122,4 +122,12 @@ impl Storage for ForeignBytes {
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
         self
     }
+
+    fn restore_bytes(&mut self, bytes: &[u8]) -> bool {
+        if bytes.len() != self.len {
+            return false;
+        }
+        self.bytes_mut().copy_from_slice(bytes);
+        true
+    }
 }

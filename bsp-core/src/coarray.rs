@@ -95,6 +95,10 @@ pub(crate) trait Storage: Send + Sync {
     fn as_any(&self) -> &dyn Any;
     fn as_any_mut(&mut self) -> &mut dyn Any;
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
+    /// Replaces the local part with `bytes` (a checkpoint's copy): a
+    /// coarray takes any whole number of elements, an area only its own
+    /// length. Whether it could.
+    fn restore_bytes(&mut self, bytes: &[u8]) -> bool;
 }
 
 /// A coarray's local part (or a pending get's value): a `Vec<T>` that may be
@@ -130,6 +134,15 @@ impl<T: Pod + Send> Storage for PodVec<T> {
     }
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
         self
+    }
+    fn restore_bytes(&mut self, bytes: &[u8]) -> bool {
+        let size = std::mem::size_of::<T>().max(1);
+        if bytes.len() % size != 0 {
+            return false;
+        }
+        self.0 = vec![T::zeroed(); bytes.len() / size];
+        bytemuck::cast_slice_mut::<T, u8>(&mut self.0).copy_from_slice(bytes);
+        true
     }
 }
 

@@ -51,6 +51,15 @@ pub(crate) fn decode_one<T: DeserializeOwned>(bytes: &[u8]) -> (T, usize) {
         .unwrap_or_else(|e| panic!("bsp: cannot deserialize a queue message: {e}"))
 }
 
+/// Decodes the value that fills `bytes` exactly, or says why it cannot.
+pub(crate) fn try_decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    match bincode::serde::decode_from_slice(bytes, config()) {
+        Ok((value, used)) if used == bytes.len() => Ok(value),
+        Ok((_, used)) => Err(format!("{} bytes left over", bytes.len() - used)),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -41,3 +41,7 @@ pub const BARRIER_ENV: &str = "BSP_BARRIER";
 /// (KiB, MiB, GiB; e.g. `64M`); default 4 MiB. See
 /// [`Runtime::with_stats_memory`](crate::Runtime::with_stats_memory).
 pub const STATS_MEMORY_ENV: &str = "BSP_STATS_MEMORY";
+/// Environment variable naming the checkpoint directory for
+/// [`Runtime::from_env`](crate::Runtime::from_env); see
+/// [`Runtime::with_checkpoint_dir`](crate::Runtime::with_checkpoint_dir).
+pub const CHECKPOINT_DIR_ENV: &str = "BSP_CHECKPOINT_DIR";

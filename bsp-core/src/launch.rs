@@ -5,6 +5,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use crate::checkpoint;
 use crate::ctx::Ctx;
 use crate::machine::Machine;
 use crate::panic_hook::{self, panic_error};
@@ -23,6 +24,7 @@ pub(crate) struct Setup {
     pub(crate) scope: Scope,
     pub(crate) stats_memory: usize,
     pub(crate) profile: Profile,
+    pub(crate) checkpoints: Option<checkpoint::Place>,
 }
 
 /// Runs one processor's share of the program on `comm`: the closure, then
@@ -44,6 +46,7 @@ where
         ..
     } = *setup;
     let mut ctx = Ctx::new(comm, router, machine, transport, scope, stats_memory);
+    ctx.checkpoints = setup.checkpoints.clone();
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let result = f(&mut ctx);
         ctx.finish();

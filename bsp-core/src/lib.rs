@@ -62,6 +62,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod area;
+mod checkpoint;
 mod coarray;
 mod codec;
 mod ctx;

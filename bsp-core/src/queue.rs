@@ -269,6 +269,65 @@ impl Inbox {
         self.clear();
     }
 
+    /// The messages not yet taken, encoded for a checkpoint: the number of
+    /// runs, then each run's source, message count and byte length, then
+    /// the bytes.
+    pub(crate) fn save(&self) -> Vec<u8> {
+        let mut head = Vec::new();
+        let (mut taken, mut at) = (self.taken, self.at);
+        let mut runs = 0u64;
+        for &(src, count, end) in self.runs.iter().skip(self.next_run) {
+            if count > taken {
+                for v in [src as u64, count - taken, (end - at) as u64] {
+                    head.extend_from_slice(&v.to_le_bytes());
+                }
+                runs += 1;
+            }
+            (taken, at) = (0, end);
+        }
+        let mut out = runs.to_le_bytes().to_vec();
+        out.extend_from_slice(&head);
+        out.extend_from_slice(&self.data[self.at..]);
+        out
+    }
+
+    /// Puts back the messages that [`save`](Inbox::save) encoded, in place
+    /// of any held; whether `bytes` were such an encoding.
+    pub(crate) fn load(&mut self, bytes: &[u8]) -> bool {
+        let word = |k: usize| -> Option<u64> {
+            Some(u64::from_le_bytes(
+                bytes.get(8 * k..8 * k + 8)?.try_into().ok()?,
+            ))
+        };
+        let Some(runs) = word(0).and_then(|r| usize::try_from(r).ok()) else {
+            return false;
+        };
+        let Some(data) = runs.checked_mul(24).and_then(|h| bytes.get(8 + h..)) else {
+            return false;
+        };
+        let mut loaded = Inbox {
+            keep_unread: self.keep_unread,
+            warned: self.warned,
+            ..Inbox::default()
+        };
+        let mut end = 0usize;
+        for r in 0..runs {
+            let (Some(src), Some(count), Some(len)) =
+                (word(1 + 3 * r), word(2 + 3 * r), word(3 + 3 * r))
+            else {
+                return false;
+            };
+            end += len as usize;
+            loaded.runs.push((src as usize, count, end));
+        }
+        if end != data.len() {
+            return false;
+        }
+        loaded.data = data.to_vec();
+        *self = loaded;
+        true
+    }
+
     /// The messages not yet taken, moved out; the queue keeps its settings
     /// and is left empty.
     pub(crate) fn take_all(&mut self) -> Inbox {

@@ -2,6 +2,7 @@
 //! registration order, with the fingerprint that lets the sync check that
 //! every processor registered the same sequence.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -298,6 +299,59 @@ impl Registry {
             Entry::Queue(inbox) => Ok(inbox),
             other => Err(not_a_queue(other)),
         }
+    }
+
+    /// Each registration's bytes for a checkpoint, in registration order:
+    /// a coarray's or area's local part, the messages of a queue that
+    /// keeps its unread ones (a queue that drops them saves nothing: the
+    /// checkpoint's own sync would drop them), nothing for a released one.
+    pub(crate) fn save(&self) -> Vec<Cow<'_, [u8]>> {
+        self.entries
+            .iter()
+            .map(|entry| match entry {
+                Entry::Array(storage) => Cow::Borrowed(storage.bytes()),
+                Entry::Queue(inbox) if inbox.keep_unread => Cow::Owned(inbox.save()),
+                Entry::Queue(_) | Entry::Released(_) => Cow::Borrowed(&[][..]),
+                Entry::Lent(_) | Entry::Open => {
+                    unreachable!("bsp: a checkpoint is taken between supersteps")
+                }
+            })
+            .collect()
+    }
+
+    /// Puts back the parts of [`save`](Registry::save), taken on a
+    /// registry of the same fingerprint; the message of a part that does
+    /// not fit names its registration.
+    pub(crate) fn load(&mut self, parts: Vec<Cow<'_, [u8]>>) -> Result<(), String> {
+        if parts.len() != self.entries.len() {
+            return Err(format!(
+                "the checkpoint holds {} registrations, the program made {}",
+                parts.len(),
+                self.entries.len()
+            ));
+        }
+        for (id, (entry, part)) in self.entries.iter_mut().zip(parts).enumerate() {
+            let fits = match entry {
+                Entry::Array(storage) => storage.restore_bytes(&part),
+                Entry::Queue(inbox) if part.is_empty() => {
+                    inbox.clear();
+                    true
+                }
+                Entry::Queue(inbox) => inbox.load(&part),
+                _ => part.is_empty(),
+            };
+            if !fits {
+                return Err(format!(
+                    "registration #{id} ({}) cannot take the {} bytes the checkpoint saved for it",
+                    self.names[id],
+                    part.len()
+                ));
+            }
+            if matches!(entry, Entry::Queue(inbox) if inbox.len() > 0) {
+                self.filled.push(id as u32);
+            }
+        }
+        Ok(())
     }
 
     /// Notes that queue `id` received messages in this sync.

@@ -8,10 +8,11 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::checkpoint;
 use crate::ctx::Ctx;
 use crate::env::{
-    MACHINE_CACHE_ENV, MACHINE_ENV, ON_FAILURE_ENV, PROCS_ENV, PROFILE_ENV, ROUTER_ENV,
-    STATS_MEMORY_ENV, SYNC_TIMEOUT_ENV, TRACE_FILE_ENV,
+    CHECKPOINT_DIR_ENV, MACHINE_CACHE_ENV, MACHINE_ENV, ON_FAILURE_ENV, PROCS_ENV, PROFILE_ENV,
+    ROUTER_ENV, STATS_MEMORY_ENV, SYNC_TIMEOUT_ENV, TRACE_FILE_ENV,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::launch::{self, Setup};
@@ -55,6 +56,9 @@ pub struct Runtime {
     reprobe: bool,
     /// The threads transport's barrier (`BSP_BARRIER`, for measurement).
     barrier: BarrierKind,
+    /// Where checkpoints go ([`Runtime::with_checkpoint_dir`]).
+    checkpoint_dir: Option<PathBuf>,
+    checkpoints_kept: usize,
     config_error: Option<String>,
     /// Set by [`Runtime::with_failure_report`].
     report: Option<fn(&Error) -> String>,
@@ -139,6 +143,8 @@ impl Runtime {
             machine_cache: MachineCache::Standard,
             reprobe: false,
             barrier: BarrierKind::default(),
+            checkpoint_dir: None,
+            checkpoints_kept: 2,
             config_error: None,
             report: None,
         }
@@ -310,6 +316,9 @@ impl Runtime {
             None => {}
             Some(v) if v == "off" || v.is_empty() => self.machine_cache = MachineCache::Off,
             Some(v) => self.machine_cache = MachineCache::At(v.into()),
+        }
+        if let Some(dir) = std::env::var_os(CHECKPOINT_DIR_ENV).filter(|d| !d.is_empty()) {
+            self.checkpoint_dir = Some(dir.into());
         }
         match BarrierKind::from_env() {
             Ok(kind) => self.barrier = kind,
@@ -511,6 +520,43 @@ impl Runtime {
         self.machine_cache.file()
     }
 
+    /// The directory where [`Ctx::checkpoint`] saves the run's state and
+    /// [`Ctx::restore`] finds it (none by default: `checkpoint` ends the
+    /// run with a configuration error, `restore` returns `None`).
+    /// [`from_env`](Runtime::from_env) reads `BSP_CHECKPOINT_DIR`. Under
+    /// MPI every rank must see the same directory (a shared filesystem).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let dir = std::env::temp_dir().join("bsp-doc-checkpoint-dir");
+    /// let rt = bsp_core::Runtime::threads(2).with_checkpoint_dir(&dir);
+    /// assert_eq!(rt.checkpoint_dir(), Some(dir.as_path()));
+    /// ```
+    pub fn with_checkpoint_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.checkpoint_dir = Some(dir.into());
+        self
+    }
+
+    /// The checkpoint directory, if any
+    /// ([`with_checkpoint_dir`](Runtime::with_checkpoint_dir)).
+    pub fn checkpoint_dir(&self) -> Option<&std::path::Path> {
+        self.checkpoint_dir.as_deref()
+    }
+
+    /// How many complete checkpoints are kept (default 2, at least 1): a
+    /// new one removes the files of the oldest beyond it.
+    pub fn with_checkpoints_kept(mut self, kept: usize) -> Self {
+        self.checkpoints_kept = kept.max(1);
+        self
+    }
+
+    /// How many complete checkpoints are kept
+    /// ([`with_checkpoints_kept`](Runtime::with_checkpoints_kept)).
+    pub fn checkpoints_kept(&self) -> usize {
+        self.checkpoints_kept
+    }
+
     /// Whether the machine is measured afresh rather than read from the
     /// cache (`BSP_MACHINE=probe`).
     pub(crate) fn reprobes(&self) -> bool {
@@ -575,6 +621,10 @@ impl Runtime {
             scope: Scope::run(),
             stats_memory,
             profile: self.profile.clone(),
+            checkpoints: self.checkpoint_dir.clone().map(|dir| checkpoint::Place {
+                dir,
+                kept: self.checkpoints_kept,
+            }),
         })
     }
 

@@ -144,11 +144,14 @@ impl Runtime {
             scope,
             stats_memory,
             profile,
+            checkpoints,
         } = setup;
+        let their_checkpoints = checkpoints.clone();
         let theirs = profile.clone();
         let worker: transport::Worker = Arc::new(move |comm: Box<dyn Comm>| {
             let _quiet = panic_hook::ProcessorThread::enter();
-            let ctx = Ctx::new(comm, router, machine, transport, scope, stats_memory);
+            let mut ctx = Ctx::new(comm, router, machine, transport, scope, stats_memory);
+            ctx.checkpoints = their_checkpoints.clone();
             let mut session = Session::new(ctx, None, theirs.clone());
             match catch_unwind(AssertUnwindSafe(|| others(&mut session))) {
                 Ok(()) => {
@@ -162,7 +165,8 @@ impl Runtime {
         let Some((comm, opened)) = transport::begin(transport, p, limits, worker)? else {
             return Ok(None);
         };
-        let ctx = Ctx::new(comm, router, machine, transport, scope, stats_memory);
+        let mut ctx = Ctx::new(comm, router, machine, transport, scope, stats_memory);
+        ctx.checkpoints = checkpoints;
         Ok(Some(Session::new(ctx, Some(opened), profile)))
     }
 }

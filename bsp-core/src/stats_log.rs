@@ -82,6 +82,15 @@ impl StatsLog {
         }
     }
 
+    /// Starts the log again at superstep `step` (a run restored from a
+    /// checkpoint): the statistics of the supersteps before it are
+    /// another run's.
+    pub(crate) fn restart_at(&mut self, step: usize) {
+        self.rows.clear();
+        self.labels.clear();
+        self.first = step;
+    }
+
     /// Names superstep `step`.
     pub(crate) fn label(&mut self, step: usize, name: Cow<'static, str>) {
         self.labels.insert(step, name);

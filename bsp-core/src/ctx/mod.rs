@@ -14,6 +14,7 @@
 mod supersteps;
 
 mod areas;
+mod checkpoints;
 mod clock;
 mod coarrays;
 mod direct_put;
@@ -152,6 +153,9 @@ pub struct Ctx {
     /// This processor's figures for the last sync, sent in the next row.
     last_sync: SyncFigures,
     stats: StatsLog,
+    /// Where [`checkpoint`](Ctx::checkpoint) saves and
+    /// [`restore`](Ctx::restore) looks (the run's; none on a sub-machine).
+    pub(crate) checkpoints: Option<crate::checkpoint::Place>,
     /// Words of the slot for record heads in the sync rows
     /// (`protocol::heads_slot`), agreed by every processor after each
     /// sync; 0 for none.
@@ -214,6 +218,7 @@ impl Ctx {
             started: Instant::now(),
             landing: Vec::new(),
             direct_stage: direct_put::StageHome::default(),
+            checkpoints: None,
             #[cfg(feature = "tracing")]
             spans: spans::Supersteps::open(pid),
         }
