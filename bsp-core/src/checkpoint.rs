@@ -141,11 +141,14 @@ impl<'a> Reader<'a> {
 
 /// Writes the file of `snapshot` to `out`: the magic, the fields, the
 /// parts and the state, each with its length, then the checksum of all
-/// before it. The parts are written where they lie, not copied.
-pub(crate) fn write_to(snapshot: &Snapshot<'_>, out: &mut impl Write) -> io::Result<()> {
+/// before it. The parts are written where they lie, not copied. Returns
+/// the bytes written.
+pub(crate) fn write_to(snapshot: &Snapshot<'_>, out: &mut impl Write) -> io::Result<u64> {
     let mut sum = Sum::new();
+    let mut written = 8u64; // the checksum's
     let mut put = |bytes: &[u8]| -> io::Result<()> {
         sum.update(bytes);
+        written += bytes.len() as u64;
         out.write_all(bytes)
     };
     put(MAGIC)?;
@@ -166,7 +169,8 @@ pub(crate) fn write_to(snapshot: &Snapshot<'_>, out: &mut impl Write) -> io::Res
         put(&(bytes.len() as u64).to_le_bytes())?;
         put(bytes)?;
     }
-    out.write_all(&sum.finish().to_le_bytes())
+    out.write_all(&sum.finish().to_le_bytes())?;
+    Ok(written)
 }
 
 /// The file of `snapshot`, in memory.
@@ -219,17 +223,17 @@ pub(crate) fn file_of(dir: &Path, superstep: u64, pid: u64) -> PathBuf {
 /// Writes to `path` what `fill` writes, whole or not at all: under a
 /// temporary name, flushed to disk, then renamed (and the directory
 /// flushed, so that the rename survives a crash).
-pub(crate) fn write_whole(
+pub(crate) fn write_whole<R>(
     path: &Path,
-    fill: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
-) -> io::Result<()> {
+    fill: impl FnOnce(&mut BufWriter<File>) -> io::Result<R>,
+) -> io::Result<R> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir)?;
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
     let mut out = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
-    fill(&mut out)?;
+    let filled = fill(&mut out)?;
     let file = out.into_inner().map_err(|e| e.into_error())?;
     file.sync_all()?;
     drop(file);
@@ -239,7 +243,7 @@ pub(crate) fn write_whole(
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
     }
-    Ok(())
+    Ok(filled)
 }
 
 /// Reads processor `pid`'s file of the checkpoint of `superstep`.

@@ -46,11 +46,15 @@ pub enum ErrorKind {
     /// A get's value was taken before the `sync` that delivers it, or twice,
     /// or with a handle of another run.
     NotDelivered,
+    /// A file could not be written: a checkpoint's
+    /// ([`Ctx::checkpoint`](crate::Ctx::checkpoint)), on a full disk or in a
+    /// directory that cannot be written.
+    Io,
 }
 
 impl ErrorKind {
     /// Every kind, in declaration order (the order of their wire codes).
-    const ALL: [ErrorKind; 13] = [
+    const ALL: [ErrorKind; 14] = [
         ErrorKind::Panic,
         ErrorKind::SyncMismatch,
         ErrorKind::RegistrationMismatch,
@@ -64,6 +68,7 @@ impl ErrorKind {
         ErrorKind::Abort,
         ErrorKind::Application,
         ErrorKind::NotDelivered,
+        ErrorKind::Io,
     ];
 
     /// A small integer naming this kind, for sending an error between
@@ -97,6 +102,7 @@ impl ErrorKind {
             ErrorKind::Abort => "aborted",
             ErrorKind::Application => "application error",
             ErrorKind::NotDelivered => "get not delivered",
+            ErrorKind::Io => "I/O error",
         }
     }
 }

@@ -103,7 +103,7 @@ pub use queue::{Encoding, Messages, Queue, Raw, Serde, Tag, Tagged};
 pub use router::{ParseRouterError, Router};
 pub use runtime::{run, Runtime};
 pub use session::Session;
-pub use stats::{RouteStats, Stats, SuperstepStats};
+pub use stats::{CheckpointStats, RouteStats, Stats, SuperstepStats};
 pub use transport::{launched_by_mpirun, OnFailure, Transport};
 
 /// The `bytemuck` crate that coarrays, puts and `Raw` queues are typed

@@ -314,6 +314,7 @@ mod tests {
             ],
             dropped_supersteps: 0,
             machine: None,
+            checkpoints: Vec::new(),
         }
     }
 

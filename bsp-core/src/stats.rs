@@ -306,6 +306,21 @@ pub struct Stats {
     /// Not serialized.
     #[serde(skip)]
     pub machine: Option<Machine>,
+    /// This processor's checkpoints ([`Ctx::checkpoint`](crate::Ctx::checkpoint)),
+    /// oldest first: what each wrote and how long it took.
+    pub checkpoints: Vec<CheckpointStats>,
+}
+
+/// One checkpoint of one processor (see [`Stats::checkpoints`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct CheckpointStats {
+    /// The superstep the checkpoint was taken in.
+    pub superstep: usize,
+    /// The bytes of this processor's file.
+    pub bytes: u64,
+    /// Seconds to write and flush the file (before the confirming sync).
+    pub write_seconds: f64,
 }
 
 fn by_name<S: Serializer, T: std::fmt::Display>(value: &T, s: S) -> Result<S::Ok, S::Error> {

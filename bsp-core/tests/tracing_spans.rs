@@ -62,9 +62,12 @@ impl Subscriber for Recorder {
             ..SpanRecord::default()
         };
         attrs.record(&mut Fields(&mut record.fields));
-        let mut spans = self.spans.lock().unwrap();
-        spans.push(record);
-        let id = spans.len() as u64;
+        // One lock at a time: `try_close` takes `refs`, then `spans`.
+        let id = {
+            let mut spans = self.spans.lock().unwrap();
+            spans.push(record);
+            spans.len() as u64
+        };
         self.refs.lock().unwrap().insert(id, 1);
         Id::from_u64(id)
     }

@@ -212,13 +212,28 @@ fn a_checkpoint_of_another_run_is_a_clear_error() {
         return;
     }
     let dir = fresh_dir("other");
-    Runtime::threads(2)
+    let saved = Runtime::threads(2)
         .with_checkpoint_dir(&dir)
         .run(|ctx| {
             let _ = ctx.coarray::<u8>(4);
             ctx.checkpoint(&"two processors");
+            ctx.stats().checkpoints
         })
         .unwrap();
+    // Each processor's statistics name its checkpoint and its file's size:
+    // the coarray's 4 bytes and the state's 15, with the lengths, names
+    // and checksum around them.
+    for (pid, checkpoints) in saved.iter_with_pids() {
+        let file = dir.join(format!("step000000000000-pid{pid:06}.bsp"));
+        let on_disk = std::fs::metadata(&file).unwrap().len();
+        assert!(
+            checkpoints.len() == 1
+                && checkpoints[0].superstep == 0
+                && checkpoints[0].bytes == on_disk
+                && on_disk > 4 + 15,
+            "{checkpoints:?}, {on_disk} bytes on disk"
+        );
+    }
     let err = Runtime::threads(3)
         .with_checkpoint_dir(&dir)
         .run(|ctx| ctx.restore::<String>())
@@ -279,6 +294,21 @@ fn misplaced_checkpoints_end_the_run_with_a_clear_error() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::PendingCommunication, "{err}");
     assert!(err.message().contains("superstep boundary"), "{err}");
+    // A directory that cannot be made: an I/O error naming processor and
+    // superstep, on every processor alike.
+    let err = Runtime::threads(2)
+        .with_checkpoint_dir("/dev/null/bsp-checkpoints")
+        .run(|ctx| {
+            ctx.sync();
+            ctx.checkpoint(&1u8);
+        })
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Io, "{err}");
+    assert_eq!(err.superstep(), Some(1), "{err}");
+    assert!(
+        err.pid().is_some() && err.message().contains("cannot write"),
+        "{err}"
+    );
     // Without a directory there is nothing to restore.
     let fresh = Runtime::threads(2).run(|ctx| ctx.restore::<u8>()).unwrap();
     assert_eq!(fresh.all(), Some(&[None, None][..]));

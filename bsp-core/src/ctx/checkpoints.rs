@@ -9,7 +9,8 @@ use serde::Serialize;
 use super::Ctx;
 use crate::checkpoint::{self, Entry, Place, Snapshot, Unreadable};
 use crate::codec;
-use crate::error::ErrorKind;
+use crate::error::{Error, ErrorKind};
+use crate::stats::CheckpointStats;
 
 impl Ctx {
     /// Saves this processor's part of a checkpoint: its registered
@@ -57,9 +58,9 @@ impl Ctx {
     /// checkpoint directory (or this is a sub-machine of a
     /// [`split`](Ctx::split)), with [`ErrorKind::PendingCommunication`]
     /// where this superstep has requested communication already, and, on
-    /// every processor, with [`ErrorKind::Transport`] naming the
-    /// processors whose file could not be written (a full disk, a
-    /// directory that cannot be written).
+    /// every processor, with [`ErrorKind::Io`] naming the processor whose
+    /// file could not be written (a full disk, a directory that cannot be
+    /// written) and the checkpoint's superstep.
     ///
     /// # Cost
     ///
@@ -86,8 +87,16 @@ impl Ctx {
             state: encoded,
         };
         // The coarrays are written from where they lie, not copied.
+        let start = std::time::Instant::now();
         let written = checkpoint::write_whole(&file, |out| checkpoint::write_to(&snapshot, out));
         drop(snapshot);
+        if let Ok(bytes) = written {
+            self.checkpointed.push(CheckpointStats {
+                superstep: entry.superstep as usize,
+                bytes,
+                write_seconds: start.elapsed().as_secs_f64(),
+            });
+        }
         // The profile shows the checkpoint's superstep by name, with the
         // time its writes took as the superstep's work.
         self.label("checkpoint");
@@ -97,14 +106,24 @@ impl Ctx {
                 "checkpoint: cannot write {}: {e} ({failed} processor(s) failed)",
                 file.display()
             );
-            self.fail(ErrorKind::Transport, self.pid, msg);
+            self.abort_with(Error::at(
+                ErrorKind::Io,
+                self.pid,
+                entry.superstep as usize,
+                msg,
+            ));
         }
         if failed > 0 {
             let msg = format!(
                 "checkpoint of superstep {}: {failed} processor(s) could not write their file",
                 entry.superstep
             );
-            self.fail(ErrorKind::Transport, self.pid, msg);
+            self.abort_with(Error::at(
+                ErrorKind::Io,
+                self.pid,
+                entry.superstep as usize,
+                msg,
+            ));
         }
         if self.pid == 0 {
             if let Err(e) = checkpoint::commit(&place.dir, entry, place.kept) {
@@ -112,7 +131,12 @@ impl Ctx {
                     "checkpoint: cannot write the manifest in {}: {e}",
                     place.dir.display()
                 );
-                self.fail(ErrorKind::Transport, self.pid, msg);
+                self.abort_with(Error::at(
+                    ErrorKind::Io,
+                    self.pid,
+                    entry.superstep as usize,
+                    msg,
+                ));
             }
         }
     }

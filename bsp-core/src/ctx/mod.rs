@@ -156,6 +156,8 @@ pub struct Ctx {
     /// Where [`checkpoint`](Ctx::checkpoint) saves and
     /// [`restore`](Ctx::restore) looks (the run's; none on a sub-machine).
     pub(crate) checkpoints: Option<crate::checkpoint::Place>,
+    /// This processor's checkpoints so far, for [`Stats`](crate::Stats).
+    checkpointed: Vec<crate::stats::CheckpointStats>,
     /// Words of the slot for record heads in the sync rows
     /// (`protocol::heads_slot`), agreed by every processor after each
     /// sync; 0 for none.
@@ -219,6 +221,7 @@ impl Ctx {
             landing: Vec::new(),
             direct_stage: direct_put::StageHome::default(),
             checkpoints: None,
+            checkpointed: Vec::new(),
             #[cfg(feature = "tracing")]
             spans: spans::Supersteps::open(pid),
         }

@@ -143,6 +143,7 @@ impl Ctx {
             supersteps: self.stats.supersteps(self.finished),
             dropped_supersteps: self.stats.dropped(),
             machine: self.machine,
+            checkpoints: self.checkpointed.clone(),
         }
     }
 
