@@ -305,11 +305,7 @@ impl Inbox {
         let Some(data) = runs.checked_mul(24).and_then(|h| bytes.get(8 + h..)) else {
             return false;
         };
-        let mut loaded = Inbox {
-            keep_unread: self.keep_unread,
-            warned: self.warned,
-            ..Inbox::default()
-        };
+        let mut loaded = self.emptied();
         let mut end = 0usize;
         for r in 0..runs {
             let (Some(src), Some(count), Some(len)) =
@@ -331,19 +327,23 @@ impl Inbox {
     /// The messages not yet taken, moved out; the queue keeps its settings
     /// and is left empty.
     pub(crate) fn take_all(&mut self) -> Inbox {
-        let left = std::mem::take(self);
-        (self.keep_unread, self.warned) = (left.keep_unread, left.warned);
-        left
+        let emptied = self.emptied();
+        std::mem::replace(self, emptied)
+    }
+
+    /// An inbox with no messages and this one's settings.
+    fn emptied(&self) -> Inbox {
+        Inbox {
+            keep_unread: self.keep_unread,
+            warned: self.warned,
+            ..Inbox::default()
+        }
     }
 
     /// Frees the buffers: a queue that once received much should not hold
     /// that memory until the end of the run. The queue's settings stay.
     pub(crate) fn clear(&mut self) {
-        *self = Inbox {
-            keep_unread: self.keep_unread,
-            warned: self.warned,
-            ..Inbox::default()
-        };
+        *self = self.emptied();
     }
 }
 

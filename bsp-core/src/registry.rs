@@ -107,6 +107,15 @@ pub(crate) struct Dropped {
     pub(crate) messages: usize,
 }
 
+/// A registration's name, `kind`, as registered on behalf of `owner`
+/// (`all_reduce's coarray<u32>`), where there is one.
+fn owned(owner: Option<&str>, kind: String) -> String {
+    match owner {
+        Some(owner) => format!("{owner}'s {kind}"),
+        None => kind,
+    }
+}
+
 /// Why an entry that is not a live queue cannot be used as one.
 fn not_a_queue(entry: &Entry) -> Unusable {
     match entry {
@@ -167,11 +176,8 @@ impl Registry {
         owner: Option<&str>,
         local: Vec<T>,
     ) -> u32 {
-        let signature = match owner {
-            None => format!("coarray<{}>", std::any::type_name::<T>()),
-            Some(owner) => format!("{owner}'s coarray<{}>", std::any::type_name::<T>()),
-        };
-        self.push(signature, Entry::Array(Box::new(PodVec(local))))
+        let kind = format!("coarray<{}>", std::any::type_name::<T>());
+        self.push(owned(owner, kind), Entry::Array(Box::new(PodVec(local))))
     }
 
     /// Registers a foreign area (see `area.rs`) whose local part is `local`.
@@ -182,11 +188,10 @@ impl Registry {
     /// Registers a foreign area on behalf of `owner` (a library call,
     /// which the area's errors then name).
     pub(crate) fn register_area_for(&mut self, owner: Option<&str>, local: ForeignBytes) -> u32 {
-        let name = match owner {
-            None => "area".to_owned(),
-            Some(owner) => format!("{owner}'s area"),
-        };
-        self.push(name, Entry::Array(Box::new(local)))
+        self.push(
+            owned(owner, "area".to_owned()),
+            Entry::Array(Box::new(local)),
+        )
     }
 
     /// Releases foreign area `id` in `superstep`.
