@@ -38,6 +38,8 @@ usage: nas_is [options]
   --move-keys         with the counting ranker (implied): also move every key to
                       its rank in every timed iteration (step 6 of the counting
                       sort); by default only the ranks are computed in the loop
+  --stores auto|lines|plain   how the scatter stores (default auto: timed,
+                      the faster way kept; see bsp::expert::stores)
   --json              print one JSON object instead of text
   --help              this text";
 
@@ -190,7 +192,15 @@ fn nas_is(ctx: &mut Ctx, class: Class, ranker: Ranker, progress: &Progress) -> O
 
 fn main() -> ExitCode {
     let args = Args::parse(HELP, &["json", "move-keys"]);
-    args.reject_unknown(&["class", "procs", "router", "ranker", "json", "move-keys"]);
+    args.reject_unknown(&[
+        "class",
+        "procs",
+        "router",
+        "ranker",
+        "stores",
+        "json",
+        "move-keys",
+    ]);
     let (class, move_keys, json) = (class(&args), args.flag("move-keys"), args.flag("json"));
     // --move-keys alone means the counting sort, the ranker it applies to.
     let default_ranker = if move_keys { "counting" } else { "buckets" };

@@ -36,6 +36,8 @@ usage: radix_sort [options]
                       one distributed pass per digit; top sorts the top digit
                       across processors, then each bucket locally
   --router two-phase|direct   h-relation router (default: BSP_ROUTER or two-phase)
+  --stores auto|lines|plain   how the scatters store (default auto: timed, the
+                      faster way kept; see bsp::expert::stores)
   --no-verify         skip the check against a sequential sort
   --json              print one JSON object instead of text
   --help              this text";
@@ -62,6 +64,7 @@ fn parse_opts(args: &Args) -> Opts {
         "keep-constant-digits",
         "order",
         "router",
+        "stores",
         "no-verify",
         "json",
     ]);

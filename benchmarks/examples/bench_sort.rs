@@ -35,6 +35,7 @@ usage: bench_sort [options]
   --reps R            repetitions, the median is reported (default 5)
   --only NAME[,..]    run only these sorters
   --router two-phase|direct   router for bsp (default two-phase)
+  --stores auto|lines|plain   how bsp's scatters store (default auto)
   --json              one JSON object per line instead of tables
   --help              this text";
 
@@ -114,8 +115,9 @@ struct Opts {
 fn parse_opts() -> Opts {
     let args = Args::parse(HELP, &["json"]);
     args.reject_unknown(&[
-        "n", "procs", "dist", "kind", "reps", "only", "router", "json",
+        "n", "procs", "dist", "kind", "reps", "only", "router", "stores", "json",
     ]);
+    args.apply_stores();
     let kinds: Vec<String> = args.list("kind", &["keys".to_owned(), "pairs".to_owned()]);
     if let Some(k) = kinds
         .iter()

@@ -490,7 +490,8 @@ fn scatter<T: Pod>(
     digit: impl Fn(&T) -> usize,
 ) {
     let mut next = first_piece.to_vec();
-    if LineWriter::<T>::pays(counts) {
+    let choice = LineWriter::<T>::choose(counts);
+    if choice.lines() {
         let mut out = LineWriter::new(first_piece.len());
         for x in prefetch::lines(keys).flatten() {
             let d = digit(x);
@@ -504,6 +505,7 @@ fn scatter<T: Pod>(
             }
         }
         out.finish();
+        choice.done();
         return;
     }
     let mut window: Vec<&mut [T]> = first_piece.iter().map(|_| &mut [][..]).collect();
@@ -522,6 +524,7 @@ fn scatter<T: Pod>(
             filled[d] = 1;
         }
     }
+    choice.done();
 }
 
 /// A reusable stable counting sort over digits `0..R`: the paper's six

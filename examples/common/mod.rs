@@ -120,7 +120,22 @@ impl Args {
         if let Some(r) = self.opt::<bsp::Router>("router") {
             rt = rt.with_router(r);
         }
+        self.apply_stores();
         rt
+    }
+
+    /// Applies `--stores auto|lines|plain`, where given, process-wide
+    /// (`bsp::expert::stores`).
+    pub fn apply_stores(&self) {
+        use bsp::expert::stores::{set_stores, Stores};
+        if let Some(name) = self.opt::<String>("stores") {
+            match Stores::from_name(&name) {
+                Some(policy) => set_stores(policy),
+                None => self.fail(&format!(
+                    "--stores: expected auto, lines or plain, not {name:?}"
+                )),
+            }
+        }
     }
 
     /// Fails with a clear message, before anything is allocated, when a run

@@ -311,19 +311,28 @@ fn a_sorter_is_reusable() {
 }
 
 /// Scatters of 16 MiB or more per processor whose keys spread over many
-/// digits go through `bsp_core::expert::line_writer::LineWriter` (whole lines by
-/// non-temporal stores): 2^21 64-bit keys per processor, uniform and
-/// Gaussian-like, against a sequential sort.
+/// digits may go through `bsp_core::expert::line_writer::LineWriter` (whole
+/// lines by non-temporal stores) or store plainly: 2^21 64-bit keys per
+/// processor, uniform and Gaussian-like, against a sequential sort, with
+/// each store policy (under `auto` the six passes take both ways).
 #[test]
-fn scatters_of_16_mib_write_whole_lines() {
-    watchdog(300, || {
+fn scatters_of_16_mib_sort_alike_whichever_way_they_store() {
+    use bsp::expert::stores::{set_stores, Stores};
+    watchdog(600, || {
         for rt in runtimes(&[2]) {
-            announce("scatters_of_16_mib_write_whole_lines", &rt);
-            let p = rt.nprocs();
-            let n = p * (1 << 21) + 5;
-            for dist in [Dist::Uniform, Dist::Gaussian] {
-                check_distribution(&rt, dist, n, 64);
+            for policy in [Stores::Lines, Stores::Plain, Stores::Auto] {
+                announce(
+                    &format!("scatters_of_16_mib, stores {}", policy.name()),
+                    &rt,
+                );
+                set_stores(policy);
+                let p = rt.nprocs();
+                let n = p * (1 << 21) + 5;
+                for dist in [Dist::Uniform, Dist::Gaussian] {
+                    check_distribution(&rt, dist, n, 64);
+                }
             }
+            set_stores(Stores::Auto);
         }
     });
 }

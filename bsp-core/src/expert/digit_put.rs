@@ -250,7 +250,7 @@ pub trait DigitPut {
     ///
     /// That of [`put_direct`](crate::expert::DirectPut::put_direct), with the writer's loop a
     /// read of each key, a store and an increment, or, where the keys
-    /// spread over many digits ([`LineWriter::pays`]), a store into the
+    /// spread over many digits ([`LineWriter::choose`]), a store into the
     /// digit's line buffer and a write of whole lines that does not read
     /// them first (plus one more copy of the keys of digits split over
     /// several pieces); local O(2^bits + pieces) to check the pieces.
@@ -339,7 +339,8 @@ fn scatter<K: DigitKey>(counted: &DigitCounts<'_, K>, runs: &[Run], slices: &mut
         .filter(|(_, run)| run.pieces > 1)
         .map(|(d, _)| (d, vec![K::zeroed(); counted.counts[d] as usize]))
         .collect();
-    if LineWriter::<K>::pays(&counted.counts) {
+    let choice = LineWriter::<K>::choose(&counted.counts);
+    if choice.lines() {
         // Whole lines written without being read first: each digit's
         // window is its one piece or its buffer, exactly `counts[d]` long.
         let mut out = LineWriter::new(runs.len());
@@ -365,6 +366,7 @@ fn scatter<K: DigitKey>(counted: &DigitCounts<'_, K>, runs: &[Run], slices: &mut
     } else {
         scatter_by_cursors(counted, runs, slices, &mut split);
     }
+    choice.done();
     for (d, buffer) in split {
         let run = runs[d];
         let mut rest = &buffer[..];

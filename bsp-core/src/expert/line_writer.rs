@@ -27,19 +27,24 @@ use std::marker::PhantomData;
 
 use bytemuck::Pod;
 
+use super::stores::{stores, StoreChoice, Stores};
+
 /// The bytes of the cache line that [`LineWriter`] fills before writing.
 pub const LINE_BYTES: usize = super::prefetch::LINE_BYTES;
 
 /// The effective number of busy bins from which
-/// [`LineWriter::pays`] says combining lines pays.
+/// [`LineWriter::choose`] considers combining lines.
 pub const COMBINE_MIN_BUSY: f64 = 64.0;
 
-/// The bytes of a scatter from which [`LineWriter::pays`] says combining
-/// lines pays: a smaller output stays in the cache, where plain stores
-/// find their lines and the next pass finds the output, and the line
-/// buffers are overhead (BENCHMARKS.md section 4d as of commit d743920: 20-35% slower below
-/// 8 MiB per processor, 7% faster from 16 MiB).
-pub const COMBINE_MIN_BYTES: u64 = 16 << 20;
+/// The bytes of a scatter from which [`LineWriter::choose`] considers
+/// combining lines (under [`Stores::Auto`], by timing both ways): a
+/// smaller output stays in a core's cache, where plain stores find their
+/// lines, and is too quick to time. Where the line buffers start to pay
+/// differs between machines: from 16 MiB per processor on the 2-core
+/// Intel VM of BENCHMARKS.md (section 4d as of commit d743920), already at
+/// 8 MiB on the 16-core Intel machine (section 13), hence a measurement
+/// per size rather than one threshold.
+pub const COMBINE_MIN_BYTES: u64 = 1 << 20;
 
 /// One window's line buffer, aligned as a line.
 #[derive(Clone, Copy)]
@@ -136,43 +141,54 @@ impl<'a, T: Pod> LineWriter<'a, T> {
         }
     }
 
-    /// Whether combining lines pays for a scatter of `counts[b]` elements
-    /// into each bin b: when `T` can be combined (its size divides a line,
-    /// on x86-64), the scatter writes [`COMBINE_MIN_BYTES`] or more, and
-    /// many bins are busy at once. Where a few bins take most elements,
-    /// their open lines stay in the cache and plain stores cost no extra
-    /// read; a plain loop is then faster. "Many" is an effective number of
-    /// bins, (Σc)² / Σc², of [`COMBINE_MIN_BUSY`] or more.
+    /// How a scatter of `counts[b]` elements into each bin b stores
+    /// (see [`stores`](super::stores) for the policy): through line
+    /// buffers only where `T` can be combined (its size divides a line, on
+    /// x86-64) and many bins are busy at once. Where a few bins take most
+    /// elements, their open lines stay in the cache and plain stores cost
+    /// no extra read. "Many" is an effective number of bins, (Σc)² / Σc²,
+    /// of [`COMBINE_MIN_BUSY`] or more. Under [`Stores::Auto`] a scatter
+    /// of [`COMBINE_MIN_BYTES`] or more that could combine is timed and
+    /// chooses by what earlier ones of its kind measured; a smaller one
+    /// stays in the cache and stores plainly.
     ///
-    /// Scattering 2^25 8-byte keys over 2^11 bins, one thread, on the VM
-    /// of the module docs: with the keys spread evenly over 2, 8 or 32
-    /// bins, plain stores took 2.4-2.6 ns a key and combined ones
-    /// 3.2-5.0; over 128, 512 or 2048 bins, plain 4.8-5.6 and combined
-    /// 3.3-3.7.
+    /// Call [`StoreChoice::done`] when the scatter ends, so that a
+    /// measured choice learns its time.
     ///
     /// # Examples
     ///
     /// ```
     /// use bsp_core::expert::line_writer::LineWriter;
+    /// use bsp_core::expert::stores::{set_stores, Stores};
     ///
-    /// assert_eq!(LineWriter::<u64>::pays(&[1 << 20; 256]), cfg!(target_arch = "x86_64"));
-    /// assert!(!LineWriter::<u64>::pays(&[1000; 256])); // 2 MiB: stays in the cache
-    /// assert!(!LineWriter::<u64>::pays(&[1 << 30, 10, 10, 10]));
-    /// assert!(!LineWriter::<[u8; 3]>::pays(&[1 << 20; 256]));
+    /// set_stores(Stores::Lines);
+    /// let choice = LineWriter::<u64>::choose(&[1 << 20; 256]);
+    /// assert_eq!(choice.lines(), cfg!(target_arch = "x86_64"));
+    /// choice.done();
+    /// assert!(!LineWriter::<u64>::choose(&[1 << 30, 10, 10, 10]).lines()); // one bin busy
+    /// assert!(!LineWriter::<[u8; 3]>::choose(&[1 << 20; 256]).lines()); // 3 does not divide 64
+    /// set_stores(Stores::Auto);
+    /// assert!(!LineWriter::<u64>::choose(&[100; 256]).lines()); // 200 KiB: stays in the cache
     /// ```
     ///
     /// # Cost
     ///
-    /// O(bins).
-    pub fn pays(counts: &[u64]) -> bool {
+    /// O(bins), and under [`Stores::Auto`] a lock of the process's table of
+    /// what scatters learned.
+    pub fn choose(counts: &[u64]) -> StoreChoice {
         let (sum, squares) = counts.iter().fold((0f64, 0f64), |(s, q), &c| {
             let c = c as f64;
             (s + c, q + c * c)
         });
         let bytes = sum * std::mem::size_of::<T>() as f64;
-        Self::combinable()
-            && bytes >= COMBINE_MIN_BYTES as f64
-            && sum * sum / squares >= COMBINE_MIN_BUSY
+        let many = Self::combinable() && sum * sum / squares >= COMBINE_MIN_BUSY;
+        match stores() {
+            Stores::Lines => StoreChoice::fixed(many),
+            Stores::Auto if many && bytes >= COMBINE_MIN_BYTES as f64 => {
+                StoreChoice::measured(std::mem::size_of::<T>(), counts.len(), bytes)
+            }
+            Stores::Auto | Stores::Plain => StoreChoice::fixed(false),
+        }
     }
 
     /// Whether elements of `T` can be combined into lines here.
@@ -237,17 +253,20 @@ impl<'a, T: Pod> LineWriter<'a, T> {
             }
             return Ok(());
         }
-        let held = b.held as usize;
+        // Both counts are read before the element is stored: the store
+        // goes through a raw pointer, after which the compiler would read
+        // them again from memory.
+        let (held, flush_at) = (b.held, b.flush_at);
         // SAFETY: `held` < `flush_at` ≤ PER_LINE, so the element lies in
         // the bin's line buffer; the buffer is aligned to 64 ≥ align_of T
         // and `held * size` is a multiple of `size`, itself a multiple of
         // T's alignment.
         unsafe {
             let line = self.lines.as_mut_ptr().add(bin).cast::<u8>();
-            line.add(held * size).cast::<T>().write(x);
+            line.add(held as usize * size).cast::<T>().write(x);
         }
-        b.held += 1;
-        if b.held == b.flush_at {
+        b.held = held + 1;
+        if held + 1 == flush_at {
             self.write_out(bin);
         }
         Ok(())

@@ -30,7 +30,8 @@
 //!   ([`DigitKey`]: the key types it takes);
 //! * cache-line write combining: [`line_writer::LineWriter`] fills each
 //!   output window a cache line at a time and writes whole lines with
-//!   stores that do not read them first;
+//!   stores that do not read them first, where [`stores`] finds that
+//!   this pays on the machine at hand;
 //! * prefetching: [`prefetch::lines`] walks a slice by cache lines,
 //!   requesting the memory ahead;
 //! * buffers mapped ahead of their first writes: [`pages::populate`] maps
@@ -53,6 +54,7 @@ mod digit_put;
 pub mod line_writer;
 pub mod pages;
 pub mod prefetch;
+pub mod stores;
 
 pub use crate::area::Area;
 pub use crate::ctx::{Areas, DirectPiece, DirectPut, OwnedCoarrays};
