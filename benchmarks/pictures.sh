@@ -8,7 +8,10 @@
 # draws from the recorded data without measuring.
 #
 # Sizes are chosen to finish in a few minutes on 2 cores; set BSP_MIB,
-# SORT_N and NAS_CLASSES to measure larger cases.
+# SORT_N and NAS_CLASSES to measure larger cases. NPB_DIR (laid out as for
+# benchmarks/nas_vs_npb.sh, NPB's IS built for NAS_CLASSES) also measures
+# NPB beside NAS IS and rewrites benchmarks/data/npb.jsonl; without it the
+# recorded NPB figures are drawn.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=benchmarks/data
@@ -22,10 +25,23 @@ if [ "${1:-}" != "--draw-only" ]; then
     echo "== sort against peers (bench_sort, p = 2)"
     "$EX/bench_sort" --n "${SORT_N:-16777216}" --dist R,S --kind keys --reps 3 --json \
         >"$DATA/sort.jsonl"
-    echo "== NAS IS (nas_is, p = 2)"
+    echo "== NAS IS (nas_is, p = 2; with NPB_DIR, NPB 3.4 IS beside it)"
     : >"$DATA/nas_is.jsonl"
+    [ -n "${NPB_DIR:-}" ] && : >"$DATA/npb.jsonl"
+    ROOT=()
+    [ "$(id -u)" -eq 0 ] && ROOT=(--allow-run-as-root)
     for class in ${NAS_CLASSES:-A B}; do
         "$EX/nas_is" --class "$class" --procs 2 --json >>"$DATA/nas_is.jsonl"
+        # NPB_DIR as for nas_vs_npb.sh: NPB's own builds, run right after
+        # bsp's so that the picture compares figures of the same minutes.
+        if [ -n "${NPB_DIR:-}" ]; then
+            mpi=$(mpirun "${ROOT[@]}" -np 2 "$NPB_DIR/NPB3.4-MPI/bin/is.$class.x" | awk '/Mop\/s total/ {print $NF}')
+            omp=$(OMP_NUM_THREADS=2 "$NPB_DIR/NPB3.4-OMP/bin/is.$class.x" | awk '/Mop\/s total/ {print $NF}')
+            for row in "MPI, 2 processes|$mpi" "OpenMP, 2 threads|$omp"; do
+                printf '{"class":"%s","implementation":"NPB 3.4 IS, %s","mops":%s,"source":"pictures.sh, %s"}\n' \
+                    "$class" "${row%%|*}" "${row##*|}" "$(date -u +%F)" >>"$DATA/npb.jsonl"
+            done
+        fi
     done
     echo "== one radix sort's timeline (BSP_PROFILE=trace)"
     BSP_PROFILE=trace BSP_TRACE_FILE="$DATA/radix_sort_trace.json" \
