@@ -181,9 +181,10 @@ pub(crate) fn encode(snapshot: &Snapshot<'_>) -> Vec<u8> {
     out
 }
 
-/// The snapshot that `bytes` encode; [`Unreadable::Torn`] when they are not
-/// a whole file of [`encode`].
-pub(crate) fn decode(bytes: &[u8]) -> Result<Snapshot<'static>, Unreadable> {
+/// The snapshot that `bytes` encode, its parts borrowed from `bytes` (a
+/// restore copies each once, into its coarray); [`Unreadable::Torn`] when
+/// they are not a whole file of [`encode`].
+pub(crate) fn decode(bytes: &[u8]) -> Result<Snapshot<'_>, Unreadable> {
     let body_len = bytes.len().checked_sub(8).ok_or(Unreadable::Torn)?;
     let (body, sum) = bytes.split_at(body_len);
     let sum = u64::from_le_bytes(sum.try_into().map_err(|_| Unreadable::Torn)?);
@@ -196,7 +197,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Snapshot<'static>, Unreadable> {
         (field()?, field()?, field()?, field()?, field()?);
     let mut parts = Vec::new();
     for _ in 0..count {
-        parts.push(Cow::Owned(r.bytes().ok_or(Unreadable::Torn)?.to_vec()));
+        parts.push(Cow::Borrowed(r.bytes().ok_or(Unreadable::Torn)?));
     }
     let state_type = r.bytes().ok_or(Unreadable::Torn)?;
     let state_type = String::from_utf8(state_type.to_vec()).map_err(|_| Unreadable::Torn)?;
@@ -246,12 +247,11 @@ pub(crate) fn write_whole<R>(
     Ok(filled)
 }
 
-/// Reads processor `pid`'s file of the checkpoint of `superstep`.
-pub(crate) fn read(dir: &Path, superstep: u64, pid: u64) -> Result<Snapshot<'static>, Unreadable> {
+/// The bytes of processor `pid`'s file of the checkpoint of `superstep`,
+/// for [`decode`].
+pub(crate) fn read(dir: &Path, superstep: u64, pid: u64) -> Result<Vec<u8>, Unreadable> {
     let path = file_of(dir, superstep, pid);
-    let bytes =
-        fs::read(&path).map_err(|e| Unreadable::Missing(format!("{}: {e}", path.display())))?;
-    decode(&bytes)
+    fs::read(&path).map_err(|e| Unreadable::Missing(format!("{}: {e}", path.display())))
 }
 
 /// A complete checkpoint, as the manifest lists it.

@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::Ctx;
-use crate::checkpoint::{self, Entry, Place, Snapshot, Unreadable};
+use crate::checkpoint::{self, Entry, Place, Snapshot};
 use crate::codec;
 use crate::error::{Error, ErrorKind};
 use crate::stats::CheckpointStats;
@@ -193,7 +193,11 @@ impl Ctx {
             self.fail(ErrorKind::Config, self.pid, msg);
         }
         for entry in candidates.iter().rev() {
-            let mine = self.load_checkpoint(&place, entry);
+            self.check_processors(&place, entry);
+            let file = checkpoint::read(&place.dir, entry.superstep, self.pid as u64).ok();
+            let mine = file
+                .as_deref()
+                .and_then(|bytes| self.check_checkpoint(&place, entry, bytes));
             let torn = self.sync_sum(u64::from(mine.is_none()));
             if let (0, Some(snapshot)) = (torn, mine) {
                 return Some(self.apply_checkpoint(snapshot));
@@ -210,9 +214,9 @@ impl Ctx {
         None
     }
 
-    /// This processor's file of `entry`, checked against the run; `None`
-    /// where it is missing or torn. A file of another run ends the run.
-    fn load_checkpoint(&mut self, place: &Place, entry: &Entry) -> Option<Snapshot<'static>> {
+    /// Ends the run where `entry` was written by another number of
+    /// processors.
+    fn check_processors(&mut self, place: &Place, entry: &Entry) {
         if entry.nprocs != self.nprocs as u64 {
             let msg = format!(
                 "restore: the checkpoint of superstep {} in {} was written by {} processors, \
@@ -224,10 +228,18 @@ impl Ctx {
             );
             self.fail(ErrorKind::Config, self.pid, msg);
         }
-        let snapshot = match checkpoint::read(&place.dir, entry.superstep, self.pid as u64) {
-            Ok(snapshot) => snapshot,
-            Err(Unreadable::Torn | Unreadable::Missing(_)) => return None,
-        };
+    }
+
+    /// This processor's file of `entry` (`file`, its bytes), checked
+    /// against the run; `None` where it is torn. A file of another run
+    /// ends the run.
+    fn check_checkpoint<'f>(
+        &mut self,
+        place: &Place,
+        entry: &Entry,
+        file: &'f [u8],
+    ) -> Option<Snapshot<'f>> {
+        let snapshot = checkpoint::decode(file).ok()?;
         let same_run = snapshot.nprocs == entry.nprocs
             && snapshot.pid == self.pid as u64
             && snapshot.superstep == entry.superstep;
