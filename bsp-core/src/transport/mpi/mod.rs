@@ -32,7 +32,13 @@
 //!
 //! # Exchanges
 //!
-//! * `allgather` is one `MPI_Allgather` of the sync row.
+//! * `allgather` (the sync rows) is a put of the row into every other
+//!   rank's window and one `MPI_Win_fence` (`fenced.rs`); blocks offered
+//!   with the rows ride in the same epoch when they are small, so that a
+//!   superstep of small puts routed directly costs that one fence. With
+//!   [`SYNC_ENV`]`=allgather`, or under a sync time limit (`timed.rs`),
+//!   it is an `MPI_Allgather` (or its timed point-to-point form) instead,
+//!   and offered blocks are kept.
 //! * `exchange` (every router's all-to-all) is one `MPI_Alltoall` of p
 //!   byte counts (spared where the caller knows them) followed by one
 //!   `MPI_Alltoallw` that sends every block straight from its segments:
@@ -62,6 +68,7 @@
 //! [`PIECE_ENV`] lowers the limit, for tests of these paths.
 
 mod alltoallw;
+mod fenced;
 mod p2p;
 mod split;
 mod timed;
@@ -79,7 +86,7 @@ use mpi::Threading;
 
 use super::split::Frame;
 use super::{
-    dense, listed, timeout_message, Aborted, Blocks, Capabilities, Comm, Group, Launcher,
+    dense, listed, timeout_message, Aborted, Blocks, Capabilities, Comm, Group, Launcher, Offer,
     OnFailure, OpenRun, Opened, Program, Purpose, Rows, RunLimits, Scatter,
 };
 use crate::error::{Error, ErrorKind, Result};
@@ -91,6 +98,12 @@ use crate::segments::Segments;
 /// a few bytes the way those of gigabytes go (see the module docs). Every
 /// rank of a job must use the same (checked when a run starts).
 pub(crate) const PIECE_ENV: &str = "BSP_MPI_PIECE";
+
+/// Environment variable choosing how the sync rows travel: `fence` (the
+/// default: one-sided puts and one `MPI_Win_fence`, `fenced.rs`) or
+/// `allgather` (one `MPI_Allgather`, and no blocks beside the rows). Every
+/// rank of a job must use the same (checked when a run starts).
+pub(crate) const SYNC_ENV: &str = "BSP_MPI_SYNC";
 
 /// The largest message Open MPI's shared-memory transport sends eagerly:
 /// its `btl_vader_eager_limit` (4 KiB), less room for its match header.
@@ -241,6 +254,12 @@ pub(crate) struct MpiComm {
     limits: RunLimits,
     /// The superstep of the coming collectives, for error reports.
     superstep: usize,
+    /// Whether the rows travel through a window (see [`SYNC_ENV`]).
+    fence_rows: bool,
+    /// The window of the fenced all-gathers, made at the first one; freed
+    /// (collectively) when the endpoint is dropped, before its
+    /// communicator.
+    fenced: Option<fenced::Fenced>,
     /// A sub-machine's own communicator (from `MPI_Comm_split`) and its
     /// place in the run; `None` for the run's.
     own: Option<split::SubCommunicator>,
@@ -312,9 +331,36 @@ impl Comm for MpiComm {
                 }
             };
         }
+        if self.fence_rows {
+            return Ok(self.fenced_allgather(row, None).0.into());
+        }
         let mut all = vec![0u64; row.len() * self.nprocs];
         self.comm().all_gather_into(row, &mut all[..]);
         Ok(all.into())
+    }
+
+    fn allgather_offering(
+        &mut self,
+        row: &[u64],
+        blocks: Blocks,
+    ) -> Result<(Rows, Offer), Aborted> {
+        if !self.capabilities().publishes_with_rows {
+            return Ok((self.allgather(row)?, Offer::Kept(blocks)));
+        }
+        let (rows, fate) = self.fenced_allgather(row, Some(blocks));
+        let offer = match fate {
+            Some(fenced::Fate::Published) => Offer::Published,
+            Some(fenced::Fate::Kept(blocks)) => Offer::Kept(blocks),
+            None => unreachable!("bsp: blocks were offered"),
+        };
+        Ok((rows.into(), offer))
+    }
+
+    fn take_offered(&mut self, exchange: bool) -> Blocks {
+        self.fenced
+            .as_mut()
+            .expect("bsp: no blocks were offered")
+            .take_offered(exchange)
     }
 
     fn exchange(&mut self, blocks: Blocks, expected: Option<&[u64]>) -> Result<Blocks, Aborted> {
@@ -339,7 +385,7 @@ impl Comm for MpiComm {
             shares_memory: false,
             one_node: self.world.one_node,
             scatter_receive: true,
-            publishes_with_rows: false,
+            publishes_with_rows: self.fence_rows && self.limits.sync_timeout.is_none(),
         }
     }
 
@@ -385,6 +431,24 @@ impl Comm for MpiComm {
 }
 
 impl MpiComm {
+    /// The rows (and offered blocks) through this communicator's window,
+    /// made at the first call.
+    fn fenced_allgather(
+        &mut self,
+        row: &[u64],
+        blocks: Option<Blocks>,
+    ) -> (Vec<u64>, Option<fenced::Fate>) {
+        let (me, p, one_node) = (self.pid, self.nprocs, self.world.one_node);
+        let comm = match &self.own {
+            Some(own) => own.get(),
+            None => &self.world.comm,
+        };
+        let fenced = self
+            .fenced
+            .get_or_insert_with(|| fenced::Fenced::new(comm, one_node, me, p, row.len()));
+        fenced.allgather(comm, row, blocks)
+    }
+
     /// Prints `error` and ends the whole job, whatever the failure mode:
     /// for failures inside a collective, which the others cannot leave.
     pub(super) fn abort_job(&mut self, error: Error) -> ! {
@@ -396,6 +460,18 @@ impl MpiComm {
         // the first `MPI_Abort` takes the job down.
         std::thread::sleep(Duration::from_millis(200));
         self.world.comm.abort(1)
+    }
+}
+
+impl Drop for MpiComm {
+    /// Frees the window of the fenced all-gathers, collectively: every
+    /// rank drops its endpoint at the same point (the end of the run or
+    /// sub-machine, or the agreed failure in return mode); a job that lost
+    /// a rank leaves it, as the missing rank would never free its part.
+    fn drop(&mut self) {
+        if let Some(fenced) = self.fenced.take() {
+            fenced.free(!BROKEN.load(Ordering::Acquire));
+        }
     }
 }
 
@@ -447,8 +523,14 @@ fn program_hash(program: &Program) -> u64 {
 /// piece limit, in one `MPI_Allgather` of five words: ranks that disagree
 /// would otherwise pair up different runs, wait in different collectives,
 /// or cut blocks differently.
-fn agree_on_run(world: &World, limits: RunLimits, piece: usize, started: u64) -> Result<()> {
-    const WORDS: usize = 5;
+fn agree_on_run(
+    world: &World,
+    limits: RunLimits,
+    piece: usize,
+    fence_rows: bool,
+    started: u64,
+) -> Result<()> {
+    const WORDS: usize = 6;
     let timeout_ns = limits
         .sync_timeout
         .map_or(0, |t| u64::try_from(t.as_nanos()).unwrap_or(u64::MAX));
@@ -456,6 +538,7 @@ fn agree_on_run(world: &World, limits: RunLimits, piece: usize, started: u64) ->
         timeout_ns,
         limits.on_failure as u64,
         piece as u64,
+        u64::from(fence_rows),
         program_hash(&limits.program),
         started,
     ];
@@ -466,9 +549,9 @@ fn agree_on_run(world: &World, limits: RunLimits, piece: usize, started: u64) ->
         return Ok(());
     };
     let theirs = &all[q * WORDS..(q + 1) * WORDS];
-    if theirs[..3] != mine[..3] {
+    if theirs[..4] != mine[..4] {
         return Err(config_error(format!(
-            "the ranks disagree on BSP_SYNC_TIMEOUT, BSP_ON_FAILURE or {PIECE_ENV} (rank {q} \
+            "the ranks disagree on BSP_SYNC_TIMEOUT, BSP_ON_FAILURE, {PIECE_ENV} or {SYNC_ENV} (rank {q} \
              differs from rank {me}); give every rank the same environment (mpirun -x \
              BSP_SYNC_TIMEOUT ...)"
         )));
@@ -479,7 +562,7 @@ fn agree_on_run(world: &World, limits: RunLimits, piece: usize, started: u64) ->
          same order, one at a time",
         started + 1,
         limits.program,
-        theirs[4] + 1
+        theirs[5] + 1
     )))
 }
 
@@ -494,6 +577,21 @@ fn piece_limit() -> Result<usize> {
         _ => Err(config_error(format!(
             "{PIECE_ENV}={set:?}: expected a number of bytes from 1 to {most}"
         ))),
+    }
+}
+
+/// Whether the rows travel through a window: [`SYNC_ENV`], `fence`
+/// unless set to `allgather`.
+fn fence_rows() -> Result<bool> {
+    match std::env::var(SYNC_ENV) {
+        Err(_) => Ok(true),
+        Ok(set) => match set.trim() {
+            "fence" => Ok(true),
+            "allgather" => Ok(false),
+            _ => Err(config_error(format!(
+                "{SYNC_ENV}={set:?}: expected fence or allgather"
+            ))),
+        },
     }
 }
 
@@ -515,6 +613,7 @@ fn open(limits: RunLimits) -> Result<(MpiComm, MutexGuard<'static, u64>)> {
         ));
     }
     let piece = piece_limit()?;
+    let fence_rows = fence_rows()?;
     let world = world();
     let mut serialised =
         match world.run_lock.try_lock() {
@@ -527,7 +626,7 @@ fn open(limits: RunLimits) -> Result<(MpiComm, MutexGuard<'static, u64>)> {
                     .to_owned(),
             )),
         };
-    agree_on_run(world, limits, piece, *serialised)?;
+    agree_on_run(world, limits, piece, fence_rows, *serialised)?;
     *serialised += 1;
     let comm = MpiComm {
         world,
@@ -536,6 +635,8 @@ fn open(limits: RunLimits) -> Result<(MpiComm, MutexGuard<'static, u64>)> {
         piece,
         limits,
         superstep: 0,
+        fence_rows,
+        fenced: None,
         own: None,
         frame: None,
     };

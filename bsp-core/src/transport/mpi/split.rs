@@ -72,6 +72,8 @@ impl MpiComm {
             piece: self.piece,
             limits: self.limits,
             superstep: 0,
+            fence_rows: self.fence_rows,
+            fenced: None,
             own: Some(SubCommunicator(sub)),
             frame: Some(Frame::nested(self.frame.as_ref(), group, superstep)),
         }
