@@ -349,7 +349,8 @@ impl Ctx {
 
     /// This processor's row for the exchange opening a sync (or ending
     /// the run), its record heads not yet in the slot.
-    fn row_words(&self, status: Status, vote: u64) -> Vec<u64> {
+    /// `now` ends the superstep's work.
+    fn row_words(&self, status: Status, vote: u64, now: Instant) -> Vec<u64> {
         let row = SyncRow {
             status,
             superstep: self.superstep as u64,
@@ -357,7 +358,7 @@ impl Ctx {
             fingerprint: self.registry.fingerprint(),
             has_gets: self.has_gets,
             bytes: self.outbox.bytes() as u64,
-            work_ns: self.work_start.elapsed().as_nanos() as u64,
+            work_ns: now.saturating_duration_since(self.work_start).as_nanos() as u64,
             lends: !self.lending.is_empty(),
             records: self.outbox.records(),
             previous: self.last_sync,
@@ -439,7 +440,7 @@ impl Ctx {
         self.drop_unread();
         let records = self.outbox.records();
         // The row counts the outbox before the streams are taken out.
-        let mut mine = self.row_words(Status::Syncing, vote);
+        let mut mine = self.row_words(Status::Syncing, vote, start);
         let cut = self.cut_for_row();
         if let Some(placement::Streams::Cut { heads, .. }) = &cut {
             let heads = heads.iter().flat_map(|(_, h)| h.iter().map(|b| &b[..]));
@@ -551,7 +552,9 @@ impl Ctx {
         self.superstep += 1;
         self.comm.set_superstep(self.superstep);
         self.land_gets();
-        figures.sync_ns = start.elapsed().as_nanos() as u64;
+        // One clock read ends the sync and starts the next superstep's work.
+        let end = Instant::now();
+        figures.sync_ns = end.saturating_duration_since(start).as_nanos() as u64;
         self.last_sync = figures;
         #[cfg(feature = "tracing")]
         {
@@ -559,7 +562,7 @@ impl Ctx {
             let h = decision.h_estimate(self.nprocs);
             self.spans.next(&figures, router, h, self.superstep);
         }
-        self.work_start = Instant::now();
+        self.work_start = end;
         decision.votes
     }
 
@@ -717,7 +720,7 @@ impl Ctx {
             );
             self.fail(ErrorKind::PendingCommunication, self.pid, msg);
         }
-        let mine = self.row_words(Status::Returned, 0);
+        let mine = self.row_words(Status::Returned, 0, Instant::now());
         self.exchange_rows(mine, None);
         self.finished = true;
     }

@@ -57,6 +57,7 @@
 
 use std::ffi::c_void;
 use std::os::raw::c_int;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use mpi::ffi;
@@ -64,7 +65,7 @@ use mpi::raw::AsRaw;
 use mpi::topology::SimpleCommunicator;
 
 use crate::segments::segments_len;
-use crate::transport::Blocks;
+use crate::transport::{Blocks, Rows};
 
 /// The mailbox of each sender in a new window, in bytes.
 const MAIL_FIRST: usize = 4 << 10;
@@ -228,8 +229,10 @@ impl Fenced {
         comm: &SimpleCommunicator,
         row: &[u64],
         blocks: Option<Blocks>,
-    ) -> (Vec<u64>, Option<Fate>) {
-        debug_assert!(self.offered.is_none(), "bsp: offered blocks not taken");
+    ) -> (Rows, Option<Fate>) {
+        // An offer still open is abandoned: the sync that made it found a
+        // failure in the rows, and its reports take more all-gathers.
+        self.offered = None;
         self.fit(comm, row.len());
         let (p, me, n) = (self.p, self.me, row.len());
         let wanted = blocks.as_ref().map_or(0, |blocks| {
@@ -244,16 +247,13 @@ impl Fenced {
         let stride = HEAD + n;
         let mut staging = std::mem::take(&mut self.staging);
         staging.resize(stride * p, 0);
-        let mut block_to = vec![None; p];
-        if let (Some(blocks), true) = (&blocks, fits) {
-            for (i, (q, _)) in blocks.iter().enumerate() {
-                block_to[*q] = Some(i);
-            }
-        }
+        // The blocks list pids ascending, as the peers are visited.
+        let mut listed = blocks.iter().flatten().filter(|_| fits).peekable();
         let at = self.cell(self.half, me);
         let mail_at = at + 8 * (HEAD + self.row_cap);
         for q in (0..p).filter(|&q| q != me) {
-            let block = block_to[q].and_then(|i| blocks.as_ref().map(|b| &b[i].1));
+            while listed.next_if(|(k, _)| *k < q).is_some() {}
+            let block = listed.next_if(|(k, _)| *k == q).map(|(_, b)| b);
             let length = block.map_or(0, |b| segments_len(b));
             let staged = &mut staging[q * stride..(q + 1) * stride];
             staged[0] = wanted as u64;
@@ -281,7 +281,9 @@ impl Fenced {
         self.staging = staging;
         let read = self.half;
         self.half ^= 1;
-        let mut all = vec![0u64; n * p];
+        // Made in place, not copied out of a vector.
+        let mut rows: Rows = std::iter::repeat_n(0, n * p).collect();
+        let all = Arc::get_mut(&mut rows).expect("bsp: new rows are not shared");
         let mut most = wanted;
         for q in 0..p {
             if q == me {
@@ -303,7 +305,7 @@ impl Fenced {
                 Fate::Kept(blocks)
             }
         });
-        (all, fate)
+        (rows, fate)
     }
 
     /// Writes `bytes` at byte `at` of rank `q`'s window: a copy into its

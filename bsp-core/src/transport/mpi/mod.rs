@@ -332,7 +332,7 @@ impl Comm for MpiComm {
             };
         }
         if self.fence_rows {
-            return Ok(self.fenced_allgather(row, None).0.into());
+            return Ok(self.fenced_allgather(row, None).0);
         }
         let mut all = vec![0u64; row.len() * self.nprocs];
         self.comm().all_gather_into(row, &mut all[..]);
@@ -353,7 +353,7 @@ impl Comm for MpiComm {
             Some(fenced::Fate::Kept(blocks)) => Offer::Kept(blocks),
             None => unreachable!("bsp: blocks were offered"),
         };
-        Ok((rows.into(), offer))
+        Ok((rows, offer))
     }
 
     fn take_offered(&mut self, exchange: bool) -> Blocks {
@@ -437,7 +437,7 @@ impl MpiComm {
         &mut self,
         row: &[u64],
         blocks: Option<Blocks>,
-    ) -> (Vec<u64>, Option<fenced::Fate>) {
+    ) -> (Rows, Option<fenced::Fate>) {
         let (me, p, one_node) = (self.pid, self.nprocs, self.world.one_node);
         let comm = match &self.own {
             Some(own) => own.get(),
