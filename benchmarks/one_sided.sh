@@ -6,7 +6,9 @@
 #   bash benchmarks/one_sided.sh [NP] [RUNS] [ROUNDS]
 #
 # Builds bench_one_sided (cargo, --features mpi) and put_fence (mpicc),
-# then runs, RUNS times (default 3) in turn: put_fence; bsp with its rows
+# then runs, RUNS times (default 3) in turn: put_fence at MPI's
+# default thread level (MPI_Init) and at bsp's (MPI_THREAD_SERIALIZED,
+# which costs every fence more on Open MPI); bsp with its rows
 # through a window (BSP_MPI_SYNC=fence, the default); bsp with its rows
 # through MPI_Allgather (BSP_MPI_SYNC=allgather, as before the window).
 # Each program takes ROUNDS rounds (default 7) and prints its minimum and
@@ -31,7 +33,9 @@ mpicc -O2 benchmarks/one_sided/put_fence.c -o "$EX/put_fence"
 : >"$OUT"
 for run in $(seq "$RUNS"); do
     echo "run $run of $RUNS" >&2
-    "${MPIRUN[@]}" "$EX/put_fence" "$ROUNDS" | sed "s/^{/{\"run\":$run,\"rows\":\"-\",/" >>"$OUT"
+    for level in single serialized; do
+        "${MPIRUN[@]}" "$EX/put_fence" "$ROUNDS" $level | sed "s/^{/{\"run\":$run,\"rows\":\"-\",/" >>"$OUT"
+    done
     for sync in fence allgather; do
         "${MPIRUN[@]}" -x BSP_MPI_SYNC=$sync "$EX/bench_one_sided" --rounds "$ROUNDS" |
             sed "s/^{/{\"run\":$run,\"rows\":\"$sync\",/" >>"$OUT"
@@ -41,7 +45,7 @@ python3 - "$OUT" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 def key(r):
-    return "mpi" if r["impl"] == "mpi_one_sided" else "bsp " + r["rows"]
+    return "mpi " + r["threads"] if r["impl"] == "mpi_one_sided" else "bsp " + r["rows"]
 def median_of(r):
     return next(v for k, v in r.items() if k.endswith("_median"))
 whats = []
@@ -49,8 +53,10 @@ for r in rows:
     if r["what"] not in whats:
         whats.append(r["what"])
 np = rows[0]["np"]
-print(f"np = {np}, median over runs of each run's median; ratio = bsp / MPI one-sided")
-print(f"{'':10} {'unit':>11} {'MPI':>9} {'bsp fence':>10} {'ratio':>6} {'bsp allgather':>14} {'ratio':>6}")
+print(f"np = {np}, median over runs of each run's median; ratios are bsp (rows by fence) /")
+print("MPI one-sided at the single and at the serialized thread level, and bsp with its")
+print("rows by MPI_Allgather / MPI single (for GB/s, bsp's share of MPI's)")
+print(f"{'':10} {'unit':>11} {'MPI single':>10} {'serialized':>10} {'bsp fence':>10} {'/single':>8} {'/serial':>8} {'bsp allgather':>14} {'/single':>8}")
 for w in whats:
     by = {}
     for r in rows:
@@ -59,6 +65,7 @@ for w in whats:
     med = {k: statistics.median(v) for k, v in by.items()}
     sample = next(r for r in rows if r["what"] == w)
     unit = next(k[: -len("_median")] for k in sample if k.endswith("_median"))
-    mpi, f, a = med.get("mpi"), med.get("bsp fence"), med.get("bsp allgather")
-    print(f"{w:10} {unit:>11} {mpi:9.3f} {f:10.3f} {f / mpi:6.2f} {a:14.3f} {a / mpi:6.2f}")
+    m1, m2 = med["mpi single"], med["mpi serialized"]
+    f, a = med["bsp fence"], med["bsp allgather"]
+    print(f"{w:10} {unit:>11} {m1:10.3f} {m2:10.3f} {f:10.3f} {f / m1:8.2f} {f / m2:8.2f} {a:14.3f} {a / m1:8.2f}")
 PY

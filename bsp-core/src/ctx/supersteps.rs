@@ -186,7 +186,10 @@ impl Ctx {
     /// the streams travel with the rows: a direct routing costs no
     /// collective beyond the all-gather, so a superstep with puts is one
     /// barrier, and each payload is copied once, into its destination.
-    /// Under MPI, a
+    /// Under MPI the rows travel as one-sided puts and one
+    /// `MPI_Win_fence`, and a superstep whose blocks are at most 16 KiB
+    /// per pair sends them in the same epoch: a direct routing of small
+    /// puts is that one fence. A
     /// direct or two-phase routing without gets whose records are large
     /// (4 KiB on average, 32 KiB per rank) sends the record headers ahead
     /// of the payloads (one more small collective up to 64 processors,
@@ -194,7 +197,9 @@ impl Ctx {
     /// payload straight into its coarray, sparing a copy of every byte
     /// received. When the superstep before was placed too, the headers
     /// travel inside the rows (in a slot sized by that superstep, up to 2
-    /// KiB a processor), and the extra collective is spared.
+    /// KiB a processor), and the extra collective is spared. On one node
+    /// the receivers then copy the payloads out of the senders' memory
+    /// themselves, between two fences.
     pub fn sync(&mut self) {
         self.sync_voting(0);
     }

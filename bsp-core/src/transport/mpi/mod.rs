@@ -70,6 +70,7 @@
 mod alltoallw;
 mod fenced;
 mod p2p;
+mod pull;
 mod split;
 mod timed;
 
@@ -260,6 +261,9 @@ pub(crate) struct MpiComm {
     /// (collectively) when the endpoint is dropped, before its
     /// communicator.
     fenced: Option<fenced::Fenced>,
+    /// Whether this communicator's ranks pull placed payloads out of each
+    /// other's memory (`pull.rs`): `None` until probed.
+    pull: Option<Option<pull::Pull>>,
     /// A sub-machine's own communicator (from `MPI_Comm_split`) and its
     /// place in the run; `None` for the run's.
     own: Option<split::SubCommunicator>,
@@ -373,6 +377,13 @@ impl Comm for MpiComm {
         blocks: &[(usize, Segments)],
         into: Scatter,
     ) -> Result<(), Aborted> {
+        if self.world.one_node && self.capabilities().publishes_with_rows {
+            // SAFETY: the caller keeps `exchange_into`'s contract, which
+            // is `pull_into`'s.
+            if unsafe { self.pull_into(blocks, &into) } {
+                return Ok(());
+            }
+        }
         let outgoing = blocks.iter().map(|(k, block)| (*k, block));
         // SAFETY: the caller keeps `exchange_into`'s contract, which is
         // `p2p_into`'s.
@@ -637,6 +648,7 @@ fn open(limits: RunLimits) -> Result<(MpiComm, MutexGuard<'static, u64>)> {
         superstep: 0,
         fence_rows,
         fenced: None,
+        pull: None,
         own: None,
         frame: None,
     };

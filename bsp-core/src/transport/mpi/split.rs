@@ -74,6 +74,7 @@ impl MpiComm {
             superstep: 0,
             fence_rows: self.fence_rows,
             fenced: None,
+            pull: None,
             own: Some(SubCommunicator(sub)),
             frame: Some(Frame::nested(self.frame.as_ref(), group, superstep)),
         }
