@@ -1,21 +1,34 @@
-//! The sync's all-gather as one-sided puts and one `MPI_Win_fence`, with
-//! small blocks riding in the same epoch.
+//! The sync's all-gather as one-sided writes into a window, with small
+//! blocks riding along.
 //!
-//! A hand-written BSP superstep in MPI is a few `MPI_Put`s and one fence;
-//! `MPI_Allgather` costs nearly twice that fence on one node (Open MPI
-//! 4.1, BENCHMARKS.md section 14). So each communicator keeps one window
-//! (`MPI_Win_allocate`), and an all-gather is: every rank puts its row
-//! into a cell of every other rank's window, then all fence; after the
-//! fence each rank reads the rows from its own window.
+//! A hand-written BSP superstep in MPI is a few `MPI_Put`s and one
+//! `MPI_Win_fence`; `MPI_Allgather` costs nearly twice that fence on one
+//! node (Open MPI 4.1, BENCHMARKS.md section 14). So each communicator
+//! keeps one window, and an all-gather is: every rank writes its row into
+//! a cell of every other rank's window, then waits for the others'; each
+//! rank then reads the rows from its own window.
+//!
+//! * **Across nodes** the window is `MPI_Win_allocate`'s, the writes are
+//!   `MPI_Put`s and the wait is one `MPI_Win_fence`.
+//! * **On one node** it is `MPI_Win_allocate_shared`'s: every rank maps
+//!   every segment, a write is a copy into the peer's memory, and the
+//!   wait is on sequence words, no MPI call at all. A rank copies its
+//!   row (and mail) into its cell in the peer's segment, then stores the
+//!   all-gather's number into the cell's sequence word with release
+//!   ordering; the peer waits until the sequence word of each other rank's
+//!   cell in its own segment reads that number (acquire), spinning up to
+//!   [`SPIN`] and then yielding its core at each look, at once where the
+//!   ranks outnumber the cores. An MPI fence would cost about twice as
+//!   much at `MPI_THREAD_SERIALIZED` (section 14).
 //!
 //! # The window
 //!
 //! Two halves, used in turn by consecutive all-gathers; each half has one
-//! cell per sender. A cell is two head words, then the row, then a
-//! mailbox:
+//! cell per sender. A cell is the sequence word, two head words, then the
+//! row, then a mailbox:
 //!
 //! ```text
-//! [ wanted | length | row: row_cap words | mailbox: mail_cap bytes ]
+//! [ seq | wanted | length | row: row_cap words | mailbox: mail_cap bytes ]
 //! ```
 //!
 //! * `wanted` is the longest block the sender offered to any other rank
@@ -23,21 +36,23 @@
 //! * `length` is the length of the block it put into this rank's mailbox
 //!   (0 when its blocks did not all fit their mailboxes).
 //!
-//! A rank reads a half after the fence that ends its all-gather; the next
+//! A rank reads a half once its all-gather's wait is over; the next
 //! all-gather writes the other half, and the one after can only write
-//! this half again once every rank has entered the fence in between (a
-//! fence that ends an epoch of puts is a barrier), by which time the rank
-//! has read it. So no rank overwrites rows that another has yet to read.
+//! this half again once every rank has started the one in between (a
+//! rank waits for every other's writes, and a fence that ends an epoch of
+//! puts is a barrier), by which time each rank has read it: it reads its
+//! rows and mail before it starts another all-gather. So no rank
+//! overwrites rows that another has yet to read.
 //!
 //! # Offered blocks
 //!
 //! With [`allgather_offering`](crate::transport::Comm::allgather_offering),
 //! each rank puts its block for every other rank into that rank's mailbox
-//! in the same epoch as its row, when they all fit. After the fence every
+//! in the same epoch as its row, when they all fit. After the wait every
 //! rank knows every sender's `wanted`, so all agree, without a word more,
 //! whether every block fitted: then the offer is
 //! [`Published`](crate::transport::Offer::Published) everywhere, and a
-//! direct routing of the superstep costs this one fence; otherwise every
+//! direct routing of the superstep costs this one wait; otherwise every
 //! rank keeps its blocks and routes them through the exchanges, as before.
 //! The largest `wanted` also sizes the mailboxes: when a block did not fit
 //! and [`MAIL_MOST`] would hold it, every rank grows its window before the
@@ -53,11 +68,14 @@
 //! large messages move by one copy.
 //!
 //! The timed all-gather (`timed.rs`) stays on point-to-point messages: a
-//! fence cannot be given up on.
+//! fence cannot be given up on, and a wait for a rank that is stuck must
+//! name it.
 
 use std::ffi::c_void;
 use std::os::raw::c_int;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use mpi::ffi;
@@ -76,6 +94,15 @@ pub(super) const MAIL_MOST: usize = 16 << 10;
 
 /// Head words of a cell: `wanted`, `length`.
 const HEAD: usize = 2;
+
+/// Bytes before the heads of a cell: the sequence word of the
+/// shared-memory all-gather (see the module docs).
+const SEQ_BYTES: usize = 8;
+
+/// How long a rank spins for its peers' sequence words on one node
+/// before it yields its core at each look (when the ranks outnumber the
+/// cores it yields at once).
+const SPIN: Duration = Duration::from_micros(50);
 
 /// Rows of fewer words than this still get cells of this many.
 const ROW_FIRST: usize = 64;
@@ -96,11 +123,15 @@ pub(super) struct Fenced {
     mail_cap: usize,
     /// The half the next all-gather writes.
     half: usize,
-    /// The mailbox size every rank agreed on at the last fence, for the
+    /// The mailbox size every rank agreed on at the last all-gather, for the
     /// next all-gather.
     mail_next: usize,
     /// Where this rank stages each peer's row and heads.
     staging: Vec<u64>,
+    /// All-gathers made on this window, the sequence word of the last.
+    count: u64,
+    /// How long to spin for the peers on one node before yielding.
+    spin: Duration,
     /// While an offer is open: the half it was read from and this rank's
     /// own blocks.
     offered: Option<(usize, Blocks)>,
@@ -133,7 +164,7 @@ impl Fenced {
     }
 
     fn cell_bytes(&self) -> usize {
-        8 * (HEAD + self.row_cap) + self.mail_cap
+        SEQ_BYTES + 8 * (HEAD + self.row_cap) + self.mail_cap
     }
 
     /// Byte offset of `sender`'s cell in `half`.
@@ -162,6 +193,8 @@ impl Fenced {
             half: 0,
             mail_next: mail_cap,
             staging: Vec::new(),
+            count: 0,
+            spin: spin_budget(p),
             offered: None,
         };
         let bytes = 2 * p * fenced.cell_bytes();
@@ -169,16 +202,20 @@ impl Fenced {
         let base = (&mut fenced.base as *mut *mut u8).cast::<c_void>();
         // SAFETY: collective on `comm`, called by every rank at the same
         // point (see the module docs); MPI writes the base address into
-        // `base` and the handle into `win`. NOPRECEDE opens the first
-        // epoch: no RMA precedes it.
+        // `base` and the handle into `win`. On one node this rank zeroes
+        // its segment (no one else touches it yet), and the barrier makes
+        // every segment zero before anyone writes a sequence word; across
+        // nodes, NOPRECEDE opens the first epoch (no RMA precedes it).
         unsafe {
             let (info, comm) = (ffi::RSMPI_INFO_NULL, comm.as_raw());
             if one_node {
                 ffi::MPI_Win_allocate_shared(size, 1, info, comm, base, &mut fenced.win);
+                std::ptr::write_bytes(fenced.base, 0, bytes);
+                ffi::MPI_Barrier(comm);
             } else {
                 ffi::MPI_Win_allocate(size, 1, info, comm, base, &mut fenced.win);
+                ffi::MPI_Win_fence(ffi::MPI_MODE_NOPRECEDE as c_int, fenced.win);
             }
-            ffi::MPI_Win_fence(ffi::MPI_MODE_NOPRECEDE as c_int, fenced.win);
         }
         if one_node {
             fenced.peers = (0..p)
@@ -203,7 +240,7 @@ impl Fenced {
     }
 
     /// Grows the cells, collectively, when this all-gather's row or the
-    /// mailbox size agreed at the last fence needs it.
+    /// mailbox size agreed at the last all-gather needs it.
     fn fit(&mut self, comm: &SimpleCommunicator, row: usize) {
         if row <= self.row_cap && self.mail_next <= self.mail_cap {
             return;
@@ -214,13 +251,13 @@ impl Fenced {
             self.row_cap
         };
         // SAFETY: every rank grows at the same call (see the module docs),
-        // after the fence that completed the last puts into this window.
+        // after the wait that completed the last writes into this window.
         unsafe { ffi::MPI_Win_free(&mut self.win) };
         let one_node = !self.peers.is_empty();
         *self = Fenced::allocate(comm, one_node, self.me, self.p, row_cap, self.mail_next);
     }
 
-    /// All ranks' `row`s, concatenated in rank order, through one fence;
+    /// All ranks' `row`s, concatenated in rank order, through one wait;
     /// `blocks`, when given, are offered to their receivers beside the row
     /// (see the module docs). Collective on `comm`; every rank passes a
     /// row of the same length, and blocks or none alike.
@@ -249,8 +286,10 @@ impl Fenced {
         staging.resize(stride * p, 0);
         // The blocks list pids ascending, as the peers are visited.
         let mut listed = blocks.iter().flatten().filter(|_| fits).peekable();
-        let at = self.cell(self.half, me);
+        let cell = self.cell(self.half, me);
+        let at = cell + SEQ_BYTES;
         let mail_at = at + 8 * (HEAD + self.row_cap);
+        self.count += 1;
         for q in (0..p).filter(|&q| q != me) {
             while listed.next_if(|(k, _)| *k < q).is_some() {}
             let block = listed.next_if(|(k, _)| *k == q).map(|(_, b)| b);
@@ -274,10 +313,21 @@ impl Fenced {
                 unsafe { self.put(segment, q, mail) };
                 mail += segment.len();
             }
+            if let Some(&peer) = self.peers.get(q) {
+                // SAFETY: the sequence word of this rank's cell in q's
+                // segment, 8-aligned; only this rank writes it, q reads it.
+                let seq = unsafe { &*peer.add(cell).cast::<AtomicU64>() };
+                // Releases the row and mail copied above to q.
+                seq.store(self.count, Ordering::Release);
+            }
         }
-        // SAFETY: every rank calls the fence at the same point; it
-        // completes this epoch's puts, at their origins and targets.
-        unsafe { ffi::MPI_Win_fence(0, self.win) };
+        if self.peers.is_empty() {
+            // SAFETY: every rank calls the fence at the same point; it
+            // completes this epoch's puts, at their origins and targets.
+            unsafe { ffi::MPI_Win_fence(0, self.win) };
+        } else {
+            self.wait_for_peers();
+        }
         self.staging = staging;
         let read = self.half;
         self.half ^= 1;
@@ -309,24 +359,25 @@ impl Fenced {
     }
 
     /// Writes `bytes` at byte `at` of rank `q`'s window: a copy into its
-    /// memory on one node, an `MPI_Put` otherwise. Completed by the next
-    /// fence.
+    /// memory on one node, an `MPI_Put` otherwise. Completed by the
+    /// all-gather's wait.
     ///
     /// # Safety
     ///
     /// `at..at + bytes.len()` must lie inside q's window, in a cell of the
-    /// half being written, and `bytes` must stay unchanged until the fence.
+    /// half being written, and `bytes` must stay unchanged until the wait.
     unsafe fn put(&self, bytes: &[u8], q: usize, at: usize) {
         if let Some(&peer) = self.peers.get(q) {
             // SAFETY: the range lies in q's segment of the shared window
             // (the caller's contract), which no one else writes or reads
-            // in this epoch: only this rank writes its cells, and q reads
-            // this half after the fence.
+            // in this all-gather: only this rank writes its cells, and q
+            // reads this half after its wait.
             unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), peer.add(at), bytes.len()) };
             return;
         }
         let len = c_int::try_from(bytes.len()).expect("bsp: mailboxes and rows are small");
-        // SAFETY: as above; MPI reads `bytes` until the fence.
+        // SAFETY: as above; MPI reads `bytes` until the fence that ends
+        // the wait.
         unsafe {
             ffi::MPI_Put(
                 bytes.as_ptr().cast::<c_void>(),
@@ -341,14 +392,36 @@ impl Fenced {
         }
     }
 
-    /// The first `words` words of `sender`'s cell in `half`, as the last
-    /// fence left them.
+    /// On one node: waits until every other rank has released its cell of
+    /// this all-gather in this rank's segment (its sequence word reads
+    /// `count`).
+    fn wait_for_peers(&self) {
+        let half = self.half;
+        for q in (0..self.p).filter(|&q| q != self.me) {
+            // SAFETY: the sequence word of q's cell in this rank's
+            // segment, 8-aligned; q writes it, this rank only reads it.
+            let seq = unsafe { &*self.base.add(self.cell(half, q)).cast::<AtomicU64>() };
+            let start = Instant::now();
+            let mut looks = 0u32;
+            while seq.load(Ordering::Acquire) != self.count {
+                looks = looks.wrapping_add(1);
+                if looks % 64 == 0 && start.elapsed() >= self.spin {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    }
+
+    /// The first `words` words after `sender`'s sequence word in `half`,
+    /// as the last all-gather left them.
     fn words(&self, half: usize, sender: usize, words: usize) -> &[u64] {
-        let at = self.cell(half, sender);
+        let at = self.cell(half, sender) + SEQ_BYTES;
         // SAFETY: the cell lies inside this rank's window (allocated with
         // 2·p cells), is 8-aligned (the window is, and cells are whole
-        // words), and no put writes this half until every rank has passed
-        // the next fence, which this rank has not yet entered.
+        // words), and no rank writes this half again before this rank has
+        // started its next all-gather (see the module docs).
         unsafe { std::slice::from_raw_parts(self.base.add(at).cast::<u64>(), words) }
     }
 
@@ -371,10 +444,10 @@ impl Fenced {
             if length == 0 {
                 continue;
             }
-            let at = self.cell(read, q) + 8 * (HEAD + self.row_cap);
+            let at = self.cell(read, q) + SEQ_BYTES + 8 * (HEAD + self.row_cap);
             // SAFETY: the sender's block lies inside its cell's mailbox
             // (it put it only when it fitted) and this half is not written
-            // again before this rank's next fence.
+            // again before this rank's next all-gather.
             let bytes = unsafe { std::slice::from_raw_parts(self.base.add(at), length) };
             got.push((q, vec![Bytes::copy_from_slice(bytes)]));
         }
@@ -386,8 +459,22 @@ impl Fenced {
         if collective {
             // SAFETY: every rank frees its window at the same point (the
             // end of the communicator's run or sub-machine), after the
-            // fence that completed the last puts.
+            // wait that completed the last writes.
             unsafe { ffi::MPI_Win_free(&mut self.win) };
         }
+    }
+}
+
+/// How long a rank spins for its peers before yielding: [`SPIN`] where
+/// every rank of the `p` on this node can have a core, nothing where they
+/// outnumber the cores (a spinning rank would hold the core its peer
+/// needs).
+fn spin_budget(p: usize) -> Duration {
+    // SAFETY: sysconf has no preconditions.
+    let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if cores > 0 && p <= cores as usize {
+        SPIN
+    } else {
+        Duration::ZERO
     }
 }
