@@ -15,13 +15,13 @@
 # median per measurement (see put_fence.c). Prints, per measurement, the
 # median over runs of each program's median and the ratios bsp / MPI
 # (for GB/s, bsp's share of MPI's); writes every line to
-# benchmarks/data/one_sided.jsonl (or $OUT).
+# benchmarks/data/one_sided/latest.jsonl (or $OUT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NP=${1:-2}
 RUNS=${2:-3}
 ROUNDS=${3:-7}
-OUT=${OUT:-benchmarks/data/one_sided.jsonl}
+OUT=${OUT:-benchmarks/data/one_sided/latest.jsonl}
 MPIRUN=(mpirun -np "$NP")
 [ "$(id -u)" -eq 0 ] && MPIRUN+=(--allow-run-as-root)
 [ "$NP" -gt "$(nproc)" ] && MPIRUN+=(--oversubscribe)

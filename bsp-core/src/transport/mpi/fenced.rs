@@ -401,11 +401,14 @@ impl Fenced {
             // SAFETY: the sequence word of q's cell in this rank's
             // segment, 8-aligned; q writes it, this rank only reads it.
             let seq = unsafe { &*self.base.add(self.cell(half, q)).cast::<AtomicU64>() };
-            let start = Instant::now();
+            // The clock starts at the first look that fails: most waits
+            // end before it, and a clock read costs as much as a look.
+            let mut start = None;
             let mut looks = 0u32;
             while seq.load(Ordering::Acquire) != self.count {
+                let since = *start.get_or_insert_with(Instant::now);
                 looks = looks.wrapping_add(1);
-                if looks % 64 == 0 && start.elapsed() >= self.spin {
+                if looks % 64 == 0 && since.elapsed() >= self.spin {
                     std::thread::yield_now();
                 } else {
                     std::hint::spin_loop();
