@@ -7,9 +7,11 @@
 //! ```
 //!
 //! * **Empty sync**: the latency of `ctx.sync()` with nothing to deliver
-//!   (one `MPI_Allgather` of the 28-word sync row) against an `MPI_Barrier`
-//!   followed by an `MPI_Alltoall` of p integers — what a hand-written MPI
-//!   superstep needs at least. Target: ratio ≤ 2.
+//!   (its rows through the sync window, `transport/mpi/fenced.rs` in
+//!   bsp-core; one `MPI_Allgather` of them with `BSP_MPI_SYNC=allgather`)
+//!   against an `MPI_Barrier` followed by an `MPI_Alltoall` of p integers
+//!   — what a hand-written superstep of MPI collectives needs at least.
+//!   Target: ratio ≤ 2. `one_sided.sh` compares with one-sided MPI.
 //! * **Routing**: every processor puts `n/p` bytes into every processor
 //!   (n bytes per processor per superstep), routed by the two-phase router
 //!   and by the direct router, against one `MPI_Alltoallv` of the same bytes between
