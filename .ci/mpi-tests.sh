@@ -92,6 +92,12 @@ with_setting BSP_MPI_PIECE=700 mpi_transport core_routing
 echo "== the routing and semantics tests, every put payload placed straight into its coarray"
 with_setting BSP_MPI_RECEIVE=placed mpi_transport core_routing core_semantics core_failures
 
+echo "== the transport and routing tests with the sync rows as MPI_Put + MPI_Win_fence (the way across nodes)"
+with_setting BSP_MPI_SYNC=put mpi_transport core_routing core_semantics core_failures
+
+echo "== the transport and routing tests with the sync rows through MPI_Allgather"
+with_setting BSP_MPI_SYNC=allgather mpi_transport core_routing
+
 echo "== examples under mpirun (quick arguments; each checks its own answer)"
 # The examples' defaults are sized for benchmarking (GiBs, 2^26 keys): give
 # each one quick arguments here. An example without a case below is only
@@ -104,6 +110,7 @@ for src in examples/*.rs benchmarks/examples/*.rs; do
         bench_router) args=(--mib 8 --reps 1 --rounds 1) ;;
         bench_collectives) args=(--bytes 8,4096 --reps 2) ;;
         bench_mpi) args=(--quick) ;;
+        bench_one_sided) args=(--rounds 1) ;;
         bench_access) args=(--n 100000 --reps 1) ;;
         bench_k_level) args=(--bytes 8,5000 --reps 1) ;;
         histogram) args=(--n 1000000 --bins 1000 --dist zipf --reps 1) ;;

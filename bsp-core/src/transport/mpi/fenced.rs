@@ -151,16 +151,17 @@ pub(super) enum Fate {
 }
 
 impl Fenced {
-    /// A window on `comm` (collective), for rows of `row` words; shared
-    /// memory when every rank of `comm` is on `one_node`.
+    /// A window on `comm` (collective), for rows of `row` words: shared
+    /// memory, mapped by every rank, where `shared` (every rank of `comm`
+    /// is on one node); `MPI_Put`s and fences otherwise.
     pub(super) fn new(
         comm: &SimpleCommunicator,
-        one_node: bool,
+        shared: bool,
         me: usize,
         p: usize,
         row: usize,
     ) -> Fenced {
-        Fenced::allocate(comm, one_node, me, p, row.max(ROW_FIRST), MAIL_FIRST)
+        Fenced::allocate(comm, shared, me, p, row.max(ROW_FIRST), MAIL_FIRST)
     }
 
     fn cell_bytes(&self) -> usize {
@@ -174,7 +175,7 @@ impl Fenced {
 
     fn allocate(
         comm: &SimpleCommunicator,
-        one_node: bool,
+        shared: bool,
         me: usize,
         p: usize,
         row_cap: usize,
@@ -208,7 +209,7 @@ impl Fenced {
         // nodes, NOPRECEDE opens the first epoch (no RMA precedes it).
         unsafe {
             let (info, comm) = (ffi::RSMPI_INFO_NULL, comm.as_raw());
-            if one_node {
+            if shared {
                 ffi::MPI_Win_allocate_shared(size, 1, info, comm, base, &mut fenced.win);
                 std::ptr::write_bytes(fenced.base, 0, bytes);
                 ffi::MPI_Barrier(comm);
@@ -217,7 +218,7 @@ impl Fenced {
                 ffi::MPI_Win_fence(ffi::MPI_MODE_NOPRECEDE as c_int, fenced.win);
             }
         }
-        if one_node {
+        if shared {
             fenced.peers = (0..p)
                 .map(|q| {
                     let (mut size, mut unit, mut at) = (0, 0, std::ptr::null_mut::<u8>());
@@ -253,8 +254,8 @@ impl Fenced {
         // SAFETY: every rank grows at the same call (see the module docs),
         // after the wait that completed the last writes into this window.
         unsafe { ffi::MPI_Win_free(&mut self.win) };
-        let one_node = !self.peers.is_empty();
-        *self = Fenced::allocate(comm, one_node, self.me, self.p, row_cap, self.mail_next);
+        let shared = !self.peers.is_empty();
+        *self = Fenced::allocate(comm, shared, self.me, self.p, row_cap, self.mail_next);
     }
 
     /// All ranks' `row`s, concatenated in rank order, through one wait;

@@ -35,7 +35,8 @@
 //! * `allgather` (the sync rows) is a put of the row into every other
 //!   rank's window and one `MPI_Win_fence` (`fenced.rs`); blocks offered
 //!   with the rows ride in the same epoch when they are small, so that a
-//!   superstep of small puts routed directly costs that one fence. With
+//!   superstep of small puts routed directly costs that one fence (on
+//!   one node, no MPI call at all). With
 //!   [`SYNC_ENV`]`=allgather`, or under a sync time limit (`timed.rs`),
 //!   it is an `MPI_Allgather` (or its timed point-to-point form) instead,
 //!   and offered blocks are kept.
@@ -100,11 +101,44 @@ use crate::segments::Segments;
 /// rank of a job must use the same (checked when a run starts).
 pub(crate) const PIECE_ENV: &str = "BSP_MPI_PIECE";
 
-/// Environment variable choosing how the sync rows travel: `fence` (the
-/// default: one-sided puts and one `MPI_Win_fence`, `fenced.rs`) or
-/// `allgather` (one `MPI_Allgather`, and no blocks beside the rows). Every
-/// rank of a job must use the same (checked when a run starts).
+/// Environment variable choosing how the sync rows travel ([`SyncWay`]):
+/// `fence` (the default), `put` or `allgather`. Every rank of a job must
+/// use the same (checked when a run starts).
 pub(crate) const SYNC_ENV: &str = "BSP_MPI_SYNC";
+
+/// How the sync rows travel, as [`SYNC_ENV`] says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SyncWay {
+    /// Through a window (`fenced.rs`): on one node a shared-memory one,
+    /// with no MPI call per sync, and placed payloads pulled by their
+    /// receivers (`pull.rs`); across nodes `MPI_Put`s and one
+    /// `MPI_Win_fence`. The default.
+    Fence,
+    /// Through a window with `MPI_Put`s and one `MPI_Win_fence` even on
+    /// one node, and payloads as messages: the way across nodes, for
+    /// tests and measurements on one.
+    Put,
+    /// One `MPI_Allgather`, no blocks beside the rows, payloads as
+    /// messages: the transport before the windows.
+    Allgather,
+}
+
+impl SyncWay {
+    /// [`SYNC_ENV`]'s choice, [`Fence`](SyncWay::Fence) where unset.
+    fn from_env() -> Result<SyncWay> {
+        match std::env::var(SYNC_ENV) {
+            Err(_) => Ok(SyncWay::Fence),
+            Ok(set) => match set.trim() {
+                "fence" => Ok(SyncWay::Fence),
+                "put" => Ok(SyncWay::Put),
+                "allgather" => Ok(SyncWay::Allgather),
+                _ => Err(config_error(format!(
+                    "{SYNC_ENV}={set:?}: expected fence, put or allgather"
+                ))),
+            },
+        }
+    }
+}
 
 /// The largest message Open MPI's shared-memory transport sends eagerly:
 /// its `btl_vader_eager_limit` (4 KiB), less room for its match header.
@@ -255,8 +289,8 @@ pub(crate) struct MpiComm {
     limits: RunLimits,
     /// The superstep of the coming collectives, for error reports.
     superstep: usize,
-    /// Whether the rows travel through a window (see [`SYNC_ENV`]).
-    fence_rows: bool,
+    /// How the rows travel (see [`SYNC_ENV`]).
+    sync: SyncWay,
     /// The window of the fenced all-gathers, made at the first one; freed
     /// (collectively) when the endpoint is dropped, before its
     /// communicator.
@@ -335,7 +369,7 @@ impl Comm for MpiComm {
                 }
             };
         }
-        if self.fence_rows {
+        if self.sync != SyncWay::Allgather {
             return Ok(self.fenced_allgather(row, None).0);
         }
         let mut all = vec![0u64; row.len() * self.nprocs];
@@ -377,7 +411,7 @@ impl Comm for MpiComm {
         blocks: &[(usize, Segments)],
         into: Scatter,
     ) -> Result<(), Aborted> {
-        if self.world.one_node && self.capabilities().publishes_with_rows {
+        if self.shares_window() && self.capabilities().publishes_with_rows {
             // SAFETY: the caller keeps `exchange_into`'s contract, which
             // is `pull_into`'s.
             if unsafe { self.pull_into(blocks, &into) } {
@@ -396,7 +430,8 @@ impl Comm for MpiComm {
             shares_memory: false,
             one_node: self.world.one_node,
             scatter_receive: true,
-            publishes_with_rows: self.fence_rows && self.limits.sync_timeout.is_none(),
+            publishes_with_rows: self.sync != SyncWay::Allgather
+                && self.limits.sync_timeout.is_none(),
         }
     }
 
@@ -442,6 +477,12 @@ impl Comm for MpiComm {
 }
 
 impl MpiComm {
+    /// Whether the sync window is shared memory, mapped by every rank: on
+    /// one node, unless [`SYNC_ENV`] says `put`.
+    fn shares_window(&self) -> bool {
+        self.world.one_node && self.sync == SyncWay::Fence
+    }
+
     /// The rows (and offered blocks) through this communicator's window,
     /// made at the first call.
     fn fenced_allgather(
@@ -449,14 +490,14 @@ impl MpiComm {
         row: &[u64],
         blocks: Option<Blocks>,
     ) -> (Rows, Option<fenced::Fate>) {
-        let (me, p, one_node) = (self.pid, self.nprocs, self.world.one_node);
+        let (me, p, shared) = (self.pid, self.nprocs, self.shares_window());
         let comm = match &self.own {
             Some(own) => own.get(),
             None => &self.world.comm,
         };
         let fenced = self
             .fenced
-            .get_or_insert_with(|| fenced::Fenced::new(comm, one_node, me, p, row.len()));
+            .get_or_insert_with(|| fenced::Fenced::new(comm, shared, me, p, row.len()));
         fenced.allgather(comm, row, blocks)
     }
 
@@ -538,7 +579,7 @@ fn agree_on_run(
     world: &World,
     limits: RunLimits,
     piece: usize,
-    fence_rows: bool,
+    sync: SyncWay,
     started: u64,
 ) -> Result<()> {
     const WORDS: usize = 6;
@@ -549,7 +590,7 @@ fn agree_on_run(
         timeout_ns,
         limits.on_failure as u64,
         piece as u64,
-        u64::from(fence_rows),
+        sync as u64,
         program_hash(&limits.program),
         started,
     ];
@@ -591,21 +632,6 @@ fn piece_limit() -> Result<usize> {
     }
 }
 
-/// Whether the rows travel through a window: [`SYNC_ENV`], `fence`
-/// unless set to `allgather`.
-fn fence_rows() -> Result<bool> {
-    match std::env::var(SYNC_ENV) {
-        Err(_) => Ok(true),
-        Ok(set) => match set.trim() {
-            "fence" => Ok(true),
-            "allgather" => Ok(false),
-            _ => Err(config_error(format!(
-                "{SYNC_ENV}={set:?}: expected fence or allgather"
-            ))),
-        },
-    }
-}
-
 /// This rank's endpoint for a new run, with the lock that serialises runs
 /// on this process, after the checks every run makes first: not inside
 /// another run, not after a lost rank, the same limits on every rank.
@@ -624,7 +650,7 @@ fn open(limits: RunLimits) -> Result<(MpiComm, MutexGuard<'static, u64>)> {
         ));
     }
     let piece = piece_limit()?;
-    let fence_rows = fence_rows()?;
+    let sync = SyncWay::from_env()?;
     let world = world();
     let mut serialised =
         match world.run_lock.try_lock() {
@@ -637,7 +663,7 @@ fn open(limits: RunLimits) -> Result<(MpiComm, MutexGuard<'static, u64>)> {
                     .to_owned(),
             )),
         };
-    agree_on_run(world, limits, piece, fence_rows, *serialised)?;
+    agree_on_run(world, limits, piece, sync, *serialised)?;
     *serialised += 1;
     let comm = MpiComm {
         world,
@@ -646,7 +672,7 @@ fn open(limits: RunLimits) -> Result<(MpiComm, MutexGuard<'static, u64>)> {
         piece,
         limits,
         superstep: 0,
-        fence_rows,
+        sync,
         fenced: None,
         pull: None,
         own: None,

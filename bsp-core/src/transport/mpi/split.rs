@@ -72,7 +72,7 @@ impl MpiComm {
             piece: self.piece,
             limits: self.limits,
             superstep: 0,
-            fence_rows: self.fence_rows,
+            sync: self.sync,
             fenced: None,
             pull: None,
             own: Some(SubCommunicator(sub)),
