@@ -32,7 +32,7 @@ mod common;
 use std::time::Instant;
 
 use bsp::prelude::*;
-use common::{median, Args};
+use common::{fit_line, median, Args};
 use serde_json::json;
 
 const USAGE: &str = "bench_one_sided: bsp supersteps measured as put_fence.c measures MPI one-sided
@@ -118,18 +118,6 @@ fn rounds_on(ctx: &mut Ctx, rounds: usize) -> (Vec<Round>, bool) {
     (out, ok)
 }
 
-/// Slope of the least-squares line through `(h, t)`.
-fn slope(points: impl Iterator<Item = (f64, f64)> + Clone) -> f64 {
-    let n = points.clone().count() as f64;
-    let (mx, my) = points
-        .clone()
-        .fold((0.0, 0.0), |(x, y), (a, b)| (x + a / n, y + b / n));
-    let (sxy, sxx) = points.fold((0.0, 0.0), |(xy, xx), (a, b)| {
-        (xy + (a - mx) * (b - my), xx + (a - mx) * (a - mx))
-    });
-    sxy / sxx
-}
-
 fn least(xs: &[f64]) -> f64 {
     xs.iter().copied().fold(f64::INFINITY, f64::min)
 }
@@ -172,7 +160,10 @@ fn main() -> std::process::ExitCode {
         line("empty", "us", least(&empty), median(&mut empty));
         let mut one = series(&|r| r.one * 1e6);
         line("one", "us", least(&one), median(&mut one));
-        let mut g = series(&|r| 1e9 * slope(HS.iter().zip(&r.g).map(|(&h, &t)| (h as f64, t))));
+        let mut g = series(&|r| {
+            let points: Vec<(usize, f64)> = HS.iter().copied().zip(r.g.iter().copied()).collect();
+            1e9 * fit_line(&points).1
+        });
         line("g", "ns", least(&g), median(&mut g));
         for (k, h) in HS.iter().enumerate() {
             let mut per = series(&|r| r.g[k] * 1e9 / *h as f64);

@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use bsp::algos::{all_reduce, Max};
 use bsp::prelude::*;
-use common::{median, Args, Progress};
+use common::{fit_line, median, Args, Progress};
 use serde_json::json;
 
 const USAGE: &str =
@@ -41,17 +41,6 @@ struct Fit {
     l_h_seconds: f64,
     g_seconds_per_byte: f64,
     points: Vec<(usize, f64)>,
-}
-
-/// Least-squares line through `(x, y)` points: (intercept, slope).
-fn fit_line(points: &[(usize, f64)]) -> (f64, f64) {
-    let n = points.len() as f64;
-    let mx = points.iter().map(|p| p.0 as f64).sum::<f64>() / n;
-    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
-    let sxy: f64 = points.iter().map(|p| (p.0 as f64 - mx) * (p.1 - my)).sum();
-    let sxx: f64 = points.iter().map(|p| (p.0 as f64 - mx).powi(2)).sum();
-    let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
-    (my - slope * mx, slope)
 }
 
 /// Batches of the l measurement, and how many empty syncs each holds.

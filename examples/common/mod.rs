@@ -186,6 +186,17 @@ pub fn verdict(results: &bsp::Outcome<Option<bool>>) -> std::process::ExitCode {
     }
 }
 
+/// Least-squares line through `(x, y)` points: (intercept, slope).
+pub fn fit_line(points: &[(usize, f64)]) -> (f64, f64) {
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.0 as f64).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxy: f64 = points.iter().map(|p| (p.0 as f64 - mx) * (p.1 - my)).sum();
+    let sxx: f64 = points.iter().map(|p| (p.0 as f64 - mx).powi(2)).sum();
+    let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+    (my - slope * mx, slope)
+}
+
 /// The median of `xs` (which must not be empty).
 pub fn median(xs: &mut [f64]) -> f64 {
     xs.sort_by(f64::total_cmp);

@@ -126,8 +126,9 @@ pub(super) struct Fenced {
     /// The mailbox size every rank agreed on at the last all-gather, for the
     /// next all-gather.
     mail_next: usize,
-    /// Where this rank stages each peer's row and heads.
-    staging: Vec<u64>,
+    /// Where this rank stages each peer's heads (the row goes out from
+    /// the caller's slice, as it is).
+    heads: Vec<u64>,
     /// All-gathers made on this window, the sequence word of the last.
     count: u64,
     /// How long to spin for the peers on one node before yielding.
@@ -193,7 +194,7 @@ impl Fenced {
             mail_cap,
             half: 0,
             mail_next: mail_cap,
-            staging: Vec::new(),
+            heads: Vec::new(),
             count: 0,
             spin: spin_budget(p),
             offered: None,
@@ -282,9 +283,8 @@ impl Fenced {
                 .unwrap_or(0)
         });
         let fits = wanted <= self.mail_cap;
-        let stride = HEAD + n;
-        let mut staging = std::mem::take(&mut self.staging);
-        staging.resize(stride * p, 0);
+        let mut heads = std::mem::take(&mut self.heads);
+        heads.resize(HEAD * p, 0);
         // The blocks list pids ascending, as the peers are visited.
         let mut listed = blocks.iter().flatten().filter(|_| fits).peekable();
         let cell = self.cell(self.half, me);
@@ -295,16 +295,17 @@ impl Fenced {
             while listed.next_if(|(k, _)| *k < q).is_some() {}
             let block = listed.next_if(|(k, _)| *k == q).map(|(_, b)| b);
             let length = block.map_or(0, |b| segments_len(b));
-            let staged = &mut staging[q * stride..(q + 1) * stride];
-            staged[0] = wanted as u64;
-            staged[1] = length as u64;
-            staged[HEAD..].copy_from_slice(row);
-            let staged = bytemuck::cast_slice::<u64, u8>(staged);
-            // SAFETY: the target range (this rank's cell in q's window,
-            // `stride` words) lies inside q's window, whose cells are as
-            // large as this rank's (every rank grows alike); `staged`
-            // stays unchanged until the fence below.
-            unsafe { self.put(staged, q, at) };
+            let staged = &mut heads[q * HEAD..(q + 1) * HEAD];
+            staged.copy_from_slice(&[wanted as u64, length as u64]);
+            // SAFETY: the target ranges (this rank's cell in q's window:
+            // the heads, then the row, which fits `row_cap`) lie inside
+            // q's window, whose cells are as large as this rank's (every
+            // rank grows alike); `heads` and `row` stay unchanged until
+            // the wait below.
+            unsafe {
+                self.put(bytemuck::cast_slice(staged), q, at);
+                self.put(bytemuck::cast_slice(row), q, at + 8 * HEAD);
+            }
             let mut mail = mail_at;
             for segment in block.into_iter().flatten() {
                 // SAFETY: the block fits the mailbox (`fits`), so the
@@ -329,7 +330,7 @@ impl Fenced {
         } else {
             self.wait_for_peers();
         }
-        self.staging = staging;
+        self.heads = heads;
         let read = self.half;
         self.half ^= 1;
         // Made in place, not copied out of a vector.

@@ -89,15 +89,13 @@ impl MpiComm {
             .iter()
             .filter(|(q, _)| *q != me)
             .map(|(q, block)| {
-                let words: Vec<u64> = block
+                let list: Vec<u8> = block
                     .iter()
                     .filter(|s| !s.is_empty())
                     .flat_map(|s| [s.as_ptr() as u64, s.len() as u64])
+                    .flat_map(u64::to_ne_bytes)
                     .collect();
-                (
-                    *q,
-                    vec![Bytes::copy_from_slice(bytemuck::cast_slice(&words))],
-                )
+                (*q, vec![Bytes::from(list)])
             })
             .collect();
         let (_, fate) = self.fenced_allgather(&[], Some(lists));
@@ -109,17 +107,16 @@ impl MpiComm {
             let done = if *src == me {
                 copy_own(blocks, me, pieces)
             } else {
-                let words: Vec<u64> = lists
+                // A list is one segment (copied out of the mailbox) of
+                // (address, length) pairs.
+                let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().expect("8 bytes"));
+                let remote: Vec<(u64, u64)> = lists
                     .iter()
                     .find(|(q, _)| q == src)
-                    .map(|(_, list)| {
-                        list.iter()
-                            .flat_map(|b| b.chunks_exact(8))
-                            .map(|w| u64::from_ne_bytes(w.try_into().expect("8 bytes")))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let remote: Vec<(u64, u64)> = words.chunks_exact(2).map(|w| (w[0], w[1])).collect();
+                    .into_iter()
+                    .flat_map(|(_, list)| list.iter().flat_map(|b| b.chunks_exact(16)))
+                    .map(|pair| (word(&pair[..8]), word(&pair[8..])))
+                    .collect();
                 let pids = &self
                     .pull
                     .as_ref()
