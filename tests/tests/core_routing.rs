@@ -451,6 +451,44 @@ fn auto_takes_each_router_where_the_model_says() {
     });
 }
 
+/// On one processor every stream goes to itself, so the automatic router
+/// takes the direct router (one copy) whatever the model predicts: here a
+/// machine on which two phases cost less at every h.
+#[test]
+fn auto_routes_directly_on_one_processor() {
+    let two_phase_cheaper = Machine::new(
+        Cost {
+            l_seconds: 1e-6,
+            g_seconds_per_byte: 1e-9,
+        },
+        Cost {
+            l_seconds: 2e-6,
+            g_seconds_per_byte: 2e-9,
+        },
+    );
+    watchdog(60, move || {
+        for rt in runtimes(&[1]) {
+            let auto = rt.with_router(Router::Auto).with_machine(two_phase_cheaper);
+            if auto.nprocs() != 1 {
+                continue; // an MPI world of several ranks
+            }
+            for len in [100, 4000] {
+                let ops = vec![vec![Op::Send {
+                    dst: 0,
+                    msg: vec![7; len],
+                }]];
+                let stats = check(&auto, &ops);
+                let routed: Vec<Router> = stats.supersteps[1]
+                    .routes
+                    .iter()
+                    .map(|r| r.router)
+                    .collect();
+                assert_eq!(routed, vec![Router::Direct], "{len}-byte message");
+            }
+        }
+    });
+}
+
 /// Bytes of each large put in `large_puts_land_as_in_order_delivery`: on
 /// MPI, the direct router's receivers place records this large straight
 /// into the coarray (`BSP_MPI_RECEIVE=auto`).

@@ -407,6 +407,15 @@ impl Ctx {
         let decision = decision.unwrap_or_else(|error| self.comm.abort(error));
         let h = decision.h_estimate(self.nprocs);
         let choice = match (self.router, self.machine) {
+            // One processor sends only to itself: the direct router copies
+            // each stream once, where two phases would copy it twice.
+            (Router::Auto, m) if self.nprocs == 1 => Choice {
+                router: Router::Direct,
+                predicted: m
+                    .and_then(|m| m.cost(Router::Direct))
+                    .map(|c| c.predict(h)),
+                h,
+            },
             (Router::Auto, Some(m)) => {
                 let (router, predicted) = m.choose(h);
                 Choice {
