@@ -7,6 +7,8 @@ use std::marker::PhantomData;
 use bytemuck::Pod;
 
 use crate::scope::{Scope, Scoped};
+#[cfg(all(feature = "mpi", target_os = "linux"))]
+use crate::shared_memory::Region;
 
 /// A handle to a registered coarray of `T`.
 ///
@@ -144,6 +146,170 @@ impl<T: Pod + Send> Storage for PodVec<T> {
         bytemuck::cast_slice_mut::<T, u8>(&mut self.0).copy_from_slice(bytes);
         true
     }
+}
+
+/// The fewest bytes of a coarray's local part that [`Ctx::coarray`](crate::Ctx::coarray)
+/// places in [`Mapped`] memory where the transport asks for it: smaller
+/// payloads travel in the sync window's mailboxes anyway.
+#[cfg(all(feature = "mpi", target_os = "linux"))]
+pub(crate) const MAPPED_MIN: usize = 64 << 10;
+
+/// A coarray's local part in memory that the other processes of the node
+/// map (`shared_memory.rs`): under the MPI transport on one node, the
+/// senders of a sync copy their payloads straight into it.
+#[cfg(all(feature = "mpi", target_os = "linux"))]
+pub(crate) struct Mapped<T> {
+    region: Region,
+    len: usize,
+    /// `Send` and `Sync` as the region is: the bytes are `T: Pod`, which
+    /// has no interior mutability, so shared `&[T]` only read (as for
+    /// `PodVec`).
+    _t: PhantomData<fn() -> T>,
+}
+
+#[cfg(all(feature = "mpi", target_os = "linux"))]
+impl<T: Pod> Mapped<T> {
+    /// `len` zeroed elements (at least one byte's worth); `None` where
+    /// the kernel gives no such memory.
+    pub(crate) fn zeroed(len: usize) -> Option<Self> {
+        let bytes = len.checked_mul(std::mem::size_of::<T>())?;
+        Some(Mapped {
+            region: Region::zeroed(bytes.max(1))?,
+            len,
+            _t: PhantomData,
+        })
+    }
+
+    pub(crate) fn as_slice(&self) -> &[T] {
+        let bytes = &self.region.bytes()[..self.len * std::mem::size_of::<T>()];
+        // The region is page-aligned, so aligned for any `T`.
+        bytemuck::cast_slice(bytes)
+    }
+
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [T] {
+        let bytes = &mut self.region.bytes_mut()[..self.len * std::mem::size_of::<T>()];
+        bytemuck::cast_slice_mut(bytes)
+    }
+}
+
+#[cfg(all(feature = "mpi", target_os = "linux"))]
+impl<T: Pod + Send> Storage for Mapped<T> {
+    fn bytes(&self) -> &[u8] {
+        bytemuck::cast_slice(self.as_slice())
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        bytemuck::cast_slice_mut(self.as_mut_slice())
+    }
+    fn elem_size(&self) -> usize {
+        std::mem::size_of::<T>()
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+    fn restore_bytes(&mut self, bytes: &[u8]) -> bool {
+        let size = std::mem::size_of::<T>().max(1);
+        if bytes.len() % size != 0 {
+            return false;
+        }
+        if bytes.len() != self.bytes().len() {
+            match Mapped::zeroed(bytes.len() / size) {
+                Some(fresh) => *self = fresh,
+                None => return false,
+            }
+        }
+        self.bytes_mut().copy_from_slice(bytes);
+        true
+    }
+}
+
+/// A coarray's local part of `T`s taken out of the registry: a vector,
+/// or memory the node's other processes map.
+pub(crate) enum Part<T> {
+    Heap(Vec<T>),
+    #[cfg(all(feature = "mpi", target_os = "linux"))]
+    Mapped(Mapped<T>),
+}
+
+impl<T: Pod + Send> Part<T> {
+    /// The part held by `storage`, if it holds `T`s.
+    pub(crate) fn of(storage: Box<dyn Storage>) -> Option<Self> {
+        let any = storage.into_any();
+        #[cfg(all(feature = "mpi", target_os = "linux"))]
+        let any = match any.downcast::<Mapped<T>>() {
+            Ok(mapped) => return Some(Part::Mapped(*mapped)),
+            Err(any) => any,
+        };
+        any.downcast::<PodVec<T>>().ok().map(|v| Part::Heap(v.0))
+    }
+
+    /// The elements as a vector: the vector itself, or a copy of mapped
+    /// memory.
+    pub(crate) fn into_vec(self) -> Vec<T> {
+        match self {
+            Part::Heap(v) => v,
+            #[cfg(all(feature = "mpi", target_os = "linux"))]
+            Part::Mapped(m) => m.as_slice().to_vec(),
+        }
+    }
+
+    /// The part as a registry's storage.
+    pub(crate) fn into_storage(self) -> Box<dyn Storage> {
+        match self {
+            Part::Heap(v) => Box::new(PodVec(v)),
+            #[cfg(all(feature = "mpi", target_os = "linux"))]
+            Part::Mapped(m) => Box::new(m),
+        }
+    }
+}
+
+impl<T: Pod> std::ops::Deref for Part<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        match self {
+            Part::Heap(v) => v,
+            #[cfg(all(feature = "mpi", target_os = "linux"))]
+            Part::Mapped(m) => m.as_slice(),
+        }
+    }
+}
+
+impl<T: Pod> std::ops::DerefMut for Part<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        match self {
+            Part::Heap(v) => v,
+            #[cfg(all(feature = "mpi", target_os = "linux"))]
+            Part::Mapped(m) => m.as_mut_slice(),
+        }
+    }
+}
+
+/// The local part in `storage` as a slice of `T`, if it holds `T`s.
+pub(crate) fn slice_of<T: Pod>(storage: &dyn Storage) -> Option<&[T]> {
+    let any = storage.as_any();
+    #[cfg(all(feature = "mpi", target_os = "linux"))]
+    if let Some(mapped) = any.downcast_ref::<Mapped<T>>() {
+        return Some(mapped.as_slice());
+    }
+    any.downcast_ref::<PodVec<T>>().map(|v| &v.0[..])
+}
+
+/// The local part in `storage` as a mutable slice of `T`, if it holds `T`s.
+pub(crate) fn slice_of_mut<T: Pod>(storage: &mut dyn Storage) -> Option<&mut [T]> {
+    let any = storage.as_any_mut();
+    #[cfg(all(feature = "mpi", target_os = "linux"))]
+    if any.is::<Mapped<T>>() {
+        return any.downcast_mut::<Mapped<T>>().map(Mapped::as_mut_slice);
+    }
+    any.downcast_mut::<PodVec<T>>().map(|v| &mut v.0[..])
 }
 
 /// A coarray's local part lent to the router for one sync (see

@@ -87,6 +87,8 @@ mod runtime;
 mod scope;
 mod segments;
 mod session;
+#[cfg(all(feature = "mpi", target_os = "linux"))]
+mod shared_memory;
 mod stats;
 mod stats_log;
 mod transport;

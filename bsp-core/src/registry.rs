@@ -10,7 +10,7 @@ use bytemuck::Pod;
 use bytes::Bytes;
 
 use crate::area::ForeignBytes;
-use crate::coarray::{LentStorage, PodVec, Storage};
+use crate::coarray::{slice_of, slice_of_mut, LentStorage, Part, PodVec, Storage};
 use crate::error::ErrorKind;
 use crate::queue::Inbox;
 
@@ -176,8 +176,18 @@ impl Registry {
         owner: Option<&str>,
         local: Vec<T>,
     ) -> u32 {
+        self.register_part_for(owner, Part::Heap(local))
+    }
+
+    /// Registers a coarray with local part `local` (a vector or mapped
+    /// memory), on behalf of `owner` if given.
+    pub(crate) fn register_part_for<T: Pod + Send>(
+        &mut self,
+        owner: Option<&str>,
+        local: Part<T>,
+    ) -> u32 {
         let kind = format!("coarray<{}>", std::any::type_name::<T>());
-        self.push(owned(owner, kind), Entry::Array(Box::new(PodVec(local))))
+        self.push(owned(owner, kind), Entry::Array(local.into_storage()))
     }
 
     /// Registers a foreign area (see `area.rs`) whose local part is `local`.
@@ -255,18 +265,38 @@ impl Registry {
         }
     }
 
-    /// The local part of coarray `id` as `Vec<T>`.
-    pub(crate) fn array<T: Pod>(&self, id: u32) -> Result<&Vec<T>, Unusable> {
-        let storage = self.storage(id)?;
-        let part = storage.as_any().downcast_ref::<PodVec<T>>();
-        part.map(|p| &p.0).ok_or(Unusable::Foreign)
+    /// The local part of coarray `id` as a slice of `T`.
+    pub(crate) fn array<T: Pod>(&self, id: u32) -> Result<&[T], Unusable> {
+        slice_of(self.storage(id)?).ok_or(Unusable::Foreign)
     }
 
-    /// The local part of coarray `id` as `Vec<T>`, mutably.
-    pub(crate) fn array_mut<T: Pod>(&mut self, id: u32) -> Result<&mut Vec<T>, Unusable> {
+    /// The local part of coarray `id` as a slice of `T`, mutably.
+    pub(crate) fn array_mut<T: Pod>(&mut self, id: u32) -> Result<&mut [T], Unusable> {
+        slice_of_mut(self.storage_mut(id)?).ok_or(Unusable::Foreign)
+    }
+
+    /// Makes `local` the local part of coarray `id` and returns the part
+    /// it replaces, as a vector. A vector is swapped without a copy; mapped
+    /// memory (`coarray.rs`'s `Mapped`) keeps its place and swaps contents
+    /// with `local` when the lengths agree (two copies), and otherwise
+    /// gives way to `local` and comes back copied.
+    pub(crate) fn replace_array<T: Pod + Send>(
+        &mut self,
+        id: u32,
+        mut local: Vec<T>,
+    ) -> Result<Vec<T>, Unusable> {
         let storage = self.storage_mut(id)?;
-        let part = storage.as_any_mut().downcast_mut::<PodVec<T>>();
-        part.map(|p| &mut p.0).ok_or(Unusable::Foreign)
+        if let Some(v) = storage.as_any_mut().downcast_mut::<PodVec<T>>() {
+            return Ok(std::mem::replace(&mut v.0, local));
+        }
+        let part = slice_of_mut::<T>(storage).ok_or(Unusable::Foreign)?;
+        if part.len() == local.len() {
+            part.swap_with_slice(&mut local);
+            return Ok(local);
+        }
+        let old = part.to_vec();
+        self.entries[id as usize] = Entry::Array(Box::new(PodVec(local)));
+        Ok(old)
     }
 
     /// The local parts of two different coarrays, the second mutably; on
@@ -293,9 +323,9 @@ impl Registry {
         let (Entry::Array(from), Entry::Array(to)) = (read_entry, write_entry) else {
             unreachable!("checked above")
         };
-        let from = from.as_any().downcast_ref::<PodVec<T>>();
-        let to = to.as_any_mut().downcast_mut::<PodVec<U>>();
-        Ok((&from.expect("checked").0, &mut to.expect("checked").0))
+        let from = slice_of::<T>(from.as_ref()).expect("checked");
+        let to = slice_of_mut::<U>(to.as_mut()).expect("checked");
+        Ok((from, to))
     }
 
     /// The received messages of queue `id`.
@@ -414,7 +444,7 @@ impl Registry {
     }
 
     /// Releases coarray `id` in `superstep` and returns its local part.
-    pub(crate) fn release_array<T: Pod>(
+    pub(crate) fn release_array<T: Pod + Send>(
         &mut self,
         id: u32,
         superstep: usize,
@@ -423,8 +453,7 @@ impl Registry {
         let Entry::Array(storage) = self.release(id, superstep) else {
             unreachable!("checked above")
         };
-        let part = storage.into_any().downcast::<PodVec<T>>();
-        Ok(part.expect("checked above").0)
+        Ok(Part::<T>::of(storage).expect("checked above").into_vec())
     }
 
     /// Releases queue `id` in `superstep`, dropping the messages not taken.
@@ -459,24 +488,23 @@ impl Registry {
 
     /// Takes the local part of coarray `id` out for a direct put; until
     /// [`put_back`](Registry::put_back), local access to it fails.
-    pub(crate) fn open<T: Pod>(&mut self, id: u32) -> Result<Vec<T>, Unusable> {
+    pub(crate) fn open<T: Pod + Send>(&mut self, id: u32) -> Result<Part<T>, Unusable> {
         self.array::<T>(id)?;
         let Entry::Array(storage) = std::mem::replace(&mut self.entries[id as usize], Entry::Open)
         else {
             unreachable!("checked above")
         };
-        let part = storage.into_any().downcast::<PodVec<T>>();
-        Ok(part.expect("checked above").0)
+        Ok(Part::of(storage).expect("checked above"))
     }
 
     /// Returns the local part of coarray `id`, taken by [`open`](Registry::open).
-    pub(crate) fn put_back<T: Pod + Send>(&mut self, id: u32, local: Vec<T>) {
+    pub(crate) fn put_back<T: Pod + Send>(&mut self, id: u32, local: Part<T>) {
         let entry = &mut self.entries[id as usize];
         assert!(
             matches!(entry, Entry::Open),
             "bsp: put_back of a coarray not open"
         );
-        *entry = Entry::Array(Box::new(PodVec(local)));
+        *entry = Entry::Array(local.into_storage());
     }
 
     /// Takes back every lent coarray.

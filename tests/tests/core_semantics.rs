@@ -411,3 +411,69 @@ fn two_hundred_fifty_six_processors_on_two_cores() {
         }
     });
 }
+
+/// A large coarray made by `coarray` (under MPI on one node, memory that
+/// the senders write straight into) behaves as any other: puts and
+/// `put_from` land at the sync; `replace_local` hands back the old part,
+/// with the same length (swapped in place) and with another; `release`
+/// hands back the last part; `local_pair_mut` reads one while writing
+/// another.
+#[test]
+fn large_coarrays_take_puts_replacements_and_releases() {
+    const N: usize = 1 << 14; // 128 KiB of u64
+    let word = |src: usize, step: u64, i: usize| (src as u64) << 40 | step << 32 | i as u64;
+    on_runtimes(120, &[1, 2, 3], move |rt| {
+        let out = run_local(rt, move |ctx| {
+            let (me, p) = (ctx.pid(), ctx.nprocs());
+            let (next, prev) = ((me + 1) % p, (me + p - 1) % p);
+            let a = ctx.coarray::<u64>(N);
+            let b = ctx.coarray::<u64>(N);
+            let mut ok = ctx.local(&a).iter().all(|&x| x == 0);
+            // Step 1: a put of the whole part, and a put_from of half.
+            let mine: Vec<u64> = (0..N).map(|i| word(me, 1, i)).collect();
+            ctx.put(next, &a, 0, &mine);
+            ctx.local_mut(&b).copy_from_slice(&mine);
+            ctx.put_from(next, &b, N / 2, &b, ..N / 2);
+            ctx.sync();
+            let want = |step, at: usize| word(prev, step, at);
+            ok &= ctx
+                .local(&a)
+                .iter()
+                .enumerate()
+                .all(|(i, &x)| x == want(1, i));
+            ok &= ctx.local(&b)[N / 2..]
+                .iter()
+                .enumerate()
+                .all(|(i, &x)| x == want(1, i));
+            // Step 2: swapped for a vector of the same length, then written.
+            let fresh: Vec<u64> = (0..N).map(|i| i as u64).collect();
+            let old = ctx.replace_local(&a, fresh);
+            ok &= old.iter().enumerate().all(|(i, &x)| x == want(1, i));
+            ok &= ctx
+                .local(&a)
+                .iter()
+                .enumerate()
+                .all(|(i, &x)| x == i as u64);
+            let mine: Vec<u64> = (0..N / 4).map(|i| word(me, 2, i)).collect();
+            ctx.put(next, &a, N / 2, &mine);
+            ctx.sync();
+            let (from, to) = ctx.local_pair_mut(&a, &b);
+            to.copy_from_slice(from);
+            ok &= ctx.local(&b).iter().enumerate().all(|(i, &x)| match i {
+                _ if (N / 2..N / 2 + N / 4).contains(&i) => x == want(2, i - N / 2),
+                _ => x == i as u64,
+            });
+            // Step 3: replaced by a shorter vector, which takes puts.
+            let before = ctx.replace_local(&a, vec![0; 8]);
+            ok &= before == ctx.local(&b);
+            ctx.put(next, &a, 0, &[word(me, 3, 0); 8]);
+            ctx.sync();
+            ok &= ctx.local(&a) == [want(3, 0); 8];
+            let last = ctx.release(b);
+            ok &= last.len() == N && last[N / 2] == want(2, 0);
+            ctx.sync();
+            ok
+        });
+        verify(rt, out, |_, ok| *ok);
+    });
+}

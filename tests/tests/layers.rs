@@ -323,7 +323,14 @@ fn no_crate_has_an_import_cycle_between_its_top_level_modules() {
 /// transport knows processors, bytes and memory regions, and nothing of
 /// `Ctx`, records, routers or the runtime, so that a new transport is
 /// written against `Comm` alone.
-const TRANSPORT_MAY_IMPORT: [&str; 5] = ["env", "error", "exit_hook", "pool", "segments"];
+const TRANSPORT_MAY_IMPORT: [&str; 6] = [
+    "env",
+    "error",
+    "exit_hook",
+    "pool",
+    "segments",
+    "shared_memory",
+];
 
 #[test]
 fn the_transport_layer_imports_only_mechanisms() {

@@ -35,6 +35,15 @@ impl Ctx {
     ///
     /// Local: allocates and zeroes `local_len` elements; no communication.
     pub fn coarray<T: Pod + Send>(&mut self, local_len: usize) -> Coarray<T> {
+        #[cfg(all(feature = "mpi", target_os = "linux"))]
+        if local_len.saturating_mul(std::mem::size_of::<T>()) >= crate::coarray::MAPPED_MIN
+            && self.comm.capabilities().maps_memory
+        {
+            if let Some(mapped) = crate::coarray::Mapped::<T>::zeroed(local_len) {
+                let part = crate::coarray::Part::Mapped(mapped);
+                return Coarray::new(self.registry.register_part_for(None, part), self.scope);
+            }
+        }
         match bytemuck::allocation::try_zeroed_vec::<T>(local_len) {
             Ok(local) => self.coarray_from(local),
             Err(()) => {
@@ -134,7 +143,10 @@ impl Ctx {
             );
             self.misuse(ErrorKind::PendingCommunication, msg);
         }
-        std::mem::replace(self.array_mut(a), local)
+        match self.registry.replace_array(id, local) {
+            Ok(old) => old,
+            Err(why) => unusable(self.pid, self.superstep, why, "coarray", a.id),
+        }
     }
 
     /// This processor's local part of `read`, and mutably that of `write`,
@@ -228,8 +240,8 @@ impl Ctx {
         }
     }
 
-    /// The local part of `a` as the vector it is.
-    fn array_mut<T: Pod>(&mut self, a: &Coarray<T>) -> &mut Vec<T> {
+    /// The local part of `a`, mutably.
+    fn array_mut<T: Pod>(&mut self, a: &Coarray<T>) -> &mut [T] {
         let (pid, superstep) = (self.pid, self.superstep);
         match self.registry.array_mut::<T>(self.id_of(a)) {
             Ok(part) => part,

@@ -18,7 +18,7 @@ use bytemuck::Pod;
 use bytes::Bytes;
 
 use super::{unusable, Ctx};
-use crate::coarray::{Coarray, PodBytes};
+use crate::coarray::{Coarray, Part, PodBytes};
 use crate::error::{Error, ErrorKind};
 use crate::segments::{copy_prefix, segments_len, SegmentReader};
 use crate::transport::Blocks;
@@ -61,7 +61,7 @@ const VERDICT: usize = 6;
 /// while other processors still write into it), it leaks the buffer rather
 /// than free memory that another thread may be writing.
 struct Opened<T> {
-    local: Option<Vec<T>>,
+    local: Option<Part<T>>,
 }
 
 impl<T> Drop for Opened<T> {
@@ -406,7 +406,7 @@ impl Ctx {
         opened: &mut Opened<T>,
         write: impl FnOnce(&Ctx, &mut [&mut [T]]) -> R,
     ) -> R {
-        let local_len = opened.local.as_ref().map_or(0, Vec::len);
+        let local_len = opened.local.as_ref().map_or(0, |l| l.len());
         self.check_claims(id, pieces, local_len);
         let mut slices: Vec<&mut [T]> = pieces
             .iter()
@@ -459,7 +459,7 @@ impl Ctx {
     ) -> R {
         let (me, p) = (self.pid, self.nprocs);
         let size = std::mem::size_of::<T>();
-        let local_len = opened.local.as_ref().map_or(0, Vec::len);
+        let local_len = opened.local.as_ref().map_or(0, |l| l.len());
         let claims = self.check_claims(id, pieces, local_len);
         // Where each destination's region of the stage starts. This
         // processor's own pieces are written in its part directly (their

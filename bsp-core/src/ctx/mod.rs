@@ -411,9 +411,7 @@ impl Ctx {
             // each stream once, where two phases would copy it twice.
             (Router::Auto, m) if self.nprocs == 1 => Choice {
                 router: Router::Direct,
-                predicted: m
-                    .and_then(|m| m.cost(Router::Direct))
-                    .map(|c| c.predict(h)),
+                predicted: m.and_then(|m| m.cost(Router::Direct)).map(|c| c.predict(h)),
                 h,
             },
             (Router::Auto, Some(m)) => {

@@ -160,12 +160,38 @@ fn offered_blocks_are_exchanged_or_handed_back() {
 fn an_exchange_into_lands_every_byte_in_its_region() {
     on_every_transport(|comm| {
         for cut in [None, Some(2)] {
-            exchange_into_once(comm, cut);
+            let mut buffer = vec![0xAAu8; landing_len(comm)];
+            exchange_into_once(comm, cut, &mut buffer);
         }
     });
 }
 
-fn exchange_into_once(comm: &mut dyn Comm, cut: Option<usize>) {
+/// The same into memory that other processes map (`shared_memory.rs`):
+/// under MPI on one node, the senders write it themselves.
+#[cfg(all(feature = "mpi", target_os = "linux"))]
+#[test]
+fn an_exchange_into_lands_every_byte_in_mapped_memory() {
+    on_every_transport(|comm| {
+        for cut in [None, Some(2)] {
+            let len = landing_len(comm);
+            let mut region = crate::shared_memory::Region::zeroed(len).expect("memfd_create");
+            region.bytes_mut().fill(0xAA);
+            exchange_into_once(comm, cut, region.bytes_mut());
+        }
+    });
+}
+
+/// Bytes of the landing buffer of `exchange_into_once`: what every other
+/// processor sends this one, and 8 bytes of gap after each.
+fn landing_len(comm: &dyn Comm) -> usize {
+    let (me, p) = (comm.pid(), comm.nprocs());
+    (0..p)
+        .map(|q| if q == me { 8 } else { block_len(q, me) + 8 })
+        .sum()
+}
+
+/// One exchange into `buffer` (of [`landing_len`] bytes, all 0xAA).
+fn exchange_into_once(comm: &mut dyn Comm, cut: Option<usize>, buffer: &mut [u8]) {
     {
         let (me, p) = (comm.pid(), comm.nprocs());
         // One buffer, with a gap between senders' landings, each landing
@@ -173,7 +199,7 @@ fn exchange_into_once(comm: &mut dyn Comm, cut: Option<usize>) {
         let lens: Vec<usize> = (0..p)
             .map(|q| if q == me { 0 } else { block_len(q, me) })
             .collect();
-        let mut buffer = vec![0xAAu8; lens.iter().map(|l| l + 8).sum()];
+        assert_eq!(buffer.len(), lens.iter().map(|l| l + 8).sum::<usize>());
         let base = buffer.as_mut_ptr();
         let mut into = Scatter::default();
         let mut at = 0;
@@ -243,9 +269,17 @@ fn capabilities_are_consistent() {
             !caps.shares_memory || caps.one_node,
             "memory shared across nodes"
         );
+        assert!(
+            !caps.maps_memory || (caps.one_node && caps.scatter_receive),
+            "memory mapped by peers, but not on one node or not written in place"
+        );
         // Every processor sees the same capabilities.
-        let row = [u64::from(caps.shares_memory), u64::from(caps.one_node)];
+        let row = [
+            u64::from(caps.shares_memory),
+            u64::from(caps.one_node),
+            u64::from(caps.maps_memory),
+        ];
         let rows = comm.allgather(&row).expect("not aborted");
-        assert!(rows.chunks(2).all(|r| r == row));
+        assert!(rows.chunks(3).all(|r| r == row));
     });
 }

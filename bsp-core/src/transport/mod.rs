@@ -189,6 +189,11 @@ pub(crate) struct Capabilities {
     /// beside the row, so that a direct exchange decided from the rows
     /// costs no second collective (threads).
     pub(crate) publishes_with_rows: bool,
+    /// Whether a large coarray's local part should be memory that the
+    /// node's other processes map (`shared_memory.rs`), because
+    /// [`Comm::exchange_into`] then lets the senders copy their bytes
+    /// straight into landing regions that lie in it (MPI on one node).
+    pub(crate) maps_memory: bool,
 }
 
 /// The receive side of [`Comm::exchange_into`]: for each sender, the

@@ -411,7 +411,7 @@ impl Comm for MpiComm {
         blocks: &[(usize, Segments)],
         into: Scatter,
     ) -> Result<(), Aborted> {
-        if self.shares_window() && self.capabilities().publishes_with_rows {
+        if self.shares_window() && self.publishes_with_rows() {
             // SAFETY: the caller keeps `exchange_into`'s contract, which
             // is `pull_into`'s.
             if unsafe { self.pull_into(blocks, &into) } {
@@ -430,8 +430,11 @@ impl Comm for MpiComm {
             shares_memory: false,
             one_node: self.world.one_node,
             scatter_receive: true,
-            publishes_with_rows: self.sync != SyncWay::Allgather
-                && self.limits.sync_timeout.is_none(),
+            publishes_with_rows: self.publishes_with_rows(),
+            // The senders write into it in `pull_into`.
+            maps_memory: cfg!(target_os = "linux")
+                && self.shares_window()
+                && self.publishes_with_rows(),
         }
     }
 
@@ -479,6 +482,12 @@ impl Comm for MpiComm {
 impl MpiComm {
     /// Whether the sync window is shared memory, mapped by every rank: on
     /// one node, unless [`SYNC_ENV`] says `put`.
+    /// Whether offered blocks ride with the rows: the rows go through
+    /// the window, without a sync time limit (see `Capabilities`).
+    fn publishes_with_rows(&self) -> bool {
+        self.sync != SyncWay::Allgather && self.limits.sync_timeout.is_none()
+    }
+
     fn shares_window(&self) -> bool {
         self.world.one_node && self.sync == SyncWay::Fence
     }

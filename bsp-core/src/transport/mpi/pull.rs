@@ -26,7 +26,8 @@ use mpi::traits::*;
 
 use super::MpiComm;
 use crate::error::{Error, ErrorKind};
-use crate::segments::{SegmentReader, Segments};
+use crate::segments::{segments_len, SegmentReader, Segments};
+use crate::shared_memory::{self, Peers, Place};
 use crate::transport::{Blocks, Comm, Scatter};
 
 /// The most pieces one `process_vm_readv` call takes on either side
@@ -40,6 +41,8 @@ static PROBE: u64 = 0x6273_705f_7075_6c6c;
 /// ranks may read each other's memory.
 pub(super) struct Pull {
     pids: Vec<libc::pid_t>,
+    /// The peers' mapped memory written so far.
+    peers: Peers,
 }
 
 /// What the probe found: the ranks' processes, if every rank could read
@@ -58,11 +61,14 @@ pub(super) fn probe(comm: &impl Communicator, me: usize) -> Option<Pull> {
     let local = [(std::ptr::addr_of_mut!(word).cast::<u8>().cast_const(), 8)];
     // SAFETY: `word` is 8 bytes this function owns and nothing else
     // touches; the remote piece is the next rank's PROBE, 8 bytes.
-    let read = unsafe { read(pids[next], &local, &[(all[2 * next + 1], 8)]) };
+    let read = unsafe { transfer(Way::Read, pids[next], &local, &[(all[2 * next + 1], 8)]) };
     let works = u64::from(read.is_ok() && word == PROBE);
     let mut agreed = vec![0u64; p];
     comm.all_gather_into(&works, &mut agreed[..]);
-    agreed.iter().all(|&w| w == 1).then_some(Pull { pids })
+    agreed.iter().all(|&w| w == 1).then(|| Pull {
+        pids,
+        peers: Peers::default(),
+    })
 }
 
 impl MpiComm {
@@ -85,49 +91,74 @@ impl MpiComm {
         if !matches!(self.pull, Some(Some(_))) {
             return false;
         }
-        let lists: Blocks = blocks
-            .iter()
-            .filter(|(q, _)| *q != me)
-            .map(|(q, block)| {
-                let list: Vec<u8> = block
-                    .iter()
-                    .filter(|s| !s.is_empty())
-                    .flat_map(|s| [s.as_ptr() as u64, s.len() as u64])
-                    .flat_map(u64::to_ne_bytes)
-                    .collect();
-                (*q, vec![Bytes::from(list)])
+        // Each rank writes to every peer it sends to or receives from:
+        // its segments for the peer, and, where everything the peer sends
+        // it lands in mapped memory, where that is.
+        let mut places: Vec<Option<Vec<Landing>>> = vec![None; self.nprocs];
+        for (src, pieces) in into.from.iter().filter(|(q, _)| *q != me) {
+            places[*src] = landings(pieces);
+        }
+        let pushed: Vec<bool> = places.iter().map(Option::is_some).collect();
+        let lists: Blocks = (0..self.nprocs)
+            .filter(|&q| q != me)
+            .filter_map(|q| {
+                let block = blocks.iter().find(|(k, _)| *k == q).map(|(_, b)| b);
+                let places = places[q].take();
+                (block.is_some() || places.is_some()).then(|| {
+                    let list = Mail::list(block.map_or(&[][..], Vec::as_slice), places);
+                    (q, vec![Bytes::from(list)])
+                })
             })
             .collect();
         let (_, fate) = self.fenced_allgather(&[], Some(lists));
         if !matches!(fate, Some(super::fenced::Fate::Published)) {
             return false;
         }
-        let lists = Comm::take_offered(self, true);
+        let mails: Vec<(usize, Mail)> = Comm::take_offered(self, true)
+            .iter()
+            .map(|(q, list)| (*q, Mail::read(list)))
+            .collect();
+        let mail_from = |q: usize| mails.iter().find(|(k, _)| *k == q).map(|(_, m)| m);
+        let pids = self
+            .pull
+            .as_ref()
+            .and_then(Option::as_ref)
+            .expect("probed")
+            .pids
+            .clone();
+        // As a sender: into the receivers that said where.
+        for (dst, block) in blocks.iter().filter(|(q, _)| *q != me) {
+            let Some(mail) = mail_from(*dst).filter(|m| !m.places.is_empty()) else {
+                continue;
+            };
+            let (freed, pid) = (mail.freed, pids[*dst]);
+            let peers = &mut self
+                .pull
+                .as_mut()
+                .and_then(Option::as_mut)
+                .expect("probed")
+                .peers;
+            if let Err(why) = push(peers, pid, freed, block, &mail.places) {
+                let msg = format!(
+                    "could not write the bytes this processor sends processor {dst} into its \
+                     memory ({why}); set BSP_MPI_SYNC=allgather to send them as messages instead"
+                );
+                self.abort_job(Error::at(ErrorKind::Config, me, self.superstep, msg));
+            }
+        }
+        // As a receiver: the rest is read out of the senders' memory.
         for (src, pieces) in &into.from {
             let done = if *src == me {
                 copy_own(blocks, me, pieces)
+            } else if pushed[*src] {
+                Ok(())
             } else {
-                // A list is one segment (copied out of the mailbox) of
-                // (address, length) pairs.
-                let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().expect("8 bytes"));
-                let remote: Vec<(u64, u64)> = lists
-                    .iter()
-                    .find(|(q, _)| q == src)
-                    .into_iter()
-                    .flat_map(|(_, list)| list.iter().flat_map(|b| b.chunks_exact(16)))
-                    .map(|pair| (word(&pair[..8]), word(&pair[8..])))
-                    .collect();
-                let pids = &self
-                    .pull
-                    .as_ref()
-                    .and_then(Option::as_ref)
-                    .expect("probed")
-                    .pids;
+                let remote = mail_from(*src).map_or(&[][..], |m| &m.pairs[..]);
                 // SAFETY: the pieces are valid for writes and untouched
                 // until this returns (this function's contract); the
                 // remote pieces are the sender's live segments, which it
                 // keeps until the fence below.
-                unsafe { read(pids[*src], pieces, &remote) }
+                unsafe { transfer(Way::Read, pids[*src], pieces, remote) }
             };
             if let Err(why) = done {
                 let msg = format!(
@@ -167,15 +198,146 @@ fn copy_own(
     Ok(())
 }
 
-/// Copies the bytes of `remote` (address and length in process `pid`)
-/// into `local`, in order, in as few `process_vm_readv` calls as
-/// `IOV_MAX` allows. The two lists must hold the same number of bytes.
+/// One place of a landing in mapped memory: where it lies, its length,
+/// and its address in the receiver (for a write by the kernel where the
+/// sender cannot map it).
+type Landing = (Place, u64, u64);
+
+/// Where `pieces` (landing regions of this process) lie in mapped memory,
+/// if every one of them lies in it.
+fn landings(pieces: &[(*const u8, usize)]) -> Option<Vec<Landing>> {
+    pieces
+        .iter()
+        .map(|&(at, len)| shared_memory::locate(at, len).map(|p| (p, len as u64, at as u64)))
+        .collect()
+}
+
+/// What one rank writes another in the first all-gather of an exchange.
+struct Mail {
+    /// The writer's segments for the reader, as (address, length) in the
+    /// writer's memory.
+    pairs: Vec<(u64, u64)>,
+    /// Where everything the reader sends the writer lands, when all of it
+    /// lands in mapped memory (else empty).
+    places: Vec<Landing>,
+    /// The writer's count of freed regions (`shared_memory::freed`).
+    freed: u64,
+}
+
+impl Mail {
+    /// The mail of `segments` and `places`, as words: the number of
+    /// pairs, the pairs, the number of places, the freed count, and each
+    /// place as (descriptor, serial, offset, length, address).
+    fn list(segments: &[Bytes], places: Option<Vec<Landing>>) -> Vec<u8> {
+        let pairs: Vec<u64> = segments
+            .iter()
+            .filter(|s| !s.is_empty())
+            .flat_map(|s| [s.as_ptr() as u64, s.len() as u64])
+            .collect();
+        let places = places.unwrap_or_default();
+        let mut words = Vec::with_capacity(pairs.len() + 3 + 5 * places.len());
+        words.push(pairs.len() as u64 / 2);
+        words.extend(pairs);
+        words.extend([places.len() as u64, shared_memory::freed()]);
+        for (place, len, at) in places {
+            words.extend([place.fd as u64, place.serial, place.offset, len, at]);
+        }
+        words.iter().flat_map(|w| w.to_ne_bytes()).collect()
+    }
+
+    /// The mail in `list` (one or more segments, concatenated).
+    fn read(list: &[Bytes]) -> Mail {
+        let bytes: Vec<u8> = list.iter().flat_map(|b| b.iter().copied()).collect();
+        let mut words = bytes
+            .chunks_exact(8)
+            .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")));
+        let mut next = || words.next().expect("bsp: a short pull list");
+        let pairs = (0..next()).map(|_| (next(), next())).collect();
+        let (count, freed) = (next(), next());
+        let places = (0..count)
+            .map(|_| {
+                let (fd, serial, offset) = (next() as i32, next(), next());
+                let place = Place { fd, serial, offset };
+                (place, next(), next())
+            })
+            .collect();
+        Mail {
+            pairs,
+            places,
+            freed,
+        }
+    }
+}
+
+/// Copies `block` (this rank's segments for process `pid`) into the
+/// `places` that process gave, in order: through a mapping of its memory
+/// where this process may make one, else by the kernel.
+fn push(
+    peers: &mut Peers,
+    pid: libc::pid_t,
+    freed: u64,
+    block: &Segments,
+    places: &[Landing],
+) -> io::Result<()> {
+    let total: u64 = places.iter().map(|&(_, len, _)| len).sum();
+    if total != segments_len(block) as u64 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{} bytes sent to {total} bytes of landing",
+                segments_len(block)
+            ),
+        ));
+    }
+    let mapped: io::Result<Vec<*mut u8>> = places
+        .iter()
+        .map(|&(place, len, _)| peers.map(pid, freed, place, len as usize))
+        .collect();
+    match mapped {
+        Ok(starts) => {
+            let mut reader = SegmentReader::new(block);
+            for (&start, &(_, len, _)) in starts.iter().zip(places) {
+                // SAFETY: `start` maps `len` bytes of the receiver's
+                // landing region, which it leaves untouched until the
+                // exchange's last all-gather and which nothing else here
+                // writes.
+                let into = unsafe { std::slice::from_raw_parts_mut(start, len as usize) };
+                reader.read_into(into);
+            }
+            Ok(())
+        }
+        Err(_) => {
+            let ours: Vec<(*const u8, usize)> =
+                block.iter().map(|s| (s.as_ptr(), s.len())).collect();
+            let theirs: Vec<(u64, u64)> = places.iter().map(|&(_, len, at)| (at, len)).collect();
+            // SAFETY: `ours` are this rank's live segments, only read;
+            // `theirs` are the receiver's landing regions, which the
+            // kernel checks.
+            unsafe { transfer(Way::Write, pid, &ours, &theirs) }
+        }
+    }
+}
+
+/// Which way [`transfer`] copies.
+#[derive(Clone, Copy)]
+enum Way {
+    /// From the remote process into the local pieces (`process_vm_readv`).
+    Read,
+    /// From the local pieces into the remote process (`process_vm_writev`).
+    Write,
+}
+
+/// Copies between `local` and `remote` (address and length in process
+/// `pid`), in order, in as few calls as `IOV_MAX` allows. The two lists
+/// must hold the same number of bytes.
 ///
 /// # Safety
 ///
-/// The `local` pieces must be valid for writes and touched by nothing
-/// else until this returns.
-unsafe fn read(
+/// For [`Way::Read`], the `local` pieces must be valid for writes and
+/// touched by nothing else until this returns; for [`Way::Write`], valid
+/// for reads.
+unsafe fn transfer(
+    way: Way,
     pid: libc::pid_t,
     local: &[(*const u8, usize)],
     remote: &[(u64, u64)],
@@ -193,11 +355,15 @@ unsafe fn read(
     while done < total {
         let ours = here.iovecs(local.iter().map(|&(at, len)| (at as usize, len)));
         let theirs = there.iovecs(remote.iter().map(|&(at, len)| (at as usize, len as usize)));
-        // SAFETY: `ours` names parts of the local pieces (valid for
-        // writes, the caller's contract); `theirs` names memory of
+        let call = match way {
+            Way::Read => libc::process_vm_readv,
+            Way::Write => libc::process_vm_writev,
+        };
+        // SAFETY: `ours` names parts of the local pieces (valid for the
+        // access, the caller's contract); `theirs` names memory of
         // process `pid`, which the kernel checks.
         let n = unsafe {
-            libc::process_vm_readv(
+            call(
                 pid,
                 ours.as_ptr(),
                 ours.len() as libc::c_ulong,
@@ -216,7 +382,7 @@ unsafe fn read(
         if n == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
-                "no bytes read",
+                "no bytes moved",
             ));
         }
         let n = n as usize;

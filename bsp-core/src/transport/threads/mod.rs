@@ -331,6 +331,7 @@ impl Comm for ThreadsComm {
             one_node: true,
             scatter_receive: false,
             publishes_with_rows: true,
+            maps_memory: false,
         }
     }
 

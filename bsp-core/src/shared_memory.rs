@@ -1,0 +1,313 @@
+//! Memory that the other processes of a machine can map (Linux, feature
+//! `mpi`): the local part of a large coarray under the MPI transport on
+//! one node, so that a sender copies its payload straight into the
+//! receiver's coarray, one `memcpy`, as `MPI_Put` into a shared-memory
+//! window does, where the kernel's cross-memory copy would be slower.
+//!
+//! A [`Region`] is an anonymous memory file (`memfd_create`), sized and
+//! mapped shared in the process that made it. Another process of the same
+//! user duplicates the file's descriptor with `pidfd_getfd` (Linux 5.6;
+//! the same permission as `process_vm_readv`) and maps the file too
+//! ([`Peers`]). Every region has a serial number unique in its process;
+//! the process counts the regions it has freed ([`freed`]), so that a
+//! peer that sees the count move drops its mappings of that process
+//! (which would otherwise keep freed memory alive).
+
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Where a range of this process's memory lies in a live [`Region`]:
+/// what a peer needs to map it and find the range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Place {
+    /// The region's descriptor in this process.
+    pub(crate) fd: i32,
+    /// The region's serial number.
+    pub(crate) serial: u64,
+    /// The range's offset in the region.
+    pub(crate) offset: u64,
+}
+
+/// A live region: its length, descriptor and serial, by its address.
+struct Live {
+    len: usize,
+    fd: i32,
+    serial: u64,
+}
+
+/// The live regions of this process, by start address.
+static LIVE: Mutex<BTreeMap<usize, Live>> = Mutex::new(BTreeMap::new());
+/// The last serial number given.
+static SERIAL: AtomicU64 = AtomicU64::new(0);
+/// How many regions this process has freed.
+static FREED: AtomicU64 = AtomicU64::new(0);
+
+/// How many regions this process has freed so far.
+pub(crate) fn freed() -> u64 {
+    FREED.load(Ordering::Acquire)
+}
+
+/// Where the `len` bytes at `at` lie, if wholly inside one live region.
+pub(crate) fn locate(at: *const u8, len: usize) -> Option<Place> {
+    let at = at as usize;
+    let live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let (&start, region) = live.range(..=at).next_back()?;
+    (at + len <= start + region.len).then_some(Place {
+        fd: region.fd,
+        serial: region.serial,
+        offset: (at - start) as u64,
+    })
+}
+
+/// Zeroed memory, mapped shared from an anonymous memory file that other
+/// processes may map too. Unmapped and closed when dropped.
+pub(crate) struct Region {
+    ptr: *mut u8,
+    len: usize,
+    fd: i32,
+}
+
+// SAFETY: a `Region` owns its mapping as a `Box<[u8]>` owns its memory:
+// `&Region` hands out only `&[u8]` and mutation needs `&mut Region`.
+// Peers write into it only during a sync, into landing ranges that its
+// owner has given them and does not touch until the sync's last
+// collective (the MPI transport's `pull.rs`).
+unsafe impl Send for Region {}
+// SAFETY: as for `Send`; shared references only read.
+unsafe impl Sync for Region {}
+
+impl Region {
+    /// `len` (more than 0) zeroed bytes; `None` where the kernel refuses
+    /// (no `memfd_create`, or no memory).
+    pub(crate) fn zeroed(len: usize) -> Option<Region> {
+        assert!(len > 0, "bsp: an empty shared region");
+        // SAFETY: the name is a NUL-terminated string; the flags are valid.
+        let fd = unsafe { libc::memfd_create(c"bsp-coarray".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return None;
+        }
+        let close = |fd| {
+            // SAFETY: `fd` is this function's own descriptor, closed once.
+            unsafe { libc::close(fd) };
+        };
+        // SAFETY: `fd` is a fresh memory file; growing it gives zero bytes.
+        if unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
+            close(fd);
+            return None;
+        }
+        // SAFETY: a new shared mapping of the whole file, placed by the
+        // kernel (it overlaps nothing).
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            close(fd);
+            return None;
+        }
+        let serial = SERIAL.fetch_add(1, Ordering::Relaxed) + 1;
+        let live = Live { len, fd, serial };
+        LIVE.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(ptr as usize, live);
+        Some(Region {
+            ptr: ptr.cast(),
+            len,
+            fd,
+        })
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8] {
+        // SAFETY: `ptr` maps `len` readable bytes for the region's life.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as `bytes`, and `&mut self` excludes other local access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        LIVE.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&(self.ptr as usize));
+        // SAFETY: the mapping and descriptor made in `zeroed`, released
+        // once; no reference into the mapping outlives `self`.
+        unsafe {
+            libc::munmap(self.ptr.cast(), self.len);
+            libc::close(self.fd);
+        }
+        FREED.fetch_add(1, Ordering::Release);
+    }
+}
+
+/// A peer's region mapped into this process.
+struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `Peers::map`, unmapped once.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+/// This process's mappings of other processes' regions, kept from one
+/// sync to the next.
+#[derive(Default)]
+pub(crate) struct Peers {
+    /// A descriptor of each peer process (`pidfd_open`).
+    pidfds: HashMap<libc::pid_t, i32>,
+    /// The mapped regions, by process and serial number.
+    maps: HashMap<(libc::pid_t, u64), Mapping>,
+    /// Each peer's count of freed regions when its mappings were last
+    /// checked.
+    freed: HashMap<libc::pid_t, u64>,
+}
+
+// SAFETY: the mappings are memory of other processes that this one only
+// writes while the transport's protocol gives it the ranges; the raw
+// pointers are not shared between threads otherwise.
+unsafe impl Send for Peers {}
+
+impl Peers {
+    /// The `len` bytes at `place` in a region of process `pid`, mapped
+    /// into this one, as a pointer valid for writes of `len` bytes until
+    /// the peer frees the region (it then reports a larger `freed`).
+    /// `freed` is the peer's count of freed regions, as it reported it
+    /// with `place`.
+    pub(crate) fn map(
+        &mut self,
+        pid: libc::pid_t,
+        freed: u64,
+        place: Place,
+        len: usize,
+    ) -> io::Result<*mut u8> {
+        if self.freed.insert(pid, freed) != Some(freed) {
+            self.maps.retain(|&(p, _), _| p != pid);
+        }
+        let key = (pid, place.serial);
+        if !self.maps.contains_key(&key) {
+            let mapping = self.map_file(pid, place.fd)?;
+            self.maps.insert(key, mapping);
+        }
+        let mapping = &self.maps[&key];
+        let end = place.offset as usize + len;
+        if end > mapping.len {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "bytes {}..{end} of a {}-byte region",
+                    place.offset, mapping.len
+                ),
+            ));
+        }
+        // SAFETY: the range lies inside the mapping (checked above).
+        Ok(unsafe { mapping.ptr.add(place.offset as usize) })
+    }
+
+    /// Maps the whole memory file that process `pid` holds as `fd`.
+    fn map_file(&mut self, pid: libc::pid_t, fd: i32) -> io::Result<Mapping> {
+        let pidfd = match self.pidfds.get(&pid) {
+            Some(&pidfd) => pidfd,
+            None => {
+                // SAFETY: pidfd_open takes a pid and flags; it returns a
+                // new descriptor or -1.
+                let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
+                if pidfd < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                self.pidfds.insert(pid, pidfd);
+                pidfd
+            }
+        };
+        // SAFETY: pidfd_getfd takes a pidfd, the target's descriptor and
+        // flags; it returns a new descriptor of this process or -1.
+        let ours = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd, fd, 0) } as i32;
+        if ours < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: an all-zero `stat` is a valid value to be overwritten.
+        let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `ours` is open and `stat` is writable.
+        let sized = unsafe { libc::fstat(ours, &mut stat) } == 0;
+        let len = stat.st_size as usize;
+        let ptr = if sized && len > 0 {
+            // SAFETY: a new shared mapping of the whole file, placed by
+            // the kernel.
+            unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    ours,
+                    0,
+                )
+            }
+        } else {
+            libc::MAP_FAILED
+        };
+        let error = io::Error::last_os_error();
+        // SAFETY: our duplicate is no longer needed (the mapping keeps
+        // the file); closed once.
+        unsafe { libc::close(ours) };
+        if ptr == libc::MAP_FAILED {
+            return Err(error);
+        }
+        Ok(Mapping {
+            ptr: ptr.cast(),
+            len,
+        })
+    }
+}
+
+impl Drop for Peers {
+    fn drop(&mut self) {
+        for &pidfd in self.pidfds.values() {
+            // SAFETY: descriptors opened by `map_file`, closed once.
+            unsafe { libc::close(pidfd) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_region_is_zeroed_located_and_mapped_again() {
+        let mut region = Region::zeroed(3 << 16).expect("memfd_create works here");
+        assert!(region.bytes().iter().all(|&b| b == 0));
+        region.bytes_mut()[70_000] = 7;
+        let at = region.bytes()[70_000..].as_ptr();
+        let place = locate(at, 100).expect("inside the region");
+        assert_eq!(place.offset, 70_000);
+        assert_eq!(locate(at, 3 << 16), None, "runs past the end");
+        // This process maps its own region a second time, as a peer would.
+        let mut peers = Peers::default();
+        let me = std::process::id() as libc::pid_t;
+        let there = peers.map(me, freed(), place, 100).expect("pidfd_getfd");
+        // SAFETY: the mapping covers 100 bytes from `there`.
+        unsafe {
+            assert_eq!(*there, 7);
+            *there.add(1) = 9;
+        }
+        assert_eq!(region.bytes()[70_001], 9, "both mappings share the pages");
+        let serial = place.serial;
+        drop(region);
+        assert!(locate(at, 1).is_none_or(|p| p.serial != serial));
+    }
+}
