@@ -151,7 +151,6 @@ impl<T: Pod + Send> Storage for PodVec<T> {
 /// The fewest bytes of a coarray's local part that [`Ctx::coarray`](crate::Ctx::coarray)
 /// places in [`Mapped`] memory where the transport asks for it: smaller
 /// payloads travel in the sync window's mailboxes anyway.
-#[cfg(all(feature = "mpi", target_os = "linux"))]
 pub(crate) const MAPPED_MIN: usize = 64 << 10;
 
 /// A coarray's local part in memory that the other processes of the node
@@ -249,6 +248,19 @@ impl<T: Pod + Send> Part<T> {
             Err(any) => any,
         };
         any.downcast::<PodVec<T>>().ok().map(|v| Part::Heap(v.0))
+    }
+
+    /// `len` zeroed elements in memory that the node's other processes
+    /// may map; `None` where there is none (other systems, a build
+    /// without the MPI transport, a kernel without memory files).
+    pub(crate) fn mapped(len: usize) -> Option<Self> {
+        #[cfg(all(feature = "mpi", target_os = "linux"))]
+        return Mapped::zeroed(len).map(Part::Mapped);
+        #[cfg(not(all(feature = "mpi", target_os = "linux")))]
+        {
+            let _ = len;
+            None
+        }
     }
 
     /// The elements as a vector: the vector itself, or a copy of mapped

@@ -115,8 +115,11 @@ impl<T: Pod + Send> Engine<T> {
     pub(crate) fn new(ctx: &mut Ctx, local_len: usize, max_radix: usize) -> Self {
         assert!(max_radix >= 1, "bsp-sort: the radix must be at least 1");
         let p = ctx.nprocs();
-        let cur = ctx.coarray::<T>(local_len);
-        let next = ctx.coarray::<T>(local_len);
+        // Vectors, not `coarray`'s memory that MPI peers map: the passes
+        // swap them with the caller's vectors (`swap_current`) and the
+        // release hands one back, each without a copy only for a vector.
+        let cur = ctx.coarray_from(bytemuck::zeroed_vec::<T>(local_len));
+        let next = ctx.coarray_from(bytemuck::zeroed_vec::<T>(local_len));
         let tran = ctx.coarray::<u64>(p * max_radix.div_ceil(p));
         let scans = ctx.coarray::<u64>(2 * max_radix);
         let gather = GatherArea::new(ctx, p.max(4));

@@ -3,7 +3,7 @@
 use bytemuck::Pod;
 
 use super::{unusable, Ctx};
-use crate::coarray::Coarray;
+use crate::coarray::{Coarray, Part, MAPPED_MIN};
 use crate::error::ErrorKind;
 
 impl Ctx {
@@ -34,13 +34,19 @@ impl Ctx {
     /// # Cost
     ///
     /// Local: allocates and zeroes `local_len` elements; no communication.
+    ///
+    /// Under MPI with every rank on one node, a local part of 64 KiB or
+    /// more is memory that the other ranks map (an anonymous memory file),
+    /// so that a sync's senders copy their puts straight into it: one
+    /// `memcpy` per payload, as `MPI_Put` into a shared-memory window.
+    /// [`replace_local`](Ctx::replace_local) and [`release`](Ctx::release)
+    /// then copy, since a `Vec` cannot hold that memory; a part registered
+    /// with [`coarray_from`](Ctx::coarray_from) stays the vector it is.
     pub fn coarray<T: Pod + Send>(&mut self, local_len: usize) -> Coarray<T> {
-        #[cfg(all(feature = "mpi", target_os = "linux"))]
-        if local_len.saturating_mul(std::mem::size_of::<T>()) >= crate::coarray::MAPPED_MIN
+        if local_len.saturating_mul(std::mem::size_of::<T>()) >= MAPPED_MIN
             && self.comm.capabilities().maps_memory
         {
-            if let Some(mapped) = crate::coarray::Mapped::<T>::zeroed(local_len) {
-                let part = crate::coarray::Part::Mapped(mapped);
+            if let Some(part) = Part::<T>::mapped(local_len) {
                 return Coarray::new(self.registry.register_part_for(None, part), self.scope);
             }
         }
@@ -133,7 +139,10 @@ impl Ctx {
     ///
     /// # Cost
     ///
-    /// Local, O(1).
+    /// Local, O(1); for a large part made by [`coarray`](Ctx::coarray)
+    /// under MPI on one node, O(n): the contents are swapped with `local`
+    /// (same length; the part keeps its place, mapped by the other ranks)
+    /// or copied out (the part becomes `local`).
     pub fn replace_local<T: Pod + Send>(&mut self, a: &Coarray<T>, local: Vec<T>) -> Vec<T> {
         let id = self.id_of(a);
         if self.lending.contains(&id) {
@@ -190,8 +199,8 @@ impl Ctx {
         }
     }
 
-    /// Releases coarray `a` and returns its local part (without a copy; drop
-    /// it to free the memory). The handle (and any copy of it) can no
+    /// Releases coarray `a` and returns its local part (the vector it is,
+    /// or a copy, see Cost; drop it to free the memory). The handle (and any copy of it) can no
     /// longer be used. Collective like registration:
     /// every processor releases the same coarrays in the same order and
     /// superstep (a mismatch ends the run at the next `sync`). Puts or gets
@@ -224,7 +233,9 @@ impl Ctx {
     ///
     /// # Cost
     ///
-    /// Local, O(1) plus freeing the memory.
+    /// Local, O(1) plus freeing the memory; for a large part made by
+    /// [`coarray`](Ctx::coarray) under MPI on one node, O(n): the part is
+    /// copied into the returned vector.
     pub fn release<T: Pod + Send>(&mut self, a: Coarray<T>) -> Vec<T> {
         let id = self.id_of(&a);
         if self.lending.contains(&id) {

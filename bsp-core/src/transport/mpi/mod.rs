@@ -50,9 +50,13 @@
 //!   the two-phase router's transposes, and flattening the blocks into one
 //!   `MPI_Alltoallv`; see git history and BENCHMARKS.md.)
 //! * `exchange_into` (the placed routings of `router/placed.rs`, which
-//!   know beforehand what each rank sends) is one round of point-to-point
-//!   messages, sent straight from the segments and received straight into
-//!   the landing regions (`p2p.rs`); no counts travel.
+//!   know beforehand what each rank sends) is, on one node, one copy per
+//!   payload between two window all-gathers: pushed by the sender into a
+//!   receiver's mapped coarray, or pulled by the receiver from the
+//!   sender's memory (`pull.rs`). Across nodes, or where the kernel
+//!   refuses, it is one round of point-to-point messages, sent straight
+//!   from the segments and received straight into the landing regions
+//!   (`p2p.rs`); no counts travel.
 //!
 //! A rank's block to itself never goes through MPI: it is handed over as
 //! it is (reference-counted segments), and MPI sees an empty block.
