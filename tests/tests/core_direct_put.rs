@@ -95,6 +95,44 @@ fn pieces_land_in_place_and_the_rest_keeps_its_value() {
     });
 }
 
+/// A direct put into a large coarray made by `coarray` (under MPI on one
+/// node, memory that the other ranks map) lands as into a vector.
+#[test]
+fn a_direct_put_into_a_large_coarray_lands_in_place() {
+    const N: usize = 1 << 14; // 128 KiB of u64
+    on_runtimes(120, &[1, 2, 3], |rt| {
+        check(
+            rt,
+            |ctx| {
+                let (s, p) = (ctx.pid(), ctx.nprocs());
+                let a = ctx.coarray::<u64>(N);
+                let to = (s + 1) % p;
+                let piece = DirectPiece {
+                    dst: to,
+                    offset: N / 4,
+                    len: N / 2,
+                };
+                ctx.put_direct(&a, &[piece], |_, slices| {
+                    for (k, x) in slices[0].iter_mut().enumerate() {
+                        *x = value(s, to, k);
+                    }
+                });
+                ctx.sync();
+                ctx.local(&a).to_vec()
+            },
+            |p, j| {
+                let from = (j + p - 1) % p;
+                (0..N)
+                    .map(|i| match i.checked_sub(N / 4) {
+                        Some(k) if k < N / 2 => value(from, j, k),
+                        _ => 0,
+                    })
+                    .collect::<Vec<u64>>()
+            },
+        );
+    });
+}
+
 /// What processor `j`'s part holds after the direct puts of every
 /// writer's `pieces(p, s, seed)`, each element `value` converted by `to`,
 /// over a part of `fill`.
