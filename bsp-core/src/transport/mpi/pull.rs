@@ -138,11 +138,14 @@ impl MpiComm {
             .expect("probed")
             .pids
             .clone();
-        // As a sender: into the receivers that said where.
-        for (dst, block) in blocks.iter().filter(|(q, _)| *q != me) {
-            let Some(mail) = mail_from(*dst).filter(|m| !m.places.is_empty()) else {
-                continue;
-            };
+        // As a sender: into the receivers that said where (each checks
+        // that what it sends fills what the receiver expects, none too).
+        let nothing = Segments::new();
+        for (dst, mail) in mails.iter().filter(|(_, m)| !m.places.is_empty()) {
+            let block = blocks
+                .iter()
+                .find(|(q, _)| q == dst)
+                .map_or(&nothing, |(_, b)| b);
             let (freed, pid) = (mail.freed, pids[*dst]);
             let peers = &mut self
                 .pull
