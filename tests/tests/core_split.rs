@@ -169,6 +169,36 @@ fn every_processor_alone_and_all_together() {
     });
 }
 
+/// Large coarrays (under MPI on one node, memory that the other ranks of
+/// the machine map) take puts in a sub-machine and in its parent after it.
+#[test]
+fn large_coarrays_take_puts_in_a_sub_machine_and_its_parent() {
+    const N: usize = 1 << 14; // 128 KiB of u64
+    on_runtimes(60, &[1, 3, 4], |rt| {
+        let out = support::run_local(rt, |ctx: &mut Ctx| {
+            let (me, p) = (ctx.pid(), ctx.nprocs());
+            let inner = ctx.split(me % 2, 0, |sub| {
+                let (s, q) = (sub.pid(), sub.nprocs());
+                let a = sub.coarray::<u64>(N);
+                sub.put((s + 1) % q, &a, 0, &vec![s as u64 + 1; N]);
+                sub.sync();
+                let want = ((s + q - 1) % q) as u64 + 1;
+                sub.local(&a).iter().all(|&x| x == want)
+            });
+            let b = ctx.coarray::<u64>(N);
+            ctx.put((me + 1) % p, &b, N / 2, &vec![me as u64 + 7; N / 2]);
+            ctx.sync();
+            let from = ((me + p - 1) % p) as u64 + 7;
+            let outer = ctx.local(&b)[..N / 2].iter().all(|&x| x == 0)
+                && ctx.local(&b)[N / 2..].iter().all(|&x| x == from);
+            (inner, outer)
+        });
+        for (q, got) in out {
+            assert_eq!(got, (true, true), "{}: processor {q}", support::describe(rt));
+        }
+    });
+}
+
 /// Runs `program` on `p` threads under a watchdog and returns its error.
 fn fails(p: usize, program: impl Fn(&mut Ctx) + Send + Sync + 'static) -> bsp::Error {
     watchdog(60, move || {
