@@ -9,9 +9,11 @@
 //! user duplicates the file's descriptor with `pidfd_getfd` (Linux 5.6;
 //! the same permission as `process_vm_readv`) and maps the file too
 //! ([`Peers`]). Every region has a serial number unique in its process;
-//! the process counts the regions it has freed ([`freed`]), so that a
-//! peer that sees the count move drops its mappings of that process
-//! (which would otherwise keep freed memory alive).
+//! the process counts the regions it has freed and remembers the serials
+//! of the last few ([`freed`]), so that a peer drops its mappings of
+//! exactly those (which would otherwise keep freed memory alive) and
+//! keeps the others: mapping a region again costs a page fault per page
+//! written.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -41,12 +43,26 @@ struct Live {
 static LIVE: Mutex<BTreeMap<usize, Live>> = Mutex::new(BTreeMap::new());
 /// The last serial number given.
 static SERIAL: AtomicU64 = AtomicU64::new(0);
-/// How many regions this process has freed.
-static FREED: AtomicU64 = AtomicU64::new(0);
+/// How many serials of freed regions [`Freed`] tells.
+const RECENT: usize = 16;
 
-/// How many regions this process has freed so far.
-pub(crate) fn freed() -> u64 {
-    FREED.load(Ordering::Acquire)
+/// What this process has freed: how many regions, and the serials of the
+/// last [`RECENT`] (oldest first).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Freed {
+    pub(crate) count: u64,
+    pub(crate) recent: Vec<u64>,
+}
+
+/// What this process has freed so far.
+static FREED: Mutex<Freed> = Mutex::new(Freed {
+    count: 0,
+    recent: Vec::new(),
+});
+
+/// What this process has freed so far.
+pub(crate) fn freed() -> Freed {
+    FREED.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
 /// Where the `len` bytes at `at` lie, if wholly inside one live region.
@@ -67,6 +83,7 @@ pub(crate) struct Region {
     ptr: *mut u8,
     len: usize,
     fd: i32,
+    serial: u64,
 }
 
 // SAFETY: a `Region` owns its mapping as a `Box<[u8]>` owns its memory:
@@ -122,6 +139,7 @@ impl Region {
             ptr: ptr.cast(),
             len,
             fd,
+            serial,
         })
     }
 
@@ -147,7 +165,12 @@ impl Drop for Region {
             libc::munmap(self.ptr.cast(), self.len);
             libc::close(self.fd);
         }
-        FREED.fetch_add(1, Ordering::Release);
+        let mut freed = FREED.lock().unwrap_or_else(|e| e.into_inner());
+        freed.count += 1;
+        if freed.recent.len() == RECENT {
+            freed.recent.remove(0);
+        }
+        freed.recent.push(self.serial);
     }
 }
 
@@ -174,7 +197,7 @@ pub(crate) struct Peers {
     maps: HashMap<(libc::pid_t, u64), Mapping>,
     /// Each peer's count of freed regions when its mappings were last
     /// checked.
-    freed: HashMap<libc::pid_t, u64>,
+    seen: HashMap<libc::pid_t, u64>,
 }
 
 // SAFETY: the mappings are memory of other processes that this one only
@@ -185,18 +208,25 @@ unsafe impl Send for Peers {}
 impl Peers {
     /// The `len` bytes at `place` in a region of process `pid`, mapped
     /// into this one, as a pointer valid for writes of `len` bytes until
-    /// the peer frees the region (it then reports a larger `freed`).
-    /// `freed` is the peer's count of freed regions, as it reported it
-    /// with `place`.
+    /// the peer frees the region. `freed` is what the peer has freed, as
+    /// it reported it with `place`: the mappings of the regions freed
+    /// since the last call are dropped (all of the peer's where more were
+    /// freed than it names).
     pub(crate) fn map(
         &mut self,
         pid: libc::pid_t,
-        freed: u64,
+        freed: &Freed,
         place: Place,
         len: usize,
     ) -> io::Result<*mut u8> {
-        if self.freed.insert(pid, freed) != Some(freed) {
-            self.maps.retain(|&(p, _), _| p != pid);
+        match self.seen.insert(pid, freed.count) {
+            Some(seen) if seen == freed.count => {}
+            Some(seen) if freed.count - seen <= freed.recent.len() as u64 => {
+                for &serial in &freed.recent {
+                    self.maps.remove(&(pid, serial));
+                }
+            }
+            _ => self.maps.retain(|&(p, _), _| p != pid),
         }
         let key = (pid, place.serial);
         if !self.maps.contains_key(&key) {
@@ -299,7 +329,7 @@ mod tests {
         // This process maps its own region a second time, as a peer would.
         let mut peers = Peers::default();
         let me = std::process::id() as libc::pid_t;
-        let there = peers.map(me, freed(), place, 100).expect("pidfd_getfd");
+        let there = peers.map(me, &freed(), place, 100).expect("pidfd_getfd");
         // SAFETY: the mapping covers 100 bytes from `there`.
         unsafe {
             assert_eq!(*there, 7);
@@ -307,6 +337,14 @@ mod tests {
         }
         assert_eq!(region.bytes()[70_001], 9, "both mappings share the pages");
         let serial = place.serial;
+        // Another region freed: the mapping of the first is kept.
+        let other = Region::zeroed(4096).expect("memfd_create");
+        let other_place = locate(other.bytes().as_ptr(), 1).expect("inside");
+        peers.map(me, &freed(), other_place, 1).expect("mapped");
+        drop(other);
+        let again = peers.map(me, &freed(), place, 100).expect("still mapped");
+        assert_eq!(again, there, "the first region's mapping was kept");
+        assert!(!peers.maps.contains_key(&(me, other_place.serial)));
         drop(region);
         assert!(locate(at, 1).is_none_or(|p| p.serial != serial));
     }

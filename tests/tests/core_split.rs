@@ -194,7 +194,12 @@ fn large_coarrays_take_puts_in_a_sub_machine_and_its_parent() {
             (inner, outer)
         });
         for (q, got) in out {
-            assert_eq!(got, (true, true), "{}: processor {q}", support::describe(rt));
+            assert_eq!(
+                got,
+                (true, true),
+                "{}: processor {q}",
+                support::describe(rt)
+            );
         }
     });
 }

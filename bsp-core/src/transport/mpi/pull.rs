@@ -39,7 +39,7 @@ use mpi::traits::*;
 use super::MpiComm;
 use crate::error::{Error, ErrorKind};
 use crate::segments::{segments_len, SegmentReader, Segments};
-use crate::shared_memory::{self, Peers, Place};
+use crate::shared_memory::{self, Freed, Peers, Place};
 use crate::transport::{Blocks, Comm, Scatter};
 
 /// The most pieces one `process_vm_readv` call takes on either side
@@ -146,7 +146,7 @@ impl MpiComm {
                 .iter()
                 .find(|(q, _)| q == dst)
                 .map_or(&nothing, |(_, b)| b);
-            let (freed, pid) = (mail.freed, pids[*dst]);
+            let (freed, pid) = (&mail.freed, pids[*dst]);
             let peers = &mut self
                 .pull
                 .as_mut()
@@ -235,14 +235,15 @@ struct Mail {
     /// Where everything the reader sends the writer lands, when all of it
     /// lands in mapped memory (else empty).
     places: Vec<Landing>,
-    /// The writer's count of freed regions (`shared_memory::freed`).
-    freed: u64,
+    /// What the writer has freed (`shared_memory::freed`).
+    freed: Freed,
 }
 
 impl Mail {
     /// The mail of `segments` and `places`, as words: the number of
-    /// pairs, the pairs, the number of places, the freed count, and each
-    /// place as (descriptor, serial, offset, length, address).
+    /// pairs, the pairs, the number of places, the count of freed regions
+    /// and the serials of the last freed (their number, then each), and
+    /// each place as (descriptor, serial, offset, length, address).
     fn list(segments: &[Bytes], places: Option<Vec<Landing>>) -> Vec<u8> {
         let pairs: Vec<u64> = segments
             .iter()
@@ -253,7 +254,9 @@ impl Mail {
         let mut words = Vec::with_capacity(pairs.len() + 3 + 5 * places.len());
         words.push(pairs.len() as u64 / 2);
         words.extend(pairs);
-        words.extend([places.len() as u64, shared_memory::freed()]);
+        let freed = shared_memory::freed();
+        words.extend([places.len() as u64, freed.count, freed.recent.len() as u64]);
+        words.extend(freed.recent);
         for (place, len, at) in places {
             words.extend([place.fd as u64, place.serial, place.offset, len, at]);
         }
@@ -268,7 +271,11 @@ impl Mail {
             .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")));
         let mut next = || words.next().expect("bsp: a short pull list");
         let pairs = (0..next()).map(|_| (next(), next())).collect();
-        let (count, freed) = (next(), next());
+        let (count, freed_count) = (next(), next());
+        let freed = Freed {
+            count: freed_count,
+            recent: (0..next()).map(|_| next()).collect(),
+        };
         let places = (0..count)
             .map(|_| {
                 let (fd, serial, offset) = (next() as i32, next(), next());
@@ -290,7 +297,7 @@ impl Mail {
 fn push(
     peers: &mut Peers,
     pid: libc::pid_t,
-    freed: u64,
+    freed: &Freed,
     block: &Segments,
     places: &[Landing],
 ) -> io::Result<()> {
