@@ -109,9 +109,11 @@ impl Ctx {
     }
 
     /// Replaces this processor's local part of `a` with `local` and returns
-    /// the old one, without copying either: a way to hand a buffer to a
-    /// coarray and take it back. The local length may change; puts and gets
-    /// from other processors are checked against the length at the sync.
+    /// the old one, without copying either (except for a large part made by
+    /// [`coarray`](Ctx::coarray) under MPI on one node; see Cost): a way to
+    /// hand a buffer to a coarray and take it back. The local length may
+    /// change; puts and gets from other processors are checked against the
+    /// length at the sync.
     ///
     /// # Examples
     ///
@@ -200,8 +202,8 @@ impl Ctx {
     }
 
     /// Releases coarray `a` and returns its local part (the vector it is,
-    /// or a copy, see Cost; drop it to free the memory). The handle (and any copy of it) can no
-    /// longer be used. Collective like registration:
+    /// or a copy, see Cost; drop it to free the memory). The handle (and
+    /// any copy of it) can no longer be used. Collective like registration:
     /// every processor releases the same coarrays in the same order and
     /// superstep (a mismatch ends the run at the next `sync`). Puts or gets
     /// that reach `a` in the superstep of its release end the run with
