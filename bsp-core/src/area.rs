@@ -8,8 +8,6 @@
 //! storage ([`ForeignBytes`]): puts, gets, bounds checks and delivery are
 //! the coarrays', with elements of one byte.
 
-use std::any::Any;
-
 use crate::coarray::Storage;
 use crate::scope::{Scope, Scoped};
 
@@ -109,18 +107,6 @@ impl Storage for ForeignBytes {
 
     fn len(&self) -> usize {
         self.len
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-
-    fn into_any(self: Box<Self>) -> Box<dyn Any> {
-        self
     }
 
     fn restore_bytes(&mut self, bytes: &[u8]) -> bool {

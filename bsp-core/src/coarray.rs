@@ -88,19 +88,43 @@ impl<T> std::fmt::Debug for GetHandle<T> {
     }
 }
 
+/// A storage as `Any`, to be downcast to its concrete type; every
+/// `'static` type has it.
+pub(crate) trait AsAny: Any {
+    fn as_any(&self) -> &dyn Any;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+}
+
+impl<S: Any> AsAny for S {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
 /// Type-erased local storage of a coarray (or of a pending get's value).
-pub(crate) trait Storage: Send + Sync {
+pub(crate) trait Storage: AsAny + Send + Sync {
     fn bytes(&self) -> &[u8];
     fn bytes_mut(&mut self) -> &mut [u8];
     fn elem_size(&self) -> usize;
     fn len(&self) -> usize;
-    fn as_any(&self) -> &dyn Any;
-    fn as_any_mut(&mut self) -> &mut dyn Any;
-    fn into_any(self: Box<Self>) -> Box<dyn Any>;
     /// Replaces the local part with `bytes` (a checkpoint's copy): a
     /// coarray takes any whole number of elements, an area only its own
     /// length. Whether it could.
     fn restore_bytes(&mut self, bytes: &[u8]) -> bool;
+}
+
+/// How many `T`s `bytes` (a checkpoint's copy of a local part) holds, if
+/// a whole number (any number for a zero-sized `T`, which copies nothing).
+fn whole_elements<T>(bytes: &[u8]) -> Option<usize> {
+    let size = std::mem::size_of::<T>().max(1);
+    (bytes.len() % size == 0).then_some(bytes.len() / size)
 }
 
 /// A coarray's local part (or a pending get's value): a `Vec<T>` that may be
@@ -128,21 +152,11 @@ impl<T: Pod + Send> Storage for PodVec<T> {
     fn len(&self) -> usize {
         self.0.len()
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-    fn into_any(self: Box<Self>) -> Box<dyn Any> {
-        self
-    }
     fn restore_bytes(&mut self, bytes: &[u8]) -> bool {
-        let size = std::mem::size_of::<T>().max(1);
-        if bytes.len() % size != 0 {
+        let Some(len) = whole_elements::<T>(bytes) else {
             return false;
-        }
-        self.0 = vec![T::zeroed(); bytes.len() / size];
+        };
+        self.0 = vec![T::zeroed(); len];
         bytemuck::cast_slice_mut::<T, u8>(&mut self.0).copy_from_slice(bytes);
         true
     }
@@ -205,22 +219,12 @@ impl<T: Pod + Send> Storage for Mapped<T> {
     fn len(&self) -> usize {
         self.len
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-    fn into_any(self: Box<Self>) -> Box<dyn Any> {
-        self
-    }
     fn restore_bytes(&mut self, bytes: &[u8]) -> bool {
-        let size = std::mem::size_of::<T>().max(1);
-        if bytes.len() % size != 0 {
+        let Some(len) = whole_elements::<T>(bytes) else {
             return false;
-        }
-        if bytes.len() != self.bytes().len() {
-            match Mapped::zeroed(bytes.len() / size) {
+        };
+        if len != self.len {
+            match Mapped::zeroed(len) {
                 Some(fresh) => *self = fresh,
                 None => return false,
             }

@@ -114,29 +114,17 @@ impl Region {
             close(fd);
             return None;
         }
-        // SAFETY: a new shared mapping of the whole file, placed by the
-        // kernel (it overlaps nothing).
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
+        let Ok(ptr) = map_shared(fd, len) else {
             close(fd);
             return None;
-        }
+        };
         let serial = SERIAL.fetch_add(1, Ordering::Relaxed) + 1;
         let live = Live { len, fd, serial };
         LIVE.lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(ptr as usize, live);
         Some(Region {
-            ptr: ptr.cast(),
+            ptr,
             len,
             fd,
             serial,
@@ -171,6 +159,27 @@ impl Drop for Region {
             freed.recent.remove(0);
         }
         freed.recent.push(self.serial);
+    }
+}
+
+/// The first `len` bytes of the memory file `fd`, mapped shared, readable
+/// and writable, where the kernel places them.
+fn map_shared(fd: i32, len: usize) -> io::Result<*mut u8> {
+    // SAFETY: a new shared mapping of an open file, placed by the kernel
+    // (it overlaps nothing); the caller owns it from here.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+    };
+    match ptr == libc::MAP_FAILED {
+        true => Err(io::Error::last_os_error()),
+        false => Ok(ptr.cast()),
     }
 }
 
@@ -274,33 +283,14 @@ impl Peers {
         // SAFETY: `ours` is open and `stat` is writable.
         let sized = unsafe { libc::fstat(ours, &mut stat) } == 0;
         let len = stat.st_size as usize;
-        let ptr = if sized && len > 0 {
-            // SAFETY: a new shared mapping of the whole file, placed by
-            // the kernel.
-            unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED,
-                    ours,
-                    0,
-                )
-            }
-        } else {
-            libc::MAP_FAILED
+        let mapped = match sized && len > 0 {
+            true => map_shared(ours, len),
+            false => Err(io::Error::last_os_error()),
         };
-        let error = io::Error::last_os_error();
         // SAFETY: our duplicate is no longer needed (the mapping keeps
         // the file); closed once.
         unsafe { libc::close(ours) };
-        if ptr == libc::MAP_FAILED {
-            return Err(error);
-        }
-        Ok(Mapping {
-            ptr: ptr.cast(),
-            len,
-        })
+        Ok(Mapping { ptr: mapped?, len })
     }
 }
 

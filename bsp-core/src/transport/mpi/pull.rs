@@ -111,13 +111,14 @@ impl MpiComm {
             places[*src] = landings(pieces);
         }
         let pushed: Vec<bool> = places.iter().map(Option::is_some).collect();
+        let freed = shared_memory::freed();
         let lists: Blocks = (0..self.nprocs)
             .filter(|&q| q != me)
             .filter_map(|q| {
                 let block = blocks.iter().find(|(k, _)| *k == q).map(|(_, b)| b);
                 let places = places[q].take();
                 (block.is_some() || places.is_some()).then(|| {
-                    let list = Mail::list(block.map_or(&[][..], Vec::as_slice), places);
+                    let list = Mail::list(block.map_or(&[][..], Vec::as_slice), places, &freed);
                     (q, vec![Bytes::from(list)])
                 })
             })
@@ -131,13 +132,10 @@ impl MpiComm {
             .map(|(q, list)| (*q, Mail::read(list)))
             .collect();
         let mail_from = |q: usize| mails.iter().find(|(k, _)| *k == q).map(|(_, m)| m);
-        let pids = self
-            .pull
-            .as_ref()
-            .and_then(Option::as_ref)
-            .expect("probed")
-            .pids
-            .clone();
+        // Out of `self` while the copies go on (an abort needs `self`).
+        let Some(Some(mut pull)) = self.pull.take() else {
+            unreachable!("bsp: probed above")
+        };
         // As a sender: into the receivers that said where (each checks
         // that what it sends fills what the receiver expects, none too).
         let nothing = Segments::new();
@@ -146,14 +144,8 @@ impl MpiComm {
                 .iter()
                 .find(|(q, _)| q == dst)
                 .map_or(&nothing, |(_, b)| b);
-            let (freed, pid) = (&mail.freed, pids[*dst]);
-            let peers = &mut self
-                .pull
-                .as_mut()
-                .and_then(Option::as_mut)
-                .expect("probed")
-                .peers;
-            if let Err(why) = push(peers, pid, freed, block, &mail.places) {
+            let pid = pull.pids[*dst];
+            if let Err(why) = push(&mut pull.peers, pid, &mail.freed, block, &mail.places) {
                 let msg = format!(
                     "could not write the bytes this processor sends processor {dst} into its \
                      memory ({why}); set BSP_MPI_SYNC=allgather to send them as messages instead"
@@ -173,7 +165,7 @@ impl MpiComm {
                 // until this returns (this function's contract); the
                 // remote pieces are the sender's live segments, which it
                 // keeps until the fence below.
-                unsafe { transfer(Way::Read, pids[*src], pieces, remote) }
+                unsafe { transfer(Way::Read, pull.pids[*src], pieces, remote) }
             };
             if let Err(why) = done {
                 let msg = format!(
@@ -184,6 +176,7 @@ impl MpiComm {
                 self.abort_job(Error::at(ErrorKind::Config, me, self.superstep, msg));
             }
         }
+        self.pull = Some(Some(pull));
         // Every receiver has read its senders' segments once all pass this.
         self.fenced_allgather(&[], None);
         true
@@ -244,7 +237,7 @@ impl Mail {
     /// pairs, the pairs, the number of places, the count of freed regions
     /// and the serials of the last freed (their number, then each), and
     /// each place as (descriptor, serial, offset, length, address).
-    fn list(segments: &[Bytes], places: Option<Vec<Landing>>) -> Vec<u8> {
+    fn list(segments: &[Bytes], places: Option<Vec<Landing>>, freed: &Freed) -> Vec<u8> {
         let pairs: Vec<u64> = segments
             .iter()
             .filter(|s| !s.is_empty())
@@ -254,9 +247,8 @@ impl Mail {
         let mut words = Vec::with_capacity(pairs.len() + 3 + 5 * places.len());
         words.push(pairs.len() as u64 / 2);
         words.extend(pairs);
-        let freed = shared_memory::freed();
         words.extend([places.len() as u64, freed.count, freed.recent.len() as u64]);
-        words.extend(freed.recent);
+        words.extend(&freed.recent);
         for (place, len, at) in places {
             words.extend([place.fd as u64, place.serial, place.offset, len, at]);
         }
