@@ -273,21 +273,23 @@ pub(crate) fn heads_slot(p: usize, most: u64) -> usize {
     }
 }
 
-/// This processor's contribution to the all-gather opening a sync among
+/// Writes into `words` (cleared first; its allocation is kept) this
+/// processor's contribution to the all-gather opening a sync among
 /// `p` processors, [`row_width`]`(p, slot)` words: `row`, then, up to
 /// [`COUNTS_IN_ROW`] processors, the bytes it sends each processor
 /// (`bytes_to`), the bytes of those streams' record heads
 /// (`head_bytes_to`) and the slot, empty until [`put_heads`] fills it,
 /// all of which [`Matrix`](crate::router::Matrix) reads back.
 pub(crate) fn row_words(
+    words: &mut Vec<u64>,
     row: &SyncRow,
     p: usize,
     slot: usize,
     bytes_to: impl Fn(usize) -> u64,
     head_bytes_to: impl Fn(usize) -> u64,
-) -> Vec<u64> {
+) {
     let width = row_width(p, slot);
-    let mut words = Vec::with_capacity(width);
+    words.clear();
     words.extend_from_slice(&row.to_words());
     if width > SyncRow::WORDS {
         words.extend((0..p).map(bytes_to));
@@ -295,7 +297,6 @@ pub(crate) fn row_words(
         words.resize(width, 0);
     }
     debug_assert_eq!(words.len(), width);
-    words
 }
 
 /// Writes `heads`, this processor's record heads for every processor in
@@ -723,7 +724,9 @@ mod tests {
             heads
                 .iter()
                 .flat_map(|h| {
-                    let mut w = row_words(
+                    let mut w = Vec::new();
+                    row_words(
+                        &mut w,
                         &row(Status::Syncing, 1),
                         3,
                         2,
@@ -757,7 +760,11 @@ mod tests {
         assert!(!matrix(&rows_with(&over), width).unwrap().heads_in_rows());
         // No slot, no heads in the rows.
         let none: Rows = (0..3)
-            .flat_map(|_| row_words(&row(Status::Syncing, 1), 3, 0, |_| 0, |_| 0))
+            .flat_map(|_| {
+                let mut w = Vec::new();
+                row_words(&mut w, &row(Status::Syncing, 1), 3, 0, |_| 0, |_| 0);
+                w
+            })
             .collect();
         assert!(!matrix(&none, row_width(3, 0)).unwrap().heads_in_rows());
     }

@@ -119,11 +119,10 @@ impl StatsLog {
         }
         let width = words.len() / self.nprocs;
         let words = if width > protocol::row_width(self.nprocs, 0) {
-            words
-                .chunks(width)
-                .flat_map(|row| &row[..SyncRow::WORDS])
-                .copied()
-                .collect()
+            // The statistics' part of each row, gathered in one
+            // allocation (the iterator knows its length).
+            let word = |i: usize| words[i / SyncRow::WORDS * width + i % SyncRow::WORDS];
+            (0..self.nprocs * SyncRow::WORDS).map(word).collect()
         } else {
             words
         };

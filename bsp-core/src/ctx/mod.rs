@@ -177,6 +177,9 @@ pub struct Ctx {
     started: Instant,
     /// What [`Ctx::get_into`] copies into local coarrays after the sync.
     landing: Vec<remote::Landing>,
+    /// The buffer this processor's sync rows are written in, kept for the
+    /// next sync.
+    row_buffer: Vec<u64>,
     /// The buffer an MPI direct put stages its writes in, kept for the next.
     direct_stage: direct_put::StageHome,
     /// The current superstep's `tracing` span.
@@ -219,6 +222,7 @@ impl Ctx {
             work_start: Instant::now(),
             started: Instant::now(),
             landing: Vec::new(),
+            row_buffer: Vec::new(),
             direct_stage: direct_put::StageHome::default(),
             checkpoints: None,
             checkpointed: Vec::new(),
@@ -350,7 +354,7 @@ impl Ctx {
     /// This processor's row for the exchange opening a sync (or ending
     /// the run), its record heads not yet in the slot.
     /// `now` ends the superstep's work.
-    fn row_words(&self, status: Status, vote: u64, now: Instant) -> Vec<u64> {
+    fn row_words(&mut self, status: Status, vote: u64, now: Instant) -> Vec<u64> {
         let row = SyncRow {
             status,
             superstep: self.superstep as u64,
@@ -365,13 +369,16 @@ impl Ctx {
             vote,
         };
         let outbox = &self.outbox;
+        let mut words = std::mem::take(&mut self.row_buffer);
         protocol::row_words(
+            &mut words,
             &row,
             self.nprocs,
             self.heads_slot,
             |k| outbox.bytes_to(k) as u64,
             |k| outbox.head_bytes_to(k),
-        )
+        );
+        words
     }
 
     /// Exchanges the sync rows (this processor's is `mine`), checks them,
@@ -435,6 +442,7 @@ impl Ctx {
         };
         let expected = protocol::matrix(&words, width);
         self.stats.push(words, choice);
+        self.row_buffer = mine;
         (decision, choice.router, expected, offer)
     }
 

@@ -104,6 +104,9 @@ const SEQ_BYTES: usize = 8;
 /// cores it yields at once).
 const SPIN: Duration = Duration::from_micros(50);
 
+/// Bytes of a cache line: a cell starts on one.
+const LINE: usize = 64;
+
 /// Rows of fewer words than this still get cells of this many.
 const ROW_FIRST: usize = 64;
 
@@ -165,8 +168,10 @@ impl Fenced {
         Fenced::allocate(comm, shared, me, p, row.max(ROW_FIRST), MAIL_FIRST)
     }
 
+    /// Bytes of a cell: whole cache lines, so that every cell starts a
+    /// line and a row crosses no more lines than it fills.
     fn cell_bytes(&self) -> usize {
-        SEQ_BYTES + 8 * (HEAD + self.row_cap) + self.mail_cap
+        (SEQ_BYTES + 8 * (HEAD + self.row_cap) + self.mail_cap).next_multiple_of(LINE)
     }
 
     /// Byte offset of `sender`'s cell in `half`.
