@@ -43,6 +43,13 @@ struct Live {
 static LIVE: Mutex<BTreeMap<usize, Live>> = Mutex::new(BTreeMap::new());
 /// The last serial number given.
 static SERIAL: AtomicU64 = AtomicU64::new(0);
+
+/// Under test: whether [`Peers::map`] refuses every mapping, as a kernel
+/// without `pidfd_getfd` (before Linux 5.6) or a seccomp policy would, so
+/// that a push takes its `process_vm_writev` way (`transport/mpi/pull.rs`).
+#[cfg(test)]
+pub(crate) static REFUSE_MAPS: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 /// How many serials of freed regions [`Freed`] tells.
 const RECENT: usize = 16;
 
@@ -228,6 +235,13 @@ impl Peers {
         place: Place,
         len: usize,
     ) -> io::Result<*mut u8> {
+        #[cfg(test)]
+        if REFUSE_MAPS.load(Ordering::Relaxed) {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "mappings refused under test",
+            ));
+        }
         match self.seen.insert(pid, freed.count) {
             Some(seen) if seen == freed.count => {}
             Some(seen) if freed.count - seen <= freed.recent.len() as u64 => {

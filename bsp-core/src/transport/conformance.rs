@@ -181,6 +181,36 @@ fn an_exchange_into_lands_every_byte_in_mapped_memory() {
     });
 }
 
+/// The same where the senders cannot map that memory (a kernel that
+/// refuses `pidfd_getfd`): under MPI on one node they write it with
+/// `process_vm_writev` instead, and every byte lands as before.
+#[cfg(all(feature = "mpi", target_os = "linux"))]
+#[test]
+fn an_exchange_into_mapped_memory_lands_where_mappings_are_refused() {
+    use crate::shared_memory::REFUSE_MAPS;
+    use crate::transport::mpi::WRITTEN_BY_SYSCALL;
+    use std::sync::atomic::Ordering::Relaxed;
+    on_every_transport(|comm| {
+        let before = WRITTEN_BY_SYSCALL.load(Relaxed);
+        REFUSE_MAPS.store(true, Relaxed);
+        let len = landing_len(comm);
+        let mut region = crate::shared_memory::Region::zeroed(len).expect("memfd_create");
+        region.bytes_mut().fill(0xAA);
+        exchange_into_once(comm, None, region.bytes_mut());
+        REFUSE_MAPS.store(false, Relaxed);
+        // A processor that sends anything under MPI on one node pushes it
+        // (every landing lies in mapped memory), so it wrote by syscall.
+        let me = comm.pid();
+        let sends = (0..comm.nprocs()).any(|q| q != me && block_len(me, q) > 0);
+        if comm.capabilities().maps_memory && sends {
+            assert!(
+                WRITTEN_BY_SYSCALL.load(Relaxed) > before,
+                "processor {me} pushed without process_vm_writev"
+            );
+        }
+    });
+}
+
 /// Bytes of the landing buffer of `exchange_into_once`: what every other
 /// processor sends this one, and 8 bytes of gap after each.
 fn landing_len(comm: &dyn Comm) -> usize {

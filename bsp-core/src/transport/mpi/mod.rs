@@ -79,6 +79,9 @@ mod pull;
 mod split;
 mod timed;
 
+#[cfg(test)]
+pub(crate) use pull::WRITTEN_BY_SYSCALL;
+
 use std::cell::Cell;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

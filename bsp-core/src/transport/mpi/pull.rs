@@ -321,6 +321,8 @@ fn push(
             Ok(())
         }
         Err(_) => {
+            #[cfg(test)]
+            WRITTEN_BY_SYSCALL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let ours: Vec<(*const u8, usize)> =
                 block.iter().map(|s| (s.as_ptr(), s.len())).collect();
             let theirs: Vec<(u64, u64)> = places.iter().map(|&(_, len, at)| (at, len)).collect();
@@ -331,6 +333,12 @@ fn push(
         }
     }
 }
+
+/// Under test: how many pushes have been written with
+/// `process_vm_writev` (where the receiver's memory could not be mapped).
+#[cfg(test)]
+pub(crate) static WRITTEN_BY_SYSCALL: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
 
 /// Which way [`transfer`] copies.
 #[derive(Clone, Copy)]
