@@ -140,6 +140,18 @@ impl SyncRow {
     /// Words of a row on the wire.
     pub(crate) const WORDS: usize = 9 + 4 + 2 * ROUTE_WORDS + 2;
 
+    /// Where [`to_words`](SyncRow::to_words) puts the fields that
+    /// [`decide`] reads in every sync (it reads them in place).
+    const STATUS: usize = 0;
+    const SUPERSTEP: usize = 1;
+    const REGISTRATIONS: usize = 2;
+    const FINGERPRINT: usize = 3;
+    const HAS_GETS: usize = 4;
+    const BYTES: usize = 5;
+    const LENDS: usize = 7;
+    const RECORDS: usize = 8;
+    const VOTE: usize = 14 + 2 * ROUTE_WORDS;
+
     pub(crate) fn to_words(self) -> [u64; Self::WORDS] {
         let f = &self.previous;
         let [r0, r1] = f.routes.map(route_words);
@@ -420,7 +432,9 @@ pub(crate) fn decide(
         return Err(error);
     }
     let row = |q: usize| SyncRow::from_words(&words[q * width..q * width + SyncRow::WORDS]);
-    let first = row(0);
+    // A field of processor q's row, read in place (this runs in every
+    // sync; a whole row is parsed only to word an error).
+    let field = |q: usize, at: usize| words[q * width + at];
     let p = words.len() / width;
     let mut decision = SyncDecision {
         anything: false,
@@ -440,7 +454,6 @@ pub(crate) fn decide(
     let (mut returned, mut syncing, mut mismatch) = (None, None, None);
     // One pass: this runs in every sync, over p rows.
     for q in 0..p {
-        let r = row(q);
         if width > SyncRow::WORDS {
             let at = q * width + SyncRow::WORDS;
             let counts = &words[at..at + p];
@@ -451,23 +464,27 @@ pub(crate) fn decide(
             }
             exact_h = exact_h.max(sent);
         }
-        match r.status {
-            Status::Returned => returned = returned.or(Some((q, r.superstep))),
-            Status::Syncing => syncing = syncing.or(Some((q, r.superstep))),
-            Status::Splitting => {}
+        let superstep = field(q, SyncRow::SUPERSTEP);
+        match field(q, SyncRow::STATUS) {
+            2 => returned = returned.or(Some((q, superstep))),
+            1 => syncing = syncing.or(Some((q, superstep))),
+            4 => {}
+            other => panic!("bsp: corrupt sync row (status {other})"),
         }
-        if r.registrations != first.registrations || r.fingerprint != first.fingerprint {
-            mismatch = mismatch.or(Some((q, r)));
+        let same = |at: usize| field(q, at) == field(0, at);
+        if !same(SyncRow::REGISTRATIONS) || !same(SyncRow::FINGERPRINT) {
+            mismatch = mismatch.or(Some(q));
         }
-        decision.anything |= r.bytes != 0;
-        decision.max_bytes = decision.max_bytes.max(r.bytes);
-        decision.total_bytes += r.bytes;
-        decision.total_records += r.records;
-        decision.any_gets |= r.has_gets;
-        decision.any_lends |= r.lends;
-        match decision.votes.checked_add(r.vote) {
+        let bytes = field(q, SyncRow::BYTES);
+        decision.anything |= bytes != 0;
+        decision.max_bytes = decision.max_bytes.max(bytes);
+        decision.total_bytes += bytes;
+        decision.total_records += field(q, SyncRow::RECORDS);
+        decision.any_gets |= field(q, SyncRow::HAS_GETS) != 0;
+        decision.any_lends |= field(q, SyncRow::LENDS) != 0;
+        match decision.votes.checked_add(field(q, SyncRow::VOTE)) {
             Some(sum) => decision.votes = sum,
-            None => overflow = overflow.or(Some((q, r))),
+            None => overflow = overflow.or(Some(q)),
         }
     }
     if width > SyncRow::WORDS {
@@ -482,7 +499,8 @@ pub(crate) fn decide(
         );
         return Err(Error::at(ErrorKind::SyncMismatch, r, rs as usize, msg));
     }
-    if let Some((q, r)) = overflow {
+    if let Some(q) = overflow {
+        let r = row(q);
         let msg = format!(
             "sync_sum: the processors' values add up to more than u64::MAX \
              (processor {q}'s value {} overflows the sum of those before it)",
@@ -490,7 +508,8 @@ pub(crate) fn decide(
         );
         return Err(Error::at(ErrorKind::Panic, q, r.superstep as usize, msg));
     }
-    if let Some((q, r)) = mismatch {
+    if let Some(q) = mismatch {
+        let (r, first) = (row(q), row(0));
         let (cq, c0) = (r.registrations, first.registrations);
         let detail = if cq != c0 {
             format!("processor {q} has registered {cq} coarrays and queues, processor 0 has registered {c0}")
@@ -632,8 +651,26 @@ mod tests {
         r.has_gets = true;
         r.records = 17;
         r.previous.routes[1].header_bytes = 123;
+        r.vote = 5;
         let words = r.to_words();
         assert_eq!(SyncRow::from_words(&words), r);
+        // The fields `decide` reads in place.
+        let at = [
+            (SyncRow::STATUS, Status::Returned as u64),
+            (SyncRow::SUPERSTEP, 7),
+            (SyncRow::REGISTRATIONS, 2),
+            (SyncRow::FINGERPRINT, 99),
+            (SyncRow::HAS_GETS, 1),
+            (SyncRow::RECORDS, 17),
+            (SyncRow::VOTE, 5),
+        ];
+        for (index, value) in at {
+            assert_eq!(words[index], value, "word {index}");
+        }
+        let mut lending = row(Status::Syncing, 1);
+        (lending.lends, lending.bytes) = (true, 3);
+        let w = lending.to_words();
+        assert_eq!((w[SyncRow::LENDS], w[SyncRow::BYTES]), (1, 3));
         let all: Vec<u64> = [words, row(Status::Syncing, 1).to_words()].concat();
         assert_eq!(SyncRow::all(&all, SyncRow::WORDS).len(), 2);
     }

@@ -414,6 +414,13 @@ impl Ctx {
         let decision = decision.unwrap_or_else(|error| self.comm.abort(error));
         let h = decision.h_estimate(self.nprocs);
         let choice = match (self.router, self.machine) {
+            // Nothing to route: no router runs, and the statistics show
+            // none (a sync that routes nothing has no routes).
+            _ if !decision.anything => Choice {
+                router: self.router,
+                predicted: None,
+                h,
+            },
             // One processor sends only to itself: the direct router copies
             // each stream once, where two phases would copy it twice.
             (Router::Auto, m) if self.nprocs == 1 => Choice {
@@ -440,7 +447,10 @@ impl Ctx {
                 h,
             },
         };
-        let expected = protocol::matrix(&words, width);
+        let expected = match decision.anything {
+            true => protocol::matrix(&words, width),
+            false => None,
+        };
         self.stats.push(words, choice);
         self.row_buffer = mine;
         (decision, choice.router, expected, offer)
