@@ -25,10 +25,11 @@
 //!
 //! Two halves, used in turn by consecutive all-gathers; each half has one
 //! cell per sender. A cell is the sequence word, two head words, then the
-//! row, then a mailbox:
+//! row, then a mailbox, padded to whole cache lines so that every cell
+//! starts one:
 //!
 //! ```text
-//! [ seq | wanted | length | row: row_cap words | mailbox: mail_cap bytes ]
+//! [ seq | wanted | length | row: row_cap words | mailbox: mail_cap bytes | pad ]
 //! ```
 //!
 //! * `wanted` is the longest block the sender offered to any other rank
