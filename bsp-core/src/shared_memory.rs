@@ -50,6 +50,7 @@ static SERIAL: AtomicU64 = AtomicU64::new(0);
 #[cfg(test)]
 pub(crate) static REFUSE_MAPS: std::sync::atomic::AtomicBool =
     std::sync::atomic::AtomicBool::new(false);
+
 /// How many serials of freed regions [`Freed`] tells.
 const RECENT: usize = 16;
 
