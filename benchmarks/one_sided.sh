@@ -14,7 +14,8 @@
 # Each program takes ROUNDS rounds (default 7) and prints its minimum and
 # median per measurement (see put_fence.c). Prints, per measurement, the
 # median over runs of each program's median and the ratios bsp / MPI
-# (for GB/s, bsp's share of MPI's); writes every line to
+# (for GB/s, bsp's share of MPI's), then each run's ratios side by side;
+# writes every line to
 # benchmarks/data/one_sided/latest.jsonl (or $OUT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,4 +69,19 @@ for w in whats:
     m1, m2 = med["mpi single"], med["mpi serialized"]
     f, a = med["bsp fence"], med["bsp allgather"]
     print(f"{w:10} {unit:>11} {m1:10.3f} {m2:10.3f} {f:10.3f} {f / m1:8.2f} {f / m2:8.2f} {a:14.3f} {a / m1:8.2f}")
+# A launch of a program lands on one of this kind of VM's levels and
+# keeps it (BENCHMARKS.md, section 14c): the ratios of each run, side by
+# side, show how far one launch can move them.
+runs = sorted({r["run"] for r in rows})
+if len(runs) > 1:
+    print()
+    print("per run, bsp (rows by fence) / MPI single, then / MPI serialized:")
+    print(f"{'':10} " + " ".join(f"{'run ' + str(n):>13}" for n in runs))
+    for w in whats:
+        cells = []
+        for n in runs:
+            got = {key(r): median_of(r) for r in rows if r["what"] == w and r["run"] == n}
+            f = got["bsp fence"]
+            cells.append(f"{f / got['mpi single']:.2f} / {f / got['mpi serialized']:.2f}")
+        print(f"{w:10} " + " ".join(f"{c:>13}" for c in cells))
 PY
