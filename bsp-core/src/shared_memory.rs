@@ -55,22 +55,53 @@ pub(crate) static REFUSE_MAPS: std::sync::atomic::AtomicBool =
 const RECENT: usize = 16;
 
 /// What this process has freed: how many regions, and the serials of the
-/// last [`RECENT`] (oldest first).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// last [`RECENT`] or fewer, held inline so that taking a copy (once per
+/// exchange) allocates nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Freed {
     pub(crate) count: u64,
-    pub(crate) recent: Vec<u64>,
+    /// `serials[..known]`, oldest first.
+    serials: [u64; RECENT],
+    known: usize,
+}
+
+impl Freed {
+    /// `count` regions freed, the last of them those of `recent` (oldest
+    /// first; only the last [`RECENT`] are kept).
+    pub(crate) fn new(count: u64, recent: impl IntoIterator<Item = u64>) -> Freed {
+        let mut freed = Freed {
+            count,
+            ..Freed::default()
+        };
+        recent.into_iter().for_each(|serial| freed.remember(serial));
+        freed
+    }
+
+    /// The serials of the last regions freed, oldest first.
+    pub(crate) fn recent(&self) -> &[u64] {
+        &self.serials[..self.known]
+    }
+
+    fn remember(&mut self, serial: u64) {
+        if self.known == RECENT {
+            self.serials.rotate_left(1);
+            self.known -= 1;
+        }
+        self.serials[self.known] = serial;
+        self.known += 1;
+    }
 }
 
 /// What this process has freed so far.
 static FREED: Mutex<Freed> = Mutex::new(Freed {
     count: 0,
-    recent: Vec::new(),
+    serials: [0; RECENT],
+    known: 0,
 });
 
 /// What this process has freed so far.
 pub(crate) fn freed() -> Freed {
-    FREED.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    *FREED.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Where the `len` bytes at `at` lie, if wholly inside one live region.
@@ -163,10 +194,7 @@ impl Drop for Region {
         }
         let mut freed = FREED.lock().unwrap_or_else(|e| e.into_inner());
         freed.count += 1;
-        if freed.recent.len() == RECENT {
-            freed.recent.remove(0);
-        }
-        freed.recent.push(self.serial);
+        freed.remember(self.serial);
     }
 }
 
@@ -245,8 +273,8 @@ impl Peers {
         }
         match self.seen.insert(pid, freed.count) {
             Some(seen) if seen == freed.count => {}
-            Some(seen) if freed.count - seen <= freed.recent.len() as u64 => {
-                for &serial in &freed.recent {
+            Some(seen) if freed.count - seen <= freed.recent().len() as u64 => {
+                for &serial in freed.recent() {
                     self.maps.remove(&(pid, serial));
                 }
             }
@@ -298,9 +326,14 @@ impl Peers {
         // SAFETY: `ours` is open and `stat` is writable.
         let sized = unsafe { libc::fstat(ours, &mut stat) } == 0;
         let len = stat.st_size as usize;
-        let mapped = match sized && len > 0 {
-            true => map_shared(ours, len),
-            false => Err(io::Error::last_os_error()),
+        let mapped = match (sized, len) {
+            (false, _) => Err(io::Error::last_os_error()),
+            // A region is never empty: this is not one of ours.
+            (true, 0) => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the peer's memory file is empty",
+            )),
+            (true, _) => map_shared(ours, len),
         };
         // SAFETY: our duplicate is no longer needed (the mapping keeps
         // the file); closed once.
@@ -321,6 +354,15 @@ impl Drop for Peers {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn freed_keeps_the_last_serials_oldest_first() {
+        let few = Freed::new(3, [7, 8, 9]);
+        assert_eq!((few.count, few.recent()), (3, &[7, 8, 9][..]));
+        let many = Freed::new(40, 1..=40);
+        let last: Vec<u64> = (41 - RECENT as u64..=40).collect();
+        assert_eq!((many.count, many.recent()), (40, &last[..]));
+    }
 
     #[test]
     fn a_region_is_zeroed_located_and_mapped_again() {

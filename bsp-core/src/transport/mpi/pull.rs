@@ -247,8 +247,12 @@ impl Mail {
         let mut words = Vec::with_capacity(pairs.len() + 3 + 5 * places.len());
         words.push(pairs.len() as u64 / 2);
         words.extend(pairs);
-        words.extend([places.len() as u64, freed.count, freed.recent.len() as u64]);
-        words.extend(&freed.recent);
+        words.extend([
+            places.len() as u64,
+            freed.count,
+            freed.recent().len() as u64,
+        ]);
+        words.extend(freed.recent());
         for (place, len, at) in places {
             words.extend([place.fd as u64, place.serial, place.offset, len, at]);
         }
@@ -264,10 +268,8 @@ impl Mail {
         let mut next = || words.next().expect("bsp: a short pull list");
         let pairs = (0..next()).map(|_| (next(), next())).collect();
         let (count, freed_count) = (next(), next());
-        let freed = Freed {
-            count: freed_count,
-            recent: (0..next()).map(|_| next()).collect(),
-        };
+        let known = next();
+        let freed = Freed::new(freed_count, (0..known).map(|_| next()));
         let places = (0..count)
             .map(|_| {
                 let (fd, serial, offset) = (next() as i32, next(), next());
