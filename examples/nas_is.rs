@@ -31,13 +31,17 @@ usage: nas_is [options]
   --class S|W|A|B|C   problem class (default A)
   --procs P           processors (default: BSP_PROCS or the number of cores)
   --router two-phase|direct   h-relation router (default: BSP_ROUTER or two-phase)
-  --ranker buckets|counting   how keys are ranked (default buckets): by 2^10 coarse
-                      buckets, each key moved once to the processor owning its
+  --ranker buckets|counting   how keys are ranked (default buckets): by coarse
+                      buckets (--buckets), each key moved once to the processor owning its
                       bucket and counted there (as NPB does), or by the counting
                       sort over all max_key values (transposes of the count matrix)
   --move-keys         with the counting ranker (implied): also move every key to
                       its rank in every timed iteration (step 6 of the counting
                       sort); by default only the ranks are computed in the loop
+  --buckets auto|N     with the bucket ranker: 2^N coarse buckets (N from 1 to
+                      11; NPB uses 10), or auto (default): each width from 2^8
+                      to 2^11 timed on the keys before the timed loop, like the
+                      warm-up, and the fastest kept (BucketRanker::tune)
   --stores auto|lines|plain   how the scatter stores (default auto: timed,
                       the faster way kept; see bsp::expert::stores)
   --json              print one JSON object instead of text
@@ -58,6 +62,8 @@ struct Outcome {
     seconds: f64,
     passed: u64,
     full: bool,
+    /// The bucket ranker's bucket digit, in bits.
+    bucket_bits: Option<u32>,
 }
 
 /// The whole benchmark on one processor; `Some` on processor 0.
@@ -75,7 +81,13 @@ enum Ranker {
     Counting { move_keys: bool },
 }
 
-fn nas_is(ctx: &mut Ctx, class: Class, ranker: Ranker, progress: &Progress) -> Option<Outcome> {
+fn nas_is(
+    ctx: &mut Ctx,
+    class: Class,
+    ranker: Ranker,
+    bucket_bits: Option<u32>,
+    progress: &Progress,
+) -> Option<Outcome> {
     let (p, me) = (ctx.nprocs(), ctx.pid());
     let tick = |what: &str| {
         if me == 0 {
@@ -91,9 +103,15 @@ fn nas_is(ctx: &mut Ctx, class: Class, ranker: Ranker, progress: &Progress) -> O
         Ranker::Buckets => None,
     };
     let mut buckets = match ranker {
-        Ranker::Buckets => Some(BucketRanker::new(ctx, class.max_key)),
+        Ranker::Buckets => Some(match bucket_bits {
+            Some(bits) => BucketRanker::new(ctx, class.max_key).with_bucket_bits(bits),
+            None => BucketRanker::new(ctx, class.max_key),
+        }),
         Ranker::Counting { .. } => None,
     };
+    if let (Some(ranker), None) = (buckets.as_mut(), bucket_bits) {
+        ranker.tune(ctx, &keys); // untimed, like the warm-up
+    }
 
     let mut iteration = |ctx: &mut Ctx, it: usize| -> u64 {
         for (index, key) in class.modifications(it) {
@@ -187,6 +205,7 @@ fn nas_is(ctx: &mut Ctx, class: Class, ranker: Ranker, progress: &Progress) -> O
         seconds: slowest[0],
         passed: passed[0],
         full,
+        bucket_bits: buckets.as_ref().map(BucketRanker::bucket_bits),
     })
 }
 
@@ -198,6 +217,7 @@ fn main() -> ExitCode {
         "router",
         "ranker",
         "stores",
+        "buckets",
         "json",
         "move-keys",
     ]);
@@ -212,10 +232,17 @@ fn main() -> ExitCode {
             "--ranker: expected buckets or counting, not {other:?}"
         )),
     };
+    let bucket_bits = match args.get("buckets", "auto".to_owned()).as_str() {
+        "auto" => None,
+        n => match n.parse::<u32>() {
+            Ok(bits @ 1..=11) => Some(bits),
+            _ => args.fail(&format!("--buckets: expected auto or 1 to 11, not {n:?}")),
+        },
+    };
     // Steps: key generation, each timed iteration, the full verification.
     let progress = Progress::new(ITERATIONS as u64 + 2, "nas_is", json);
     let result = args.runtime().run(|ctx| {
-        let outcome = nas_is(ctx, class, ranker, &progress)?;
+        let outcome = nas_is(ctx, class, ranker, bucket_bits, &progress)?;
         let verified = outcome.full && outcome.passed == 5 * ITERATIONS as u64;
         let mops = (ITERATIONS * class.total_keys) as f64 / outcome.seconds / 1e6;
         if json {
@@ -229,6 +256,8 @@ fn main() -> ExitCode {
                     "iterations": ITERATIONS,
                     "move_keys": move_keys,
                     "ranker": if ranker == Ranker::Buckets { "buckets" } else { "counting" },
+                    "bucket_bits": outcome.bucket_bits,
+                    "buckets_tuned": ranker == Ranker::Buckets && bucket_bits.is_none(),
                     "seconds": outcome.seconds,
                     "mops": mops,
                     "partial_passed": outcome.passed,
@@ -237,8 +266,13 @@ fn main() -> ExitCode {
                 })
             );
         } else {
+            let buckets = match (outcome.bucket_bits, bucket_bits) {
+                (Some(bits), None) => format!(", 2^{bits} buckets (tuned)"),
+                (Some(bits), Some(_)) => format!(", 2^{bits} buckets"),
+                (None, _) => String::new(),
+            };
             println!(
-                "NAS IS class {}: {} keys in [0, {}), p = {}, router {}\n  \
+                "NAS IS class {}: {} keys in [0, {}), p = {}, router {}{buckets}\n  \
                  time {:.4} s for {ITERATIONS} iterations, {mops:.1} Mop/s\n  \
                  partial verification {}/{}, full verification {}: {}",
                 class.name,

@@ -10,16 +10,33 @@
 //! place on the processor that owns it; that processor then counts each
 //! bucket's keys over the bucket's few key values, in the cache, and
 //! knows the rank of every key value in its range.
+//!
+//! How many buckets is a trade between the two passes, and the best number
+//! depends on the machine: the fewer the buckets, the fewer lines the
+//! scatter writes at once, and the more counters each bucket's count
+//! touches. NAS IS class B at p = 2 on AMD-2 (2026-11-27) ran at 1270–1310
+//! Mop/s with 2^8 buckets, 1420–1425 with 2^9, 1080–1120 with NPB's 2^10
+//! and 830 with 2^11. [`BucketRanker::tune`] measures the candidates on the
+//! caller's keys and keeps the fastest.
 
-use std::ops::Range;
+use std::ops::{Range, RangeInclusive};
+use std::time::Instant;
 
 use bsp_core::expert::{Digit, DigitCounts, DigitPut, DirectPiece};
 use bsp_core::{Coarray, Ctx};
 
 use crate::gather_area::GatherArea;
 
-/// Number of coarse buckets (at most; fewer when the key range is small).
-const BUCKET_BITS: u32 = 10;
+/// Coarse buckets, in bits, until [`BucketRanker::tune`] or
+/// [`BucketRanker::with_bucket_bits`] says otherwise: NPB's 2^10 (fewer
+/// when the key range is small).
+const DEFAULT_BUCKET_BITS: u32 = 10;
+
+/// The bucket widths, in bits, that [`BucketRanker::tune`] tries.
+const TUNED_BUCKET_BITS: RangeInclusive<u32> = 8..=MAX_BUCKET_BITS;
+
+/// The widest bucket digit, in bits: 2^11 buckets.
+const MAX_BUCKET_BITS: u32 = 11;
 
 /// Ranks keys in `0..max_key` over all processors by coarse buckets:
 /// after [`rank`](BucketRanker::rank), each processor knows the rank (the
@@ -50,6 +67,8 @@ const BUCKET_BITS: u32 = 10;
 /// ```
 pub struct BucketRanker {
     max_key: u32,
+    /// Bits of the bucket digit.
+    bucket_bits: u32,
     shift: u32,
     buckets: usize,
     gather: GatherArea,
@@ -81,24 +100,153 @@ impl BucketRanker {
     ///
     /// # Cost
     ///
-    /// Local; registers 2^10·p words and an empty receive buffer.
+    /// Local; registers 2^11·p words (the widest bucket digit
+    /// [`tune`](BucketRanker::tune) tries) and an empty receive buffer.
     pub fn new(ctx: &mut Ctx, max_key: u32) -> Self {
         assert!(max_key > 0, "bsp-sort: max_key must be at least 1");
-        let bits = 32 - (max_key - 1).leading_zeros();
-        let shift = bits.saturating_sub(BUCKET_BITS);
-        let buckets = ((max_key - 1) >> shift) as usize + 1;
-        BucketRanker {
+        let widest = Self::buckets_for(max_key, MAX_BUCKET_BITS).1;
+        let mut ranker = BucketRanker {
             max_key,
-            shift,
-            buckets,
-            gather: GatherArea::new(ctx, buckets),
+            bucket_bits: DEFAULT_BUCKET_BITS,
+            shift: 0,
+            buckets: 0,
+            gather: GatherArea::new(ctx, widest),
             recv: ctx.coarray::<u32>(0),
             mine: 0..0,
             values: 0..0,
             base: 0,
             prefix: Vec::new(),
             received: 0,
+        };
+        ranker.set_bucket_bits(DEFAULT_BUCKET_BITS);
+        ranker
+    }
+
+    /// The same ranker with 2^`bits` coarse buckets (fewer when the key
+    /// range is small) instead of NPB's 2^10.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_sort::expert::BucketRanker;
+    ///
+    /// bsp_core::run(2, |ctx| {
+    ///     let ranker = BucketRanker::new(ctx, 1 << 20).with_bucket_bits(9);
+    ///     assert_eq!(ranker.bucket_bits(), 9);
+    /// })
+    /// .unwrap();
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `bits` is 0 or above 11.
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1).
+    pub fn with_bucket_bits(mut self, bits: u32) -> Self {
+        assert!(
+            (1..=MAX_BUCKET_BITS).contains(&bits),
+            "bsp-sort: a bucket digit has 1 to {MAX_BUCKET_BITS} bits, not {bits}"
+        );
+        self.set_bucket_bits(bits);
+        self
+    }
+
+    /// The bits of the bucket digit the ranks use: 2^bits buckets, fewer
+    /// when the key range is small.
+    ///
+    /// # Examples
+    ///
+    /// See [`with_bucket_bits`](BucketRanker::with_bucket_bits).
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1).
+    pub fn bucket_bits(&self) -> u32 {
+        self.bucket_bits
+    }
+
+    /// The shift and the number of buckets of a `bits`-bit bucket digit
+    /// for keys below `max_key`.
+    fn buckets_for(max_key: u32, bits: u32) -> (u32, usize) {
+        let key_bits = 32 - (max_key - 1).leading_zeros();
+        let shift = key_bits.saturating_sub(bits);
+        (shift, ((max_key - 1) >> shift) as usize + 1)
+    }
+
+    fn set_bucket_bits(&mut self, bits: u32) {
+        self.bucket_bits = bits;
+        (self.shift, self.buckets) = Self::buckets_for(self.max_key, bits);
+    }
+
+    /// Ranks `keys` with each bucket width from 2^8 to 2^11 buckets that
+    /// gives a different bucketing, times each, and keeps the fastest for
+    /// later [`rank`](BucketRanker::rank)s; returns its bits. Collective:
+    /// every processor passes its own keys, and all keep the same width,
+    /// chosen by the slowest processor's times.
+    ///
+    /// Each width ranks twice and counts its faster time, so that the
+    /// scatter's store policy ([`bsp_core::expert::stores`]) has tried
+    /// both its ways. Afterwards the ranker holds the ranks of `keys`
+    /// under the last width tried; rank again before asking for them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_sort::expert::BucketRanker;
+    ///
+    /// let out = bsp_core::run(2, |ctx| {
+    ///     let keys: Vec<u32> = (0..4096u32).map(|i| i.wrapping_mul(2_654_435_761) >> 12).collect();
+    ///     let mut ranker = BucketRanker::new(ctx, 1 << 20);
+    ///     let bits = ranker.tune(ctx, &keys);
+    ///     ranker.rank(ctx, &keys);
+    ///     (bits, ranker.rank_of(ranker.key_range().start))
+    /// })
+    /// .unwrap();
+    /// let (bits, _) = out.get(0).unwrap();
+    /// assert!((8..=11).contains(bits));
+    /// assert!(out.iter().all(|(b, _)| b == bits)); // the same on every processor
+    /// ```
+    ///
+    /// # Cost
+    ///
+    /// Up to eight [`rank`](BucketRanker::rank)s, each followed by a sync,
+    /// and one all-gather of a word per width.
+    pub fn tune(&mut self, ctx: &mut Ctx, keys: &[u32]) -> u32 {
+        let mut widths: Vec<u32> = Vec::new();
+        for bits in TUNED_BUCKET_BITS {
+            let shift = Self::buckets_for(self.max_key, bits).0;
+            if widths
+                .iter()
+                .all(|&w| Self::buckets_for(self.max_key, w).0 != shift)
+            {
+                widths.push(bits);
+            }
         }
+        if widths.len() < 2 {
+            return self.bucket_bits;
+        }
+        let mut best = (u64::MAX, self.bucket_bits);
+        for bits in widths {
+            self.set_bucket_bits(bits);
+            let mut fastest = u64::MAX;
+            for _ in 0..2 {
+                ctx.label("tune: start line");
+                ctx.sync();
+                let start = Instant::now();
+                self.rank(ctx, keys);
+                fastest = fastest.min(start.elapsed().as_nanos() as u64);
+            }
+            ctx.label("tune: times");
+            let slowest = self.gather.all_gather(ctx, &[fastest]);
+            let slowest = slowest.into_iter().max().unwrap_or(u64::MAX);
+            if slowest < best.0 {
+                best = (slowest, bits);
+            }
+        }
+        self.set_bucket_bits(best.1);
+        best.1
     }
 
     /// Ranks the keys of every processor's `keys` together. Collective.
@@ -124,7 +272,7 @@ impl BucketRanker {
         // at or above it either has one, or lands (the digit's high bits
         // dropped) on a processor above that processor's key range, which
         // the local count below reports.
-        let counted = DigitCounts::new(keys, Digit::new(shift, BUCKET_BITS));
+        let counted = DigitCounts::new(keys, Digit::new(shift, self.bucket_bits));
         if counted.counts()[buckets..].iter().any(|&c| c > 0) {
             let k = keys.iter().find(|&&k| k >= self.max_key).copied();
             key_out_of_range(k.unwrap_or(self.max_key), self.max_key);
@@ -180,27 +328,39 @@ impl BucketRanker {
         ctx.replace_local(&self.recv, buffer);
         ctx.label("rank: move keys");
         ctx.put_direct_by_digit(&self.recv, &counted, &pieces);
-        // Count each bucket's keys over its values, bucket by bucket.
+        // Count each bucket's keys over its values, bucket by bucket, and
+        // turn the counts into exclusive prefix sums while the bucket's
+        // counters are in the cache, as NPB does: the keys arrived grouped
+        // by bucket, and a bucket's counters are 2^shift words. Counting
+        // every key first and summing all counters after took 8.5–9.1 ms a
+        // processor per class B iteration at p = 2, this way 5.2–5.6 ms
+        // (AMD-2, 2026-11-27).
         ctx.label("rank: local counts");
         let lo = (self.mine.start as u32) << shift;
         let hi = ((self.mine.end as u64) << shift).min(u64::from(self.max_key)) as u32;
         self.values = lo..hi.max(lo);
-        let width = self.values.len();
-        // Counts, then their exclusive prefix sums in place.
-        self.prefix.clear();
-        self.prefix.resize(width, 0);
+        // Every counter is zeroed with its bucket's window below.
+        self.prefix.resize(self.values.len(), 0);
         let received = ctx.local(&self.recv);
-        for &k in received {
-            match self.prefix.get_mut(k.wrapping_sub(lo) as usize) {
-                Some(count) => *count += 1,
-                None => key_out_of_range(k, self.max_key),
+        let (mut keys, mut at) = (received, 0u32);
+        for b in self.mine.clone() {
+            let (bucket, rest) = keys.split_at(total[b] as usize);
+            keys = rest;
+            let first = ((b as u32) << shift).max(lo);
+            let last = (((b as u64 + 1) << shift).min(u64::from(hi)) as u32).max(first);
+            let window = &mut self.prefix[(first - lo) as usize..(last - lo) as usize];
+            window.fill(0);
+            for &k in bucket {
+                match window.get_mut(k.wrapping_sub(first) as usize) {
+                    Some(count) => *count += 1,
+                    None => key_out_of_range(k, self.max_key),
+                }
             }
-        }
-        let mut at = 0u32;
-        for c in &mut self.prefix {
-            let count = *c;
-            *c = at;
-            at += count;
+            for c in window {
+                let count = *c;
+                *c = at;
+                at += count;
+            }
         }
         self.received = received.len();
     }

@@ -472,10 +472,12 @@ fn exclusive_prefix(counts: &[u64]) -> Vec<usize> {
 
 /// Stable local counting sort: key `x` goes to `out[next_slot[digit(x)]]`.
 fn group<T: Copy>(keys: &[T], out: &mut [T], next_slot: &mut [usize], digit: impl Fn(&T) -> usize) {
-    for x in prefetch::lines(keys).flatten() {
-        let slot = &mut next_slot[digit(x)];
-        out[*slot] = *x;
-        *slot += 1;
+    for line in prefetch::lines(keys) {
+        for x in line {
+            let slot = &mut next_slot[digit(x)];
+            out[*slot] = *x;
+            *slot += 1;
+        }
     }
 }
 
@@ -496,15 +498,17 @@ fn scatter<T: Pod>(
     let choice = LineWriter::<T>::choose(counts);
     if choice.lines() {
         let mut out = LineWriter::new(first_piece.len());
-        for x in prefetch::lines(keys).flatten() {
-            let d = digit(x);
-            let mut x = *x;
-            while let Err(back) = out.push(d, x) {
-                // The digit's current piece is full (or none was taken
-                // yet): move on to its next piece.
-                x = back;
-                out.set_window(d, std::mem::take(&mut slices[next[d]]));
-                next[d] += 1;
+        for line in prefetch::lines(keys) {
+            for x in line {
+                let d = digit(x);
+                let mut x = *x;
+                while let Err(back) = out.push(d, x) {
+                    // The digit's current piece is full (or none was taken
+                    // yet): move on to its next piece.
+                    x = back;
+                    out.set_window(d, std::mem::take(&mut slices[next[d]]));
+                    next[d] += 1;
+                }
             }
         }
         out.finish();
@@ -513,18 +517,20 @@ fn scatter<T: Pod>(
     }
     let mut window: Vec<&mut [T]> = first_piece.iter().map(|_| &mut [][..]).collect();
     let mut filled = vec![0usize; first_piece.len()];
-    for x in prefetch::lines(keys).flatten() {
-        let d = digit(x);
-        let at = filled[d];
-        if let Some(slot) = window[d].get_mut(at) {
-            *slot = *x;
-            filled[d] = at + 1;
-        } else {
-            // As above.
-            window[d] = std::mem::take(&mut slices[next[d]]);
-            next[d] += 1;
-            window[d][0] = *x;
-            filled[d] = 1;
+    for line in prefetch::lines(keys) {
+        for x in line {
+            let d = digit(x);
+            let at = filled[d];
+            if let Some(slot) = window[d].get_mut(at) {
+                *slot = *x;
+                filled[d] = at + 1;
+            } else {
+                // As above.
+                window[d] = std::mem::take(&mut slices[next[d]]);
+                next[d] += 1;
+                window[d][0] = *x;
+                filled[d] = 1;
+            }
         }
     }
     choice.done();

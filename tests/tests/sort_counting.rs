@@ -133,15 +133,23 @@ fn nas_class_s_ranks() {
 /// [`BucketRanker`] and checks, on every visible processor, that its key
 /// ranges tile `0..max_key` in pid order, that it holds the keys of its
 /// range sorted, and that it knows the rank of each value of its range.
-fn check_bucket_ranker(rt: &Runtime, parts: &[Vec<u32>], max_key: u32) {
+/// The ranker has 2^`bits` buckets, or, where `bits` is `None`, the width
+/// [`BucketRanker::tune`] picks, which must be the same on every processor.
+fn check_bucket_ranker(rt: &Runtime, parts: &[Vec<u32>], max_key: u32, bits: Option<u32>) {
     let out = run_local(rt, |ctx| {
         let mut ranker = BucketRanker::new(ctx, max_key);
+        match bits {
+            Some(bits) => ranker = ranker.with_bucket_bits(bits),
+            None => {
+                ranker.tune(ctx, &parts[ctx.pid()]);
+            }
+        }
         // Twice, so that a ranker is reused as NAS IS reuses it.
         ranker.rank(ctx, &parts[ctx.pid()]);
         ranker.rank(ctx, &parts[ctx.pid()]);
         let range = ranker.key_range();
         let ranks: Vec<Option<u64>> = range.clone().map(|v| ranker.rank_of(v)).collect();
-        (range, ranks, ranker.sorted_keys())
+        (range, ranks, ranker.sorted_keys(), ranker.bucket_bits())
     });
     let mut sorted = parts.concat();
     sorted.sort_unstable();
@@ -150,8 +158,13 @@ fn check_bucket_ranker(rt: &Runtime, parts: &[Vec<u32>], max_key: u32) {
     let all = out.len() == rt.nprocs();
     agree(rt, || {
         let mut next = 0;
-        for (q, (range, ranks, keys)) in &out {
-            let what = format!("{}: processor {q}, max_key {max_key}", describe(rt));
+        let chosen = out.first().map(|(_, (_, _, _, bits))| *bits);
+        for (q, (range, ranks, keys, used)) in &out {
+            let what = format!(
+                "{}: processor {q}, max_key {max_key}, bucket bits {bits:?}",
+                describe(rt)
+            );
+            assert_eq!(Some(*used), bits.or(chosen), "{what}: bucket bits");
             assert!(range.end <= max_key, "{what}: range {range:?}");
             assert!(
                 !all || range.is_empty() || range.start == next,
@@ -188,6 +201,7 @@ proptest! {
         sizes in prop::collection::vec(0usize..400, 1..=8),
         max_key in prop_oneof![1u32..70, 1000u32..5000, Just(1 << 21), 3_000_000u32..4_000_000],
         hot in prop::option::of(0u32..u32::MAX),
+        bits in prop::option::of(1u32..=11),
         seed: u32,
     ) {
         watchdog(60, move || {
@@ -208,9 +222,30 @@ proptest! {
                             .collect()
                     })
                     .collect();
-                check_bucket_ranker(&rt, &parts, max_key);
+                check_bucket_ranker(&rt, &parts, max_key, bits);
             }
         });
+    }
+}
+
+#[test]
+fn a_bucket_width_out_of_range_ends_the_run() {
+    if under_mpi() {
+        return; // a failure ends the whole job; threads only
+    }
+    for bits in [0u32, 12] {
+        let err = watchdog(60, move || {
+            Runtime::threads(2)
+                .run(move |ctx| {
+                    BucketRanker::new(ctx, 1000).with_bucket_bits(bits);
+                })
+                .expect_err("the run must fail")
+        });
+        assert!(
+            err.to_string()
+                .contains(&format!("a bucket digit has 1 to 11 bits, not {bits}")),
+            "{err}"
+        );
     }
 }
 

@@ -156,11 +156,13 @@ impl<'k, K: DigitKey> DigitCounts<'k, K> {
         let mut counts = vec![0u64; digit.values()];
         let mut running = vec![0u32; digit.values()];
         for chunk in keys.chunks(u32::MAX as usize) {
-            for &k in prefetch::lines(chunk).flatten() {
-                let d = digit.of(k);
-                // SAFETY: `d` is at most the digit's mask, and `running`
-                // has `digit.values()` = mask + 1 entries.
-                unsafe { *running.get_unchecked_mut(d) += 1 };
+            for line in prefetch::lines(chunk) {
+                for &k in line {
+                    let d = digit.of(k);
+                    // SAFETY: `d` is at most the digit's mask, and `running`
+                    // has `digit.values()` = mask + 1 entries.
+                    unsafe { *running.get_unchecked_mut(d) += 1 };
+                }
             }
             for (total, count) in counts.iter_mut().zip(&mut running) {
                 *total += u64::from(std::mem::take(count));
