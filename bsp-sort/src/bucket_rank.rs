@@ -186,9 +186,10 @@ impl BucketRanker {
     /// every processor passes its own keys, and all keep the same width,
     /// chosen by the slowest processor's times.
     ///
-    /// Each width ranks twice and counts its faster time, so that the
-    /// scatter's store policy ([`bsp_core::expert::stores`]) has tried
-    /// both its ways. Afterwards the ranker holds the ranks of `keys`
+    /// Each width ranks three times and counts its fastest time: the
+    /// scatter's store policy ([`bsp_core::expert::stores`]) tries one way
+    /// in the first, the other in the second, and the third takes the
+    /// faster again, so that one slow run does not decide. Afterwards the ranker holds the ranks of `keys`
     /// under the last width tried; rank again before asking for them.
     ///
     /// # Examples
@@ -211,7 +212,7 @@ impl BucketRanker {
     ///
     /// # Cost
     ///
-    /// Up to eight [`rank`](BucketRanker::rank)s, each followed by a sync,
+    /// Up to twelve [`rank`](BucketRanker::rank)s, each after a sync,
     /// and one all-gather of a word per width.
     pub fn tune(&mut self, ctx: &mut Ctx, keys: &[u32]) -> u32 {
         let mut widths: Vec<u32> = Vec::new();
@@ -231,7 +232,7 @@ impl BucketRanker {
         for bits in widths {
             self.set_bucket_bits(bits);
             let mut fastest = u64::MAX;
-            for _ in 0..2 {
+            for _ in 0..3 {
                 ctx.label("tune: start line");
                 ctx.sync();
                 let start = Instant::now();
