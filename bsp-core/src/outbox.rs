@@ -218,7 +218,7 @@ impl Outbox {
         s.current.reserve(record.header_len() + payload.len());
         s.head_bytes += record.head_len() as u64;
         record.encode(&mut s.current);
-        s.current.extend_from_slice(payload);
+        append_payload(&mut s.current, payload);
     }
 
     /// Appends `record`, whose payload is handed over without a copy.
@@ -298,6 +298,27 @@ impl Outbox {
     }
 }
 
+/// Appends `payload` to `out`. The payloads of single-element puts (4, 8
+/// or 16 bytes) are copied as blocks of a size known when compiling, not
+/// through a call to `memcpy`: that call took 8% of the samples of
+/// supersteps of 2048 one-word puts under MPI, and a put went from 17.7
+/// to 17.1 ns (np = 2, AMD-2b, 2026-11-27).
+#[inline(always)]
+fn append_payload(out: &mut Vec<u8>, payload: &[u8]) {
+    match payload.len() {
+        4 => out.extend_from_slice(&block::<4>(payload)),
+        8 => out.extend_from_slice(&block::<8>(payload)),
+        16 => out.extend_from_slice(&block::<16>(payload)),
+        _ => out.extend_from_slice(payload),
+    }
+}
+
+/// `bytes`, which are `N` long, as an array.
+#[inline(always)]
+fn block<const N: usize>(bytes: &[u8]) -> [u8; N] {
+    bytes.try_into().expect("a block of the length matched")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -310,6 +331,27 @@ mod tests {
             offset: 0,
             bytes,
         }
+    }
+
+    #[test]
+    fn payloads_of_every_short_length_follow_their_headers() {
+        let mut out = Outbox::new(1);
+        let payloads: Vec<Vec<u8>> = (0..=20u8)
+            .map(|n| (0..n).map(|i| n ^ i).collect())
+            .collect();
+        for payload in &payloads {
+            out.push(0, put(payload.len() as u64), payload);
+        }
+        let streams = out.take(|_| unreachable!());
+        let mut records = RecordReader::new(SegmentReader::new(&streams[0].1));
+        for payload in &payloads {
+            let record = records.next().expect("one record a payload");
+            assert_eq!(record, put(payload.len() as u64));
+            let mut back = vec![0xff; payload.len()];
+            assert!(records.payload().read_into(&mut back));
+            assert_eq!(&back, payload);
+        }
+        assert!(records.next().is_none());
     }
 
     #[test]
