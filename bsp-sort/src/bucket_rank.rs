@@ -14,7 +14,7 @@
 //! How many buckets is a trade between the two passes, and the best number
 //! depends on the machine: the fewer the buckets, the fewer lines the
 //! scatter writes at once, and the more counters each bucket's count
-//! touches. NAS IS class B at p = 2 on AMD-2 (2026-11-27) ran at 1270–1310
+//! touches. NAS IS class B at p = 2 on AMD-2b (2026-11-27) ran at 1270–1310
 //! Mop/s with 2^8 buckets, 1420–1425 with 2^9, 1080–1120 with NPB's 2^10
 //! and 830 with 2^11. [`BucketRanker::tune`] measures the candidates on the
 //! caller's keys and keeps the fastest.
@@ -189,8 +189,9 @@ impl BucketRanker {
     /// Each width ranks three times and counts its fastest time: the
     /// scatter's store policy ([`bsp_core::expert::stores`]) tries one way
     /// in the first, the other in the second, and the third takes the
-    /// faster again, so that one slow run does not decide. Afterwards the ranker holds the ranks of `keys`
-    /// under the last width tried; rank again before asking for them.
+    /// faster again, so that one slow run does not decide. Afterwards the
+    /// ranker holds the ranks of `keys` under the last width tried; rank
+    /// again before asking for them.
     ///
     /// # Examples
     ///
@@ -335,7 +336,7 @@ impl BucketRanker {
         // by bucket, and a bucket's counters are 2^shift words. Counting
         // every key first and summing all counters after took 8.5–9.1 ms a
         // processor per class B iteration at p = 2, this way 5.2–5.6 ms
-        // (AMD-2, 2026-11-27).
+        // (AMD-2b, 2026-11-27).
         ctx.label("rank: local counts");
         let lo = (self.mine.start as u32) << shift;
         let hi = ((self.mine.end as u64) << shift).min(u64::from(self.max_key)) as u32;

@@ -31,7 +31,7 @@ pub const AHEAD_BYTES: usize = 2048;
 ///
 /// Loop over the pieces, then over each piece, as below: `.flatten()`
 /// compiles to a slower loop (a count of 2^24 keys took 0.47 ns a key
-/// through it on AMD-2, against 0.26 nested).
+/// through it on AMD-2b, against 0.26 nested).
 ///
 /// # Examples
 ///
@@ -56,10 +56,10 @@ pub fn lines<T>(data: &[T]) -> Lines<'_, T> {
 /// The iterator of [`lines`]: the part of the slice not yet yielded.
 ///
 /// Its loop is lean on purpose: the pieces' length and the distance ahead
-/// are constants of the element type, and a piece is split off the rest
-/// without a bounds check. A first version kept an index and computed
+/// are constants of the element type, and each piece is split off the
+/// front of the rest. A first version kept an index and computed
 /// both at run time; counting 2^24 keys by a 10-bit digit through it took
-/// 0.31–0.35 ns a key on AMD-2 (2026-11-27), against 0.26 now and 0.23 for
+/// 0.31–0.35 ns a key on AMD-2b (2026-11-27), against 0.26 now and 0.23 for
 /// a plain loop without the prefetch.
 #[derive(Clone, Debug)]
 pub struct Lines<'a, T> {
