@@ -91,6 +91,7 @@ mod session;
 mod shared_memory;
 mod stats;
 mod stats_log;
+mod ticks;
 mod transport;
 mod wire;
 

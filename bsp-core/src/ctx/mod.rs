@@ -41,6 +41,7 @@ use crate::registry::{Registry, Unusable};
 use crate::router::{self, route, Matrix, Placing, Router};
 use crate::scope::{Scope, Scoped};
 use crate::stats_log::{Choice, StatsLog};
+use crate::ticks::Tick;
 use crate::transport::{blocks_len, Aborted, Blocks, Comm, Offer, Transport};
 
 /// Ends the run with an error of `kind` blaming processor `pid` in
@@ -172,7 +173,7 @@ pub struct Ctx {
     pending: Option<Error>,
     /// The message of the failure this processor is announcing.
     announcing: String,
-    work_start: Instant,
+    work_start: Tick,
     /// When this processor's run began ([`Ctx::time`]).
     started: Instant,
     /// What [`Ctx::get_into`] copies into local coarrays after the sync.
@@ -219,7 +220,7 @@ impl Ctx {
             finished: false,
             pending: None,
             announcing: String::new(),
-            work_start: Instant::now(),
+            work_start: Tick::now(),
             started: Instant::now(),
             landing: Vec::new(),
             row_buffer: Vec::new(),
@@ -354,7 +355,7 @@ impl Ctx {
     /// This processor's row for the exchange opening a sync (or ending
     /// the run), its record heads not yet in the slot.
     /// `now` ends the superstep's work.
-    fn row_words(&mut self, status: Status, vote: u64, now: Instant) -> Vec<u64> {
+    fn row_words(&mut self, status: Status, vote: u64, now: Tick) -> Vec<u64> {
         let row = SyncRow {
             status,
             superstep: self.superstep as u64,
@@ -362,7 +363,7 @@ impl Ctx {
             fingerprint: self.registry.fingerprint(),
             has_gets: self.has_gets,
             bytes: self.outbox.bytes() as u64,
-            work_ns: now.saturating_duration_since(self.work_start).as_nanos() as u64,
+            work_ns: now.nanos_since(self.work_start),
             lends: !self.lending.is_empty(),
             records: self.outbox.records(),
             previous: self.last_sync,
@@ -459,7 +460,7 @@ impl Ctx {
     /// The sync, with this processor's `vote`; returns the sum of the
     /// votes.
     fn sync_voting(&mut self, vote: u64) -> u64 {
-        let start = Instant::now();
+        let start = Tick::now();
         #[cfg(feature = "tracing")]
         let sync_span = self.spans.sync();
         self.drop_unread();
@@ -578,8 +579,8 @@ impl Ctx {
         self.comm.set_superstep(self.superstep);
         self.land_gets();
         // One clock read ends the sync and starts the next superstep's work.
-        let end = Instant::now();
-        figures.sync_ns = end.saturating_duration_since(start).as_nanos() as u64;
+        let end = Tick::now();
+        figures.sync_ns = end.nanos_since(start);
         self.last_sync = figures;
         #[cfg(feature = "tracing")]
         {
@@ -745,7 +746,7 @@ impl Ctx {
             );
             self.fail(ErrorKind::PendingCommunication, self.pid, msg);
         }
-        let mine = self.row_words(Status::Returned, 0, Instant::now());
+        let mine = self.row_words(Status::Returned, 0, Tick::now());
         self.exchange_rows(mine, None);
         self.finished = true;
     }

@@ -1,0 +1,139 @@
+//! The clock of the figures every sync records: how long the superstep's
+//! work took and how long its sync.
+//!
+//! A sync reads the clock twice, once where the work ends and once where
+//! the sync ends. Through `Instant::now()` (`clock_gettime`) each read
+//! cost 20 ns on the 2-core Zen 5 VM of BENCHMARKS.md (AMD-2b), a tenth of
+//! an empty superstep under MPI between them. Where the processor has an
+//! invariant time-stamp counter (x86-64, reported by `cpuid`), a [`Tick`]
+//! is a reading of it instead (9 ns there), turned into nanoseconds by a
+//! rate measured once per process against `Instant` over a millisecond
+//! (so the figures are within about 10^-4 of `Instant`'s). Elsewhere a
+//! tick is a nanosecond since a process-wide `Instant`.
+
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// A point in time on this processor, for differences only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Tick(u64);
+
+/// Where ticks come from.
+#[derive(Clone, Copy, Debug)]
+enum Source {
+    /// The time-stamp counter, at `ns_per_tick` nanoseconds a tick.
+    Counter { ns_per_tick: f64 },
+    /// Nanoseconds since `base`.
+    Since { base: Instant },
+}
+
+/// How long the counter's rate is measured.
+const CALIBRATION: Duration = Duration::from_millis(1);
+
+fn source() -> Source {
+    static SOURCE: OnceLock<Source> = OnceLock::new();
+    *SOURCE.get_or_init(|| match counter::invariant() {
+        true => Source::Counter {
+            ns_per_tick: calibrate(),
+        },
+        false => Source::Since {
+            base: Instant::now(),
+        },
+    })
+}
+
+/// Nanoseconds per tick of the counter: counter and `Instant` read at the
+/// start and after [`CALIBRATION`], spinning.
+fn calibrate() -> f64 {
+    let (start, ticks) = (Instant::now(), counter::read());
+    let mut elapsed = start.elapsed();
+    while elapsed < CALIBRATION {
+        std::hint::spin_loop();
+        elapsed = start.elapsed();
+    }
+    let counted = counter::read().saturating_sub(ticks).max(1);
+    elapsed.as_nanos() as f64 / counted as f64
+}
+
+impl Tick {
+    /// Now.
+    #[inline]
+    pub(crate) fn now() -> Tick {
+        match source() {
+            Source::Counter { .. } => Tick(counter::read()),
+            Source::Since { base } => Tick(base.elapsed().as_nanos() as u64),
+        }
+    }
+
+    /// Nanoseconds from `earlier` to `self`, 0 if `earlier` is later.
+    pub(crate) fn nanos_since(self, earlier: Tick) -> u64 {
+        let ticks = self.0.saturating_sub(earlier.0);
+        match source() {
+            Source::Counter { ns_per_tick } => (ticks as f64 * ns_per_tick) as u64,
+            Source::Since { .. } => ticks,
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod counter {
+    use std::arch::x86_64::{__cpuid, _rdtsc};
+
+    /// Whether the time-stamp counter runs at a constant rate in every
+    /// power state (`cpuid` leaf 0x8000_0007, EDX bit 8), which is what
+    /// lets it measure time.
+    pub(super) fn invariant() -> bool {
+        // SAFETY: `cpuid` exists on every x86-64 processor and only
+        // reports; leaf 0x8000_0000 gives the highest extended leaf, and
+        // 0x8000_0007 is asked only when it is supported. (Newer Rust
+        // declares `__cpuid` safe; the declared minimum version does not.)
+        #[allow(unused_unsafe)]
+        unsafe {
+            __cpuid(0x8000_0000).eax >= 0x8000_0007 && __cpuid(0x8000_0007).edx & (1 << 8) != 0
+        }
+    }
+
+    /// The counter.
+    #[inline]
+    pub(super) fn read() -> u64 {
+        // SAFETY: `rdtsc` exists on every x86-64 processor and only reads
+        // the counter.
+        unsafe { _rdtsc() }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod counter {
+    pub(super) fn invariant() -> bool {
+        false
+    }
+
+    pub(super) fn read() -> u64 {
+        unreachable!("no counter is used where it is not invariant")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_measure_what_instant_measures() {
+        Tick::now(); // the first reading calibrates
+                     // Each tick read between two `Instant` reads: the ticks' interval
+                     // lies between the inner and the outer `Instant` intervals, however
+                     // long a thread is descheduled between the reads.
+        let (before, tick, after) = (Instant::now(), Tick::now(), Instant::now());
+        std::thread::sleep(Duration::from_millis(20));
+        let (before_end, tock, after_end) = (Instant::now(), Tick::now(), Instant::now());
+        let ns = tock.nanos_since(tick) as f64;
+        let inner = before_end.duration_since(after).as_nanos() as f64;
+        let outer = after_end.duration_since(before).as_nanos() as f64;
+        assert!(
+            inner * 0.99 <= ns && ns <= outer * 1.01,
+            "ticks {ns} ns, Instant {inner}..{outer} ns ({:?})",
+            source()
+        );
+        assert_eq!(tick.nanos_since(tock), 0, "an earlier tick is 0 ns later");
+    }
+}
