@@ -44,18 +44,40 @@ fn source() -> Source {
     })
 }
 
-/// Nanoseconds per tick of the counter: counter and `Instant` read at the
-/// start and after [`CALIBRATION`], spinning.
+/// Nanoseconds per tick of the counter: the counter and `Instant` read
+/// together at the start and after [`CALIBRATION`], spinning.
 fn calibrate() -> f64 {
-    let (start, ticks) = (Instant::now(), counter::read());
-    let mut elapsed = start.elapsed();
-    while elapsed < CALIBRATION {
+    let (start, ticks) = read_together();
+    while start.elapsed() < CALIBRATION {
         std::hint::spin_loop();
-        elapsed = start.elapsed();
     }
-    let counted = counter::read().saturating_sub(ticks).max(1);
-    elapsed.as_nanos() as f64 / counted as f64
+    let (end, later) = read_together();
+    let counted = later.saturating_sub(ticks).max(1);
+    end.duration_since(start).as_nanos() as f64 / counted as f64
 }
+
+/// The counter, and the `Instant` halfway between two reads around it
+/// that lie at most [`TOGETHER`] apart: a thread descheduled between the
+/// reads (a loaded machine, more processors than cores) reads again, so
+/// that the pause does not enter the rate.
+fn read_together() -> (Instant, u64) {
+    let mut closest = None;
+    for _ in 0..1000 {
+        let (before, ticks, after) = (Instant::now(), counter::read(), Instant::now());
+        let apart = after.duration_since(before);
+        let read = (before + apart / 2, ticks);
+        if apart <= TOGETHER {
+            return read;
+        }
+        if closest.is_none_or(|(gap, _)| apart < gap) {
+            closest = Some((apart, read));
+        }
+    }
+    closest.expect("at least one reading").1
+}
+
+/// How far apart the two `Instant` reads around a counter read may be.
+const TOGETHER: Duration = Duration::from_micros(5);
 
 impl Source {
     #[inline]
