@@ -32,13 +32,14 @@ usage: nas_is [options]
   --procs P           processors (default: BSP_PROCS or the number of cores)
   --router two-phase|direct   h-relation router (default: BSP_ROUTER or two-phase)
   --ranker buckets|counting   how keys are ranked (default buckets): by coarse
-                      buckets (--buckets), each key moved once to the processor owning its
-                      bucket and counted there (as NPB does), or by the counting
-                      sort over all max_key values (transposes of the count matrix)
+                      buckets (--buckets), each key moved once to the processor
+                      owning its bucket and counted there (as NPB does), or by
+                      the counting sort over all max_key values (transposes of
+                      the count matrix)
   --move-keys         with the counting ranker (implied): also move every key to
                       its rank in every timed iteration (step 6 of the counting
                       sort); by default only the ranks are computed in the loop
-  --buckets auto|N     with the bucket ranker: 2^N coarse buckets (N from 1 to
+  --buckets auto|N    with the bucket ranker: 2^N coarse buckets (N from 1 to
                       11; NPB uses 10), or auto (default): each width from 2^8
                       to 2^11 timed on the keys before the timed loop, like the
                       warm-up, and the fastest kept (BucketRanker::tune)

@@ -105,11 +105,12 @@ impl BucketRanker {
     pub fn new(ctx: &mut Ctx, max_key: u32) -> Self {
         assert!(max_key > 0, "bsp-sort: max_key must be at least 1");
         let widest = Self::buckets_for(max_key, MAX_BUCKET_BITS).1;
-        let mut ranker = BucketRanker {
+        let (shift, buckets) = Self::buckets_for(max_key, DEFAULT_BUCKET_BITS);
+        BucketRanker {
             max_key,
             bucket_bits: DEFAULT_BUCKET_BITS,
-            shift: 0,
-            buckets: 0,
+            shift,
+            buckets,
             gather: GatherArea::new(ctx, widest),
             recv: ctx.coarray::<u32>(0),
             mine: 0..0,
@@ -117,9 +118,7 @@ impl BucketRanker {
             base: 0,
             prefix: Vec::new(),
             received: 0,
-        };
-        ranker.set_bucket_bits(DEFAULT_BUCKET_BITS);
-        ranker
+        }
     }
 
     /// The same ranker with 2^`bits` coarse buckets (fewer when the key
@@ -216,21 +215,17 @@ impl BucketRanker {
     /// Up to twelve [`rank`](BucketRanker::rank)s, each after a sync,
     /// and one all-gather of a word per width.
     pub fn tune(&mut self, ctx: &mut Ctx, keys: &[u32]) -> u32 {
-        let mut widths: Vec<u32> = Vec::new();
-        for bits in TUNED_BUCKET_BITS {
-            let shift = Self::buckets_for(self.max_key, bits).0;
-            if widths
-                .iter()
-                .all(|&w| Self::buckets_for(self.max_key, w).0 != shift)
-            {
-                widths.push(bits);
-            }
-        }
+        // Widths with their shifts, which shrink as the widths grow: two
+        // widths with the same shift bucket alike, and the first is kept.
+        let mut widths: Vec<(u32, u32)> = TUNED_BUCKET_BITS
+            .map(|bits| (bits, Self::buckets_for(self.max_key, bits).0))
+            .collect();
+        widths.dedup_by_key(|&mut (_, shift)| shift);
         if widths.len() < 2 {
             return self.bucket_bits;
         }
         let mut best = (u64::MAX, self.bucket_bits);
-        for bits in widths {
+        for (bits, _) in widths {
             self.set_bucket_bits(bits);
             let mut fastest = u64::MAX;
             for _ in 0..3 {
