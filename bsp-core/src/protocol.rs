@@ -134,11 +134,15 @@ pub(crate) struct SyncRow {
     /// Its vote ([`Ctx::sync_sum`](crate::Ctx::sync_sum),
     /// [`Ctx::sync_any`](crate::Ctx::sync_any); 0 for a plain sync).
     pub(crate) vote: u64,
+    /// Its landing key: what the places its puts land in depend on
+    /// besides their records, unchanged while its coarrays stay where
+    /// they are and it lends the same ones (see `Matrix::repeats`).
+    pub(crate) landings: u64,
 }
 
 impl SyncRow {
     /// Words of a row on the wire.
-    pub(crate) const WORDS: usize = 9 + 4 + 2 * ROUTE_WORDS + 2;
+    pub(crate) const WORDS: usize = 9 + 4 + 2 * ROUTE_WORDS + 3;
 
     /// Where [`to_words`](SyncRow::to_words) puts the fields that
     /// [`decide`] reads in every sync (it reads them in place).
@@ -151,6 +155,9 @@ impl SyncRow {
     const LENDS: usize = 7;
     const RECORDS: usize = 8;
     const VOTE: usize = 14 + 2 * ROUTE_WORDS;
+    /// Where the landing key is: the last word, just before the counts
+    /// that [`Matrix`] reads.
+    pub(crate) const LANDINGS: usize = 15 + 2 * ROUTE_WORDS;
 
     pub(crate) fn to_words(self) -> [u64; Self::WORDS] {
         let f = &self.previous;
@@ -185,6 +192,7 @@ impl SyncRow {
             r1[6],
             f.sync_ns,
             self.vote,
+            self.landings,
         ]
     }
 
@@ -233,7 +241,8 @@ impl SyncRow {
                 routed: 0,
                 sync_ns: w[13 + 2 * ROUTE_WORDS],
             },
-            vote: w[14 + 2 * ROUTE_WORDS],
+            vote: w[Self::VOTE],
+            landings: w[Self::LANDINGS],
         }
     }
 
@@ -330,7 +339,8 @@ pub(crate) fn put_heads<'a>(words: &mut [u64], p: usize, heads: impl Iterator<It
 /// The communication matrix of the sync's requests, from gathered rows of
 /// `width` words that carry counts; `None` if they do not.
 pub(crate) fn matrix(words: &Rows, width: usize) -> Option<Matrix> {
-    (width > SyncRow::WORDS).then(|| Matrix::new(words.clone(), width, SyncRow::WORDS))
+    (width > SyncRow::WORDS)
+        .then(|| Matrix::new(words.clone(), width, SyncRow::WORDS, SyncRow::LANDINGS))
 }
 
 /// Words of one route's figures in a row.
@@ -638,6 +648,7 @@ mod tests {
                 ..SyncFigures::default()
             },
             vote: 0,
+            landings: 0,
         }
     }
 

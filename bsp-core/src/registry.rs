@@ -96,6 +96,9 @@ pub(crate) struct Registry {
     /// Registrations and releases in order, for error messages.
     steps: Vec<Step>,
     fingerprint: u64,
+    /// How many times an entry was added, released or given other
+    /// memory (see [`layout`](Registry::layout)).
+    layout: u64,
     /// Queues that received messages in a sync and may still hold some:
     /// the next sync drops what is left (see [`drop_unread`](Registry::drop_unread)).
     filled: Vec<u32>,
@@ -131,6 +134,7 @@ impl Registry {
             names: Vec::new(),
             steps: Vec::new(),
             fingerprint: 0xcbf2_9ce4_8422_2325,
+            layout: 0,
             filled: Vec::new(),
         }
     }
@@ -143,6 +147,16 @@ impl Registry {
     /// A hash of the sequence of registrations and releases so far.
     pub(crate) fn fingerprint(&self) -> u64 {
         self.fingerprint
+    }
+
+    /// A count that grows whenever a registration is made or released, or
+    /// a coarray's local part may have moved (`replace_local`, a direct
+    /// put, a checkpoint loaded): while it stands still, every live
+    /// coarray's local part keeps its address and its memory. A placed
+    /// superstep that repeats the last one relies on it (see
+    /// `Matrix::repeats`).
+    pub(crate) fn layout(&self) -> u64 {
+        self.layout
     }
 
     /// The registrations and releases so far, comma-separated (for error
@@ -159,6 +173,7 @@ impl Registry {
         let id = u32::try_from(self.entries.len()).expect("bsp: too many registrations");
         self.fingerprint = fnv1a(fnv1a(self.fingerprint, name.as_bytes()), &[0xff]);
         self.steps.push(Step::Registered(id));
+        self.layout += 1;
         self.names.push(name);
         self.entries.push(entry);
         id
@@ -285,6 +300,7 @@ impl Registry {
         id: u32,
         mut local: Vec<T>,
     ) -> Result<Vec<T>, Unusable> {
+        self.layout += 1;
         let storage = self.storage_mut(id)?;
         if let Some(v) = storage.as_any_mut().downcast_mut::<PodVec<T>>() {
             return Ok(std::mem::replace(&mut v.0, local));
@@ -358,6 +374,7 @@ impl Registry {
     /// registry of the same fingerprint; the message of a part that does
     /// not fit names its registration.
     pub(crate) fn load(&mut self, parts: Vec<Cow<'_, [u8]>>) -> Result<(), String> {
+        self.layout += 1;
         if parts.len() != self.entries.len() {
             return Err(format!(
                 "the checkpoint holds {} registrations, the program made {}",
@@ -467,6 +484,7 @@ impl Registry {
         let step = format!("release #{id}");
         self.fingerprint = fnv1a(fnv1a(self.fingerprint, step.as_bytes()), &[0xfe]);
         self.steps.push(Step::Released(id));
+        self.layout += 1;
         std::mem::replace(&mut self.entries[id as usize], Entry::Released(superstep))
     }
 
@@ -499,6 +517,7 @@ impl Registry {
 
     /// Returns the local part of coarray `id`, taken by [`open`](Registry::open).
     pub(crate) fn put_back<T: Pod + Send>(&mut self, id: u32, local: Part<T>) {
+        self.layout += 1;
         let entry = &mut self.entries[id as usize];
         assert!(
             matches!(entry, Entry::Open),
@@ -562,6 +581,35 @@ mod tests {
         b.release_array::<u32>(x, 3).unwrap();
         assert_eq!(a.fingerprint(), b.fingerprint());
         assert_eq!(a.len(), 2);
+    }
+
+    #[test]
+    fn the_layout_grows_whenever_a_part_may_move() {
+        let mut r = Registry::new();
+        let mut last = r.layout();
+        let mut grew = |r: &Registry, what: &str| {
+            assert!(r.layout() > last, "{what} left the layout at {last}");
+            last = r.layout();
+        };
+        let x = r.register_array(vec![1u32, 2, 3]);
+        grew(&r, "a registration");
+        r.replace_array(x, vec![4u32, 5, 6]).unwrap();
+        grew(&r, "replace_local");
+        let part = r.open::<u32>(x).unwrap();
+        r.put_back(x, part);
+        grew(&r, "a direct put");
+        let saved: Vec<Vec<u8>> = r.save().into_iter().map(|c| c.into_owned()).collect();
+        r.load(saved.into_iter().map(Cow::Owned).collect()).unwrap();
+        grew(&r, "a checkpoint loaded");
+        r.release_array::<u32>(x, 1).unwrap();
+        grew(&r, "a release");
+        // Reading, writing in place and lending move nothing.
+        let y = r.register_array(vec![0u8; 4]);
+        grew(&r, "a registration");
+        r.array_mut::<u8>(y).unwrap()[0] = 1;
+        drop(r.lend(&[y]));
+        r.reclaim();
+        assert_eq!(r.layout(), last);
     }
 
     #[test]

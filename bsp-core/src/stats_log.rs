@@ -281,6 +281,7 @@ mod tests {
                 ..SyncFigures::default()
             },
             vote: 0,
+            landings: 0,
         };
         let mut words = vec![0; p * width];
         for (q, at) in words.chunks_mut(width).enumerate() {

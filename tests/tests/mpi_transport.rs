@@ -508,3 +508,121 @@ fn placed_supersteps_in_a_row_carry_their_heads_in_the_rows() {
         }
     }
 }
+
+/// Bytes each processor puts into each other's coarray in
+/// [`repeats_across_moves`]: one record, large enough to be placed.
+const REPEAT_LEN: usize = 40 << 10;
+
+/// What [`repeats_across_moves`] does to its target coarray after the
+/// sync of each superstep: the same puts every superstep, so that each
+/// placed superstep may repeat the one before it, while the receivers'
+/// memory changes under some of them.
+#[derive(Clone, Copy, PartialEq)]
+enum Move {
+    Nothing,
+    /// `replace_local` with a part of the same length (a mapped part
+    /// keeps its place and swaps contents; a heap part moves).
+    SameLength,
+    /// `replace_local` with a longer part (it moves, and leaves mapped
+    /// memory for the heap).
+    Longer,
+    /// A coarray registered and released (no part moves).
+    Register,
+    /// The target is lent by a `put_from` of the next superstep, so it
+    /// cannot take placed payloads in that superstep.
+    Lend,
+}
+
+/// Each move follows supersteps that repeat the one before, so that the
+/// superstep after it would repeat too if the move went unnoticed.
+const MOVES: [Move; 16] = [
+    Move::Nothing,
+    Move::Nothing,
+    Move::Nothing,
+    Move::SameLength,
+    Move::Nothing,
+    Move::Nothing,
+    Move::Register,
+    Move::Nothing,
+    Move::Nothing,
+    Move::Lend,
+    Move::Nothing,
+    Move::Nothing,
+    Move::Longer,
+    Move::Nothing,
+    Move::SameLength,
+    Move::Nothing,
+];
+
+/// The same puts in every superstep (a placed superstep repeats the last
+/// one, and the MPI transport pushes into the places it learned then),
+/// with the receivers' coarrays moved between some of them; returns the
+/// hash of the target after each superstep.
+fn repeats_across_moves(ctx: &mut Ctx) -> u64 {
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let target = ctx.coarray::<u8>(p * REPEAT_LEN);
+    let spare = ctx.coarray::<u8>(8);
+    let mut h = FNV0;
+    let mut lend = false;
+    for (step, &moved) in MOVES.iter().enumerate() {
+        for dst in 0..p {
+            let bytes = message(23, step, me, dst, 0, REPEAT_LEN);
+            ctx.put_vec(dst, &target, me * REPEAT_LEN, bytes);
+        }
+        if lend {
+            ctx.put_from(me, &spare, 0, &target, 0..8);
+        }
+        ctx.sync();
+        h = fnv(h, ctx.local(&target));
+        h = fnv(h, ctx.local(&spare));
+        let len = ctx.local(&target).len();
+        lend = moved == Move::Lend;
+        match moved {
+            Move::Nothing | Move::Lend => {}
+            Move::SameLength => drop(ctx.replace_local(&target, vec![7u8; len])),
+            Move::Longer => drop(ctx.replace_local(&target, vec![9u8; len + 8])),
+            Move::Register => {
+                let extra = ctx.coarray::<u8>(REPEAT_LEN * 2);
+                ctx.release(extra);
+            }
+        }
+    }
+    h
+}
+
+/// What processor `me` must see from [`repeats_across_moves`].
+fn repeats_across_moves_oracle(p: usize, me: usize) -> u64 {
+    let mut target = vec![0u8; p * REPEAT_LEN];
+    let mut spare = [0u8; 8];
+    let mut h = FNV0;
+    let mut lend = false;
+    for (step, &moved) in MOVES.iter().enumerate() {
+        for src in 0..p {
+            let at = src * REPEAT_LEN;
+            target[at..at + REPEAT_LEN].copy_from_slice(&message(23, step, src, me, 0, REPEAT_LEN));
+        }
+        if lend {
+            // The put_from reads the target as it was before the sync.
+            spare.copy_from_slice(&message(23, step - 1, 0, me, 0, 8));
+        }
+        h = fnv(h, &target);
+        h = fnv(h, &spare);
+        lend = moved == Move::Lend;
+        match moved {
+            Move::SameLength => target.fill(7),
+            Move::Longer => {
+                target.fill(9);
+                target.extend([9u8; 8]);
+            }
+            _ => {}
+        }
+    }
+    h
+}
+
+#[test]
+fn a_repeated_placed_superstep_follows_its_coarrays_when_they_move() {
+    for rt in support::runtimes_with(&[1, 2, 3, 4], Router::Direct) {
+        support::check(&rt, repeats_across_moves, repeats_across_moves_oracle);
+    }
+}

@@ -166,6 +166,14 @@ pub struct Ctx {
     /// When this processor's supersteps place their payloads (the same on
     /// every processor).
     placing: Placing,
+    /// The matrix of the last placed routing that a later one may repeat
+    /// (`Matrix::repeats`); `None` after any other routing.
+    last_placed: Option<Matrix>,
+    /// The coarrays lent in the last sync, and how many times the set
+    /// lent has changed: with the registry's layout, the landing key of
+    /// this processor's rows.
+    lent_last: Vec<u32>,
+    lent_changes: u64,
     /// Whether the end-of-run exchange has happened.
     finished: bool,
     /// Under [`OnFailure::Return`](crate::OnFailure), the first error found
@@ -217,6 +225,9 @@ impl Ctx {
             stats: StatsLog::new(nprocs, stats_memory),
             heads_slot: 0,
             placing: Placing::from_env().unwrap_or_default(),
+            last_placed: None,
+            lent_last: Vec::new(),
+            lent_changes: 0,
             finished: false,
             pending: None,
             announcing: String::new(),
@@ -356,6 +367,10 @@ impl Ctx {
     /// the run), its record heads not yet in the slot.
     /// `now` ends the superstep's work.
     fn row_words(&mut self, status: Status, vote: u64, now: Tick) -> Vec<u64> {
+        if self.lending != self.lent_last {
+            self.lent_changes += 1;
+            self.lent_last.clone_from(&self.lending);
+        }
         let row = SyncRow {
             status,
             superstep: self.superstep as u64,
@@ -368,6 +383,9 @@ impl Ctx {
             records: self.outbox.records(),
             previous: self.last_sync,
             vote,
+            // Both counts only grow, so their sum changes whenever either
+            // does.
+            landings: self.registry.layout() + self.lent_changes,
         };
         let outbox = &self.outbox;
         let mut words = std::mem::take(&mut self.row_buffer);
@@ -485,7 +503,7 @@ impl Ctx {
                 (router::Offered::of(self.pid, &streams), streams)
             })
             .unzip();
-        let (decision, router, expected, offer) = self.exchange_rows(mine, offered);
+        let (decision, router, mut expected, offer) = self.exchange_rows(mine, offered);
         let mut figures = SyncFigures::default();
         figures.records.sent = records;
         if decision.anything {
@@ -500,6 +518,16 @@ impl Ctx {
                     decision.total_bytes,
                     decision.total_records,
                 );
+            // A placed routing of the direct router whose rows carry its
+            // heads may repeat the last one (every processor finds the
+            // same); any other routing ends the run of repeats.
+            let repeatable = placed
+                && router == Router::Direct
+                && expected.as_ref().is_some_and(Matrix::heads_in_rows);
+            if let (true, Some(m), Some(last)) = (repeatable, &mut expected, &self.last_placed) {
+                m.note_repeat(last);
+            }
+            self.last_placed = expected.as_ref().filter(|_| repeatable).cloned();
             let arrival = match (placed, decision.any_gets) {
                 (true, _) => Arrival::Place,
                 (false, true) => Arrival::ServeGets,

@@ -145,23 +145,33 @@ pub(crate) struct RouteFigures {
 /// `protocol::row_width`). With it, every processor can compute the
 /// length of every block it will receive, and a transport needs no
 /// exchange of counts.
+#[derive(Clone)]
 pub(crate) struct Matrix {
     rows: Rows,
     width: usize,
     offset: usize,
+    /// Where in each row its processor's landing key is (see
+    /// [`repeats`](Matrix::repeats)).
+    key: usize,
     /// Whether every row's slot holds its processor's record heads.
     heads_in_rows: bool,
+    /// Whether the routing repeats the last placed one (see
+    /// [`repeats`](Matrix::repeats)).
+    repeats: bool,
 }
 
 impl Matrix {
     /// The matrix of gathered `rows` of `width` words, whose counts start
-    /// at word `offset`.
-    pub(crate) fn new(rows: Rows, width: usize, offset: usize) -> Matrix {
+    /// at word `offset` and whose word `key` is the landing key of the
+    /// row's processor.
+    pub(crate) fn new(rows: Rows, width: usize, offset: usize, key: usize) -> Matrix {
         let mut m = Matrix {
             rows,
             width,
             offset,
+            key,
             heads_in_rows: false,
+            repeats: false,
         };
         let room = m.slot_words() as u64 * 8;
         m.heads_in_rows = room > 0 && (0..m.procs()).all(|i| m.all_head_bytes(i) <= room);
@@ -197,6 +207,33 @@ impl Matrix {
     /// (a processor puts them in its row's slot whenever they fit).
     pub(crate) fn heads_in_rows(&self) -> bool {
         self.heads_in_rows
+    }
+
+    /// Notes whether this routing repeats `last`, the previous placed
+    /// routing of the direct router on this machine, whose rows carried
+    /// its heads too: where every processor sends every processor the
+    /// same record heads and bodies' lengths as then, and every landing
+    /// key (its coarrays' layout and what it lends) is the same, every
+    /// receiver's plan gives the same places as then, so a transport may
+    /// write the bodies where it learned to in that routing. Every
+    /// processor notes the same from the same rows.
+    pub(crate) fn note_repeat(&mut self, last: &Matrix) {
+        let same_row = |i: usize| {
+            let (now, then) = (i * self.width, i * last.width);
+            self.rows[now + self.key] == last.rows[then + last.key]
+                && self.rows[now + self.offset..now + self.width]
+                    == last.rows[then + last.offset..then + last.width]
+        };
+        self.repeats = self.heads_in_rows
+            && last.heads_in_rows
+            && (self.width, self.offset, self.procs()) == (last.width, last.offset, last.procs())
+            && (0..self.procs()).all(same_row);
+    }
+
+    /// Whether this routing repeats the last placed one, as
+    /// [`note_repeat`](Matrix::note_repeat) found.
+    pub(crate) fn repeats(&self) -> bool {
+        self.repeats
     }
 
     /// The record heads `from` sends to `to`, as its row carries them;

@@ -443,7 +443,10 @@ fn direct(
         }
     };
     let mut staging = BUFFERS.take(arrived.staged_len);
-    let mut into = Scatter::default();
+    let mut into = Scatter {
+        repeats: matrix.is_some_and(Matrix::repeats),
+        ..Scatter::default()
+    };
     let mut pieces = Vec::new();
     for (i, &(src, _)) in arrived.heads.iter().enumerate() {
         if src != me {

@@ -161,7 +161,7 @@ fn an_exchange_into_lands_every_byte_in_its_region() {
     on_every_transport(|comm| {
         for cut in [None, Some(2)] {
             let mut buffer = vec![0xAAu8; landing_len(comm)];
-            exchange_into_once(comm, cut, &mut buffer);
+            exchange_into_once(comm, cut, false, &mut buffer);
         }
     });
 }
@@ -176,7 +176,7 @@ fn an_exchange_into_lands_every_byte_in_mapped_memory() {
             let len = landing_len(comm);
             let mut region = crate::shared_memory::Region::zeroed(len).expect("memfd_create");
             region.bytes_mut().fill(0xAA);
-            exchange_into_once(comm, cut, region.bytes_mut());
+            exchange_into_once(comm, cut, false, region.bytes_mut());
         }
     });
 }
@@ -196,7 +196,7 @@ fn an_exchange_into_mapped_memory_lands_where_mappings_are_refused() {
         let len = landing_len(comm);
         let mut region = crate::shared_memory::Region::zeroed(len).expect("memfd_create");
         region.bytes_mut().fill(0xAA);
-        exchange_into_once(comm, None, region.bytes_mut());
+        exchange_into_once(comm, None, false, region.bytes_mut());
         REFUSE_MAPS.store(false, Relaxed);
         // A processor that sends anything under MPI on one node pushes it
         // (every landing lies in mapped memory), so it wrote by syscall.
@@ -220,8 +220,49 @@ fn landing_len(comm: &dyn Comm) -> usize {
         .sum()
 }
 
-/// One exchange into `buffer` (of [`landing_len`] bytes, all 0xAA).
-fn exchange_into_once(comm: &mut dyn Comm, cut: Option<usize>, buffer: &mut [u8]) {
+/// Exchanges that repeat the one before them ([`Scatter::repeats`]),
+/// into memory that other processes map and into memory they do not:
+/// every byte lands each time (the landing is refilled between them).
+/// Under MPI on one node, where every sender pushed in the first, the
+/// repeats ask no landing lists again.
+#[cfg(all(feature = "mpi", target_os = "linux"))]
+#[test]
+fn a_repeated_exchange_into_lands_every_byte_again() {
+    use crate::transport::mpi::REPEATED;
+    use std::sync::atomic::Ordering::Relaxed;
+    on_every_transport(|comm| {
+        for cut in [None, Some(2)] {
+            let len = landing_len(comm);
+            let mut region = crate::shared_memory::Region::zeroed(len).expect("memfd_create");
+            let before = REPEATED.load(Relaxed);
+            for round in 0..4 {
+                region.bytes_mut().fill(0xAA);
+                // A repeat may write before its receiver arrives: the
+                // refill must be over everywhere first.
+                comm.allgather(&[]).expect("not aborted");
+                exchange_into_once(comm, cut, round > 0, region.bytes_mut());
+            }
+            // Where every sender pushes, the three repeats reuse what the
+            // first learned (with short segments the lists may not fit a
+            // mailbox, and the exchanges go point to point instead).
+            let repeated = REPEATED.load(Relaxed) - before;
+            let pushes = comm.capabilities().maps_memory && comm.nprocs() > 1;
+            if cut.is_none() {
+                assert_eq!(repeated, if pushes { 3 } else { 0 }, "repeats");
+            }
+        }
+        let mut buffer = vec![0xAAu8; landing_len(comm)];
+        for round in 0..3 {
+            buffer.fill(0xAA);
+            comm.allgather(&[]).expect("not aborted");
+            exchange_into_once(comm, None, round > 0, &mut buffer);
+        }
+    });
+}
+
+/// One exchange into `buffer` (of [`landing_len`] bytes, all 0xAA);
+/// `repeats` as [`Scatter::repeats`].
+fn exchange_into_once(comm: &mut dyn Comm, cut: Option<usize>, repeats: bool, buffer: &mut [u8]) {
     {
         let (me, p) = (comm.pid(), comm.nprocs());
         // One buffer, with a gap between senders' landings, each landing
@@ -231,7 +272,10 @@ fn exchange_into_once(comm: &mut dyn Comm, cut: Option<usize>, buffer: &mut [u8]
             .collect();
         assert_eq!(buffer.len(), lens.iter().map(|l| l + 8).sum::<usize>());
         let base = buffer.as_mut_ptr();
-        let mut into = Scatter::default();
+        let mut into = Scatter {
+            repeats,
+            ..Scatter::default()
+        };
         let mut at = 0;
         let mut starts = vec![0; p];
         for (q, &len) in lens.iter().enumerate() {

@@ -202,6 +202,16 @@ pub(crate) struct Capabilities {
 #[derive(Default)]
 pub(crate) struct Scatter {
     pub(crate) from: Vec<(usize, Vec<(*const u8, usize)>)>,
+    /// Whether this exchange repeats the communicator's previous
+    /// `exchange_into`: every processor's pieces for every sender are
+    /// those it gave then, in the same memory, and every processor sends
+    /// every other as many bytes as then. Every processor passes the same
+    /// value; a transport may then write where it learned to then,
+    /// without asking again, and so without waiting for the receiver:
+    /// every processor must have passed a collective of the communicator
+    /// since it last touched its pieces (the sync's rows).
+    #[cfg_attr(not(all(feature = "mpi", target_os = "linux")), allow(dead_code))]
+    pub(crate) repeats: bool,
 }
 
 impl Scatter {
@@ -292,6 +302,8 @@ pub(crate) trait Comm: Send {
     /// and must not be read or written by anything else until this
     /// returns; the pieces for each sender must add up to exactly the
     /// bytes it sends here (and a sender not in `into` sends nothing).
+    /// Where `into.repeats`, they must be the pieces of the previous call,
+    /// in memory that has stayed mapped where it was since.
     /// Every processor calls this at the same point of the protocol.
     unsafe fn exchange_into(
         &mut self,

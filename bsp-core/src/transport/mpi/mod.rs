@@ -80,7 +80,7 @@ mod split;
 mod timed;
 
 #[cfg(test)]
-pub(crate) use pull::WRITTEN_BY_SYSCALL;
+pub(crate) use pull::{REPEATED, WRITTEN_BY_SYSCALL};
 
 use std::cell::Cell;
 use std::os::raw::c_int;

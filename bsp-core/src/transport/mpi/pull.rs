@@ -30,6 +30,17 @@
 //! kernel refuses cross-memory access (a ptrace policy such as Yama's,
 //! or ranks in other containers): a probe at the first exchange of each
 //! communicator asks every rank, collectively.
+//!
+//! An iterative program often repeats a placed superstep: the same puts
+//! into coarrays that have not moved. Where the caller says an exchange
+//! repeats the last one (`Scatter::repeats`, which the sync finds from
+//! its rows, see `Matrix::repeats`) and every byte of that one was
+//! pushed, the senders push where they were told then, and the first
+//! all-gather is spared: the exchange costs one. The second all-gather
+//! carries one word from each rank, whether everything it received was
+//! pushed, so that every rank knows alike whether the next exchange may
+//! repeat this one; a receiver checks that a repeat lands where the one
+//! it repeats did, and ends the job if not.
 
 use std::io;
 
@@ -55,6 +66,30 @@ pub(super) struct Pull {
     pids: Vec<libc::pid_t>,
     /// The peers' mapped memory written so far.
     peers: Peers,
+    /// What the last exchange learned, where every rank pushed all its
+    /// bytes in it (every rank knows alike), for an exchange that
+    /// repeats it.
+    last: Option<Learned>,
+}
+
+/// What an exchange in which every byte was pushed learned, for one that
+/// repeats it ([`Scatter::repeats`]).
+struct Learned {
+    /// Where, by the mail of each receiver, this rank's bytes land.
+    mails: Mails,
+    /// Where the bytes of each sender landed here (addresses and
+    /// lengths, in order), to check that a repeat lands in the same
+    /// places.
+    pieces: Vec<(usize, usize)>,
+}
+
+/// The pieces of `into`, sender by sender, as (address, length); each
+/// sender's are led by (sender, number of pieces).
+fn pieces_of(into: &Scatter) -> impl Iterator<Item = (usize, usize)> + '_ {
+    into.from.iter().flat_map(|(src, pieces)| {
+        let each = pieces.iter().map(|&(at, len)| (at as usize, len));
+        std::iter::once((*src, pieces.len())).chain(each)
+    })
 }
 
 /// What the probe found: the ranks' processes, if every rank could read
@@ -80,6 +115,7 @@ pub(super) fn probe(comm: &impl Communicator, me: usize) -> Option<Pull> {
     agreed.iter().all(|&w| w == 1).then(|| Pull {
         pids,
         peers: Peers::default(),
+        last: None,
     })
 }
 
@@ -103,34 +139,30 @@ impl MpiComm {
         if !matches!(self.pull, Some(Some(_))) {
             return false;
         }
-        // Each rank writes to every peer it sends to or receives from:
-        // its segments for the peer, and, where everything the peer sends
-        // it lands in mapped memory, where that is.
-        let mut places: Vec<Option<Vec<Landing>>> = vec![None; self.nprocs];
-        for (src, pieces) in into.from.iter().filter(|(q, _)| *q != me) {
-            places[*src] = landings(pieces);
-        }
-        let pushed: Vec<bool> = places.iter().map(Option::is_some).collect();
-        let freed = shared_memory::freed();
-        let lists: Blocks = (0..self.nprocs)
-            .filter(|&q| q != me)
-            .filter_map(|q| {
-                let block = blocks.iter().find(|(k, _)| *k == q).map(|(_, b)| b);
-                let places = places[q].take();
-                (block.is_some() || places.is_some()).then(|| {
-                    let list = Mail::list(block.map_or(&[][..], Vec::as_slice), places, &freed);
-                    (q, vec![Bytes::from(list)])
-                })
-            })
-            .collect();
-        let (_, fate) = self.fenced_allgather(&[], Some(lists));
-        if !matches!(fate, Some(super::fenced::Fate::Published)) {
-            return false;
-        }
-        let mails: Vec<(usize, Mail)> = Comm::take_offered(self, true)
-            .iter()
-            .map(|(q, list)| (*q, Mail::read(list)))
-            .collect();
+        // What the last exchange learned serves this one only if it
+        // repeats that one; either way it is spent.
+        let last = match &mut self.pull {
+            Some(Some(pull)) => pull.last.take(),
+            _ => None,
+        };
+        let mut pieces = None;
+        let (mails, pushed) = match last.filter(|_| into.repeats) {
+            Some(learned) => {
+                if !learned.pieces.iter().copied().eq(pieces_of(into)) {
+                    let msg = "internal error: a repeated exchange lands in other places \
+                               than the one it repeats";
+                    self.abort_job(Error::at(ErrorKind::Transport, me, self.superstep, msg));
+                }
+                #[cfg(test)]
+                REPEATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                pieces = Some(learned.pieces);
+                (learned.mails, vec![true; self.nprocs])
+            }
+            None => match self.learn_landings(blocks, into) {
+                Some(learned) => learned,
+                None => return false,
+            },
+        };
         let mail_from = |q: usize| mails.iter().find(|(k, _)| *k == q).map(|(_, m)| m);
         // Out of `self` while the copies go on (an abort needs `self`).
         let Some(Some(mut pull)) = self.pull.take() else {
@@ -176,12 +208,64 @@ impl MpiComm {
                 self.abort_job(Error::at(ErrorKind::Config, me, self.superstep, msg));
             }
         }
+        // Every receiver has read its senders' segments once all pass
+        // this, and each says whether all it received was pushed: where
+        // all say so, a repeat of this exchange needs no landing lists.
+        let all_pushed = into.from.iter().all(|(src, _)| *src == me || pushed[*src]);
+        let (said, _) = self.fenced_allgather(&[u64::from(all_pushed)], None);
+        pull.last = said.iter().all(|&w| w == 1).then(|| Learned {
+            mails,
+            pieces: pieces.unwrap_or_else(|| pieces_of(into).collect()),
+        });
         self.pull = Some(Some(pull));
-        // Every receiver has read its senders' segments once all pass this.
-        self.fenced_allgather(&[], None);
         true
     }
+
+    /// The first all-gather of an exchange by pulls: each rank writes
+    /// every peer it sends to or receives from its segments for the peer
+    /// and, where everything the peer sends it lands in mapped memory,
+    /// where that is. Returns the mails received and, by sender, whether
+    /// its bytes are to be pushed; `None` where the lists did not fit the
+    /// mailboxes (every rank alike), and the exchange must go point to
+    /// point.
+    fn learn_landings(
+        &mut self,
+        blocks: &[(usize, Segments)],
+        into: &Scatter,
+    ) -> Option<(Mails, Vec<bool>)> {
+        let me = self.pid;
+        let mut places: Vec<Option<Vec<Landing>>> = vec![None; self.nprocs];
+        for (src, pieces) in into.from.iter().filter(|(q, _)| *q != me) {
+            places[*src] = landings(pieces);
+        }
+        let pushed: Vec<bool> = places.iter().map(Option::is_some).collect();
+        let freed = shared_memory::freed();
+        let lists: Blocks = (0..self.nprocs)
+            .filter(|&q| q != me)
+            .filter_map(|q| {
+                let block = blocks.iter().find(|(k, _)| *k == q).map(|(_, b)| b);
+                let places = places[q].take();
+                (block.is_some() || places.is_some()).then(|| {
+                    let list = Mail::list(block.map_or(&[][..], Vec::as_slice), places, &freed);
+                    (q, vec![Bytes::from(list)])
+                })
+            })
+            .collect();
+        let (_, fate) = self.fenced_allgather(&[], Some(lists));
+        if !matches!(fate, Some(super::fenced::Fate::Published)) {
+            return None;
+        }
+        let mails = Comm::take_offered(self, true)
+            .iter()
+            .map(|(q, list)| (*q, Mail::read(list)))
+            .collect();
+        Some((mails, pushed))
+    }
 }
+
+/// Under test: how many exchanges repeated the last one's landings.
+#[cfg(test)]
+pub(crate) static REPEATED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Copies this rank's own block (the one `blocks` lists for `me`) into
 /// `pieces`.
@@ -219,6 +303,9 @@ fn landings(pieces: &[(*const u8, usize)]) -> Option<Vec<Landing>> {
         .map(|&(at, len)| shared_memory::locate(at, len).map(|p| (p, len as u64, at as u64)))
         .collect()
 }
+
+/// The mails a rank received, by writer.
+type Mails = Vec<(usize, Mail)>;
 
 /// What one rank writes another in the first all-gather of an exchange.
 struct Mail {
