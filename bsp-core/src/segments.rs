@@ -15,6 +15,29 @@ use bytes::Bytes;
 /// thread moves pointers, not data.
 pub(crate) type Segments = Vec<Bytes>;
 
+/// The most bytes [`copy_bytes`] hands `memcpy` at once. glibc's
+/// `memmove` copies with `rep movsb` below a size it derives from the
+/// caches (on AMD processors, the L2's) and with a loop of vector moves
+/// above it, which was the slower of the two on AMD-2b (BENCHMARKS.md,
+/// section 14e): two processes each copying 1 MiB between mapped buffers
+/// moved 55-59 GB/s in one call and 66-68 GB/s in calls of 256 KiB, and
+/// 8 MiB 42 against 45-47 GB/s. 256 KiB lies below the L2 of the
+/// processors measured (and where it does not, every piece takes the
+/// vector loop, as the whole copy would).
+const COPY_PIECE: usize = 256 << 10;
+
+/// Copies `from` into `out` (of the same length) in pieces of at most
+/// [`COPY_PIECE`] bytes.
+pub(crate) fn copy_bytes(out: &mut [u8], from: &[u8]) {
+    if out.len() <= COPY_PIECE {
+        out.copy_from_slice(from);
+        return;
+    }
+    for (to, piece) in out.chunks_mut(COPY_PIECE).zip(from.chunks(COPY_PIECE)) {
+        to.copy_from_slice(piece);
+    }
+}
+
 /// Total length in bytes of a segment list.
 pub(crate) fn segments_len(segments: &[Bytes]) -> usize {
     segments.iter().map(Bytes::len).sum()
@@ -136,7 +159,7 @@ impl<'a> SegmentReader<'a> {
                     8 => out.copy_from_slice(&from[..8]),
                     12 => out.copy_from_slice(&from[..12]),
                     16 => out.copy_from_slice(&from[..16]),
-                    _ => out.copy_from_slice(from),
+                    _ => copy_bytes(out, from),
                 }
                 self.pos = end;
                 return true;
@@ -152,7 +175,7 @@ impl<'a> SegmentReader<'a> {
     fn read_into_across(&mut self, out: &mut [u8]) -> bool {
         let mut done = 0;
         self.read_pieces(out.len(), |piece| {
-            out[done..done + piece.len()].copy_from_slice(piece);
+            copy_bytes(&mut out[done..done + piece.len()], piece);
             done += piece.len();
         })
     }
@@ -208,6 +231,30 @@ mod tests {
 
     fn bytewise(data: &[u8]) -> Segments {
         data.iter().map(|&b| Bytes::from(vec![b])).collect()
+    }
+
+    #[test]
+    fn large_reads_copy_every_byte_in_pieces() {
+        // Lengths around the piece size and its multiples, from one
+        // segment and across two, at an odd offset.
+        for len in [
+            COPY_PIECE - 1,
+            COPY_PIECE,
+            COPY_PIECE + 1,
+            3 * COPY_PIECE + 17,
+        ] {
+            let data: Vec<u8> = (0..len + 3).map(|i| (i * 7 + i / 251) as u8).collect();
+            let whole = vec![Bytes::from(data.clone())];
+            let (a, b) = data.split_at(len / 2);
+            let two = vec![Bytes::copy_from_slice(a), Bytes::copy_from_slice(b)];
+            for segments in [whole, two] {
+                let mut r = SegmentReader::new(&segments);
+                assert!(r.skip(1));
+                let mut out = vec![0u8; len];
+                assert!(r.read_into(&mut out));
+                assert!(out == data[1..len + 1], "{len} bytes");
+            }
+        }
     }
 
     #[test]
