@@ -28,11 +28,19 @@ const COPY_PIECE: usize = 256 << 10;
 
 /// Copies `from` into `out` (of the same length) in pieces of at most
 /// [`COPY_PIECE`] bytes.
+#[inline]
 pub(crate) fn copy_bytes(out: &mut [u8], from: &[u8]) {
     if out.len() <= COPY_PIECE {
         out.copy_from_slice(from);
-        return;
+    } else {
+        copy_in_pieces(out, from);
     }
+}
+
+/// [`copy_bytes`] of more than a piece: out of line, so that the copies
+/// of a few bytes that inline `copy_bytes` stay small.
+#[inline(never)]
+fn copy_in_pieces(out: &mut [u8], from: &[u8]) {
     for (to, piece) in out.chunks_mut(COPY_PIECE).zip(from.chunks(COPY_PIECE)) {
         to.copy_from_slice(piece);
     }
