@@ -173,9 +173,7 @@ fn an_exchange_into_lands_every_byte_in_its_region() {
 fn an_exchange_into_lands_every_byte_in_mapped_memory() {
     on_every_transport(|comm| {
         for cut in [None, Some(2)] {
-            let len = landing_len(comm);
-            let mut region = crate::shared_memory::Region::zeroed(len).expect("memfd_create");
-            region.bytes_mut().fill(0xAA);
+            let mut region = mapped_landing(comm);
             exchange_into_once(comm, cut, false, region.bytes_mut());
         }
     });
@@ -193,9 +191,7 @@ fn an_exchange_into_mapped_memory_lands_where_mappings_are_refused() {
     on_every_transport(|comm| {
         let before = WRITTEN_BY_SYSCALL.load(Relaxed);
         REFUSE_MAPS.store(true, Relaxed);
-        let len = landing_len(comm);
-        let mut region = crate::shared_memory::Region::zeroed(len).expect("memfd_create");
-        region.bytes_mut().fill(0xAA);
+        let mut region = mapped_landing(comm);
         exchange_into_once(comm, None, false, region.bytes_mut());
         REFUSE_MAPS.store(false, Relaxed);
         // A processor that sends anything under MPI on one node pushes it
@@ -220,6 +216,16 @@ fn landing_len(comm: &dyn Comm) -> usize {
         .sum()
 }
 
+/// A landing buffer of [`landing_len`] bytes, all 0xAA, in memory that
+/// other processes may map (`shared_memory.rs`).
+#[cfg(all(feature = "mpi", target_os = "linux"))]
+fn mapped_landing(comm: &dyn Comm) -> crate::shared_memory::Region {
+    let len = landing_len(comm);
+    let mut region = crate::shared_memory::Region::zeroed(len).expect("memfd_create");
+    region.bytes_mut().fill(0xAA);
+    region
+}
+
 /// Exchanges that repeat the one before them ([`Scatter::repeats`]),
 /// into memory that other processes map and into memory they do not:
 /// every byte lands each time (the landing is refilled between them).
@@ -232,8 +238,7 @@ fn a_repeated_exchange_into_lands_every_byte_again() {
     use std::sync::atomic::Ordering::Relaxed;
     on_every_transport(|comm| {
         for cut in [None, Some(2)] {
-            let len = landing_len(comm);
-            let mut region = crate::shared_memory::Region::zeroed(len).expect("memfd_create");
+            let mut region = mapped_landing(comm);
             let before = REPEATED.load(Relaxed);
             for round in 0..4 {
                 region.bytes_mut().fill(0xAA);
