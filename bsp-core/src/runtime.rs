@@ -422,9 +422,9 @@ impl Runtime {
     /// with a `K`, `M` or `G` suffix, such as `64M`.)
     ///
     /// A processor keeps the sync rows of as many of the most recent
-    /// supersteps as fit: p · (28 + 2p) words a superstep up to 64
-    /// processors, 28p beyond, so 4 MiB keep about 7,000 supersteps at
-    /// p = 2, 1,400 at p = 8 and 50 at p = 64. The last superstep is
+    /// supersteps as fit: p · (30 + 2p) words a superstep up to 64
+    /// processors, 30p beyond, so 4 MiB keep about 6,900 supersteps at
+    /// p = 2, 1,390 at p = 8 and 51 at p = 64. The last superstep is
     /// always kept; [`Stats::dropped_supersteps`](crate::Stats::dropped_supersteps)
     /// counts the older ones dropped. On threads the processors share
     /// these rows, so the process holds about one budget whatever p;
