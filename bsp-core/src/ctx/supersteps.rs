@@ -176,7 +176,7 @@ impl Ctx {
     ///
     /// # Cost
     ///
-    /// l (one all-gather of a row of 29 words, and two per processor up to
+    /// l (one all-gather of a row of 30 words, and two per processor up to
     /// 64 processors) plus, if anything was requested,
     /// h·g for the h-relation: two transposes for [`Router::TwoPhase`], one
     /// irregular all-to-all for [`Router::Direct`], the cheaper by the cost
