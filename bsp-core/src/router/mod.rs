@@ -218,8 +218,8 @@ impl Matrix {
     /// write the bodies where it learned to in that routing. Every
     /// processor notes the same from the same rows.
     pub(crate) fn note_repeat(&mut self, last: &Matrix) {
-        // Word by word: a slice comparison calls `memcmp`, whose call
-        // alone cost more than an empty sync on Zen 5 (see `Ctx::row_words`).
+        // Word by word: a slice comparison calls `memcmp`, a dear call on
+        // Zen 5 (see `Ctx::row_words`).
         let same_row = |i: usize| {
             let (now, then) = (i * self.width, i * last.width);
             self.rows[now + self.key] == last.rows[then + last.key]
