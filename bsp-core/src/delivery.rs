@@ -15,7 +15,7 @@ use crate::coarray::{PodVec, Storage};
 use crate::error::{Error, ErrorKind};
 use crate::outbox::Outbox;
 use crate::registry::{Registry, Unusable};
-use crate::segments::SegmentReader;
+use crate::segments::{copy_short, SegmentReader};
 use crate::transport::Blocks;
 use crate::wire::{Record, RecordReader};
 
@@ -384,6 +384,18 @@ impl Inbound<'_> {
                     records.payload().read_into(&mut bytes[start..end]),
                     "bsp: truncated put record"
                 );
+                // The short puts to the same coarray that follow in this
+                // segment, read in place (a put out of range is left for
+                // the general path below to report).
+                while let Some((offset, payload)) = records.peek_short_put(array) {
+                    let Some((start, end)) = byte_range(offset, payload.len(), size, bytes.len())
+                    else {
+                        break;
+                    };
+                    copy_short(&mut bytes[start..end], payload);
+                    records.skip_short_put(payload.len());
+                    *count += 1;
+                }
                 match records.next() {
                     Some(Record::Put {
                         array: same,

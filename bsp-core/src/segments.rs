@@ -37,6 +37,20 @@ pub(crate) fn copy_bytes(out: &mut [u8], from: &[u8]) {
     }
 }
 
+/// Copies `from` into `out` (of the same length), with copies of a
+/// length known when compiling for record headers and small payloads: a
+/// call to `memcpy` costs more than they do.
+#[inline]
+pub(crate) fn copy_short(out: &mut [u8], from: &[u8]) {
+    match out.len() {
+        4 => out.copy_from_slice(&from[..4]),
+        8 => out.copy_from_slice(&from[..8]),
+        12 => out.copy_from_slice(&from[..12]),
+        16 => out.copy_from_slice(&from[..16]),
+        _ => copy_bytes(out, from),
+    }
+}
+
 /// [`copy_bytes`] of more than a piece: out of line, so that the copies
 /// of a few bytes that inline `copy_bytes` stay small.
 #[inline(never)]
@@ -151,6 +165,27 @@ impl<'a> SegmentReader<'a> {
         self.segment == self.segments.len()
     }
 
+    /// The bytes left in the current segment (none at the end), to be
+    /// read in place and then passed with
+    /// [`advance_in_segment`](SegmentReader::advance_in_segment).
+    #[inline]
+    pub(crate) fn rest_of_segment(&self) -> &'a [u8] {
+        self.segments
+            .get(self.segment)
+            .map_or(&[][..], |seg| &seg[self.pos..])
+    }
+
+    /// Moves `n` bytes on, at most the length of
+    /// [`rest_of_segment`](SegmentReader::rest_of_segment).
+    #[inline]
+    pub(crate) fn advance_in_segment(&mut self, n: usize) {
+        self.pos += n;
+        debug_assert!(self.pos <= self.segments[self.segment].len());
+        if self.pos == self.segments[self.segment].len() {
+            self.skip_exhausted();
+        }
+    }
+
     /// Copies the next `out.len()` bytes into `out`; false if the stream is shorter.
     #[inline]
     pub(crate) fn read_into(&mut self, out: &mut [u8]) -> bool {
@@ -160,15 +195,7 @@ impl<'a> SegmentReader<'a> {
             let end = self.pos + out.len();
             if end < seg.len() {
                 let from = &seg[self.pos..end];
-                // Constant-size copies for record headers and small
-                // payloads: a call to memcpy costs more than they do.
-                match out.len() {
-                    4 => out.copy_from_slice(&from[..4]),
-                    8 => out.copy_from_slice(&from[..8]),
-                    12 => out.copy_from_slice(&from[..12]),
-                    16 => out.copy_from_slice(&from[..16]),
-                    _ => copy_bytes(out, from),
-                }
+                copy_short(out, from);
                 self.pos = end;
                 return true;
             }

@@ -264,6 +264,35 @@ impl<'a> RecordReader<'a> {
         Some(Record::decode(&raw, || stream.read_u64()).expect("bsp: corrupt record header"))
     }
 
+    /// The next record, where it is a short put to coarray `array` whose
+    /// header and payload lie in the current segment: its element offset
+    /// and its payload, read in place. The reader does not move; where
+    /// the put is applied, [`skip_short_put`](RecordReader::skip_short_put)
+    /// moves it past the record. A run of small puts to one coarray
+    /// (BSPlib's `bsp_put` of a word at a time) is read this way without
+    /// copying each header out.
+    #[inline]
+    pub(crate) fn peek_short_put(&self, array: u32) -> Option<(u64, &'a [u8])> {
+        if array >= 1 << 24 {
+            return None;
+        }
+        let rest = self.stream.rest_of_segment();
+        let header = rest.get(..SHORT_PUT_BYTES)?;
+        let word = |i: usize| u32::from_ne_bytes(header[i..i + 4].try_into().expect("4 bytes"));
+        if word(0) != SHORT_PUT | array << 8 {
+            return None;
+        }
+        let payload = rest.get(SHORT_PUT_BYTES..SHORT_PUT_BYTES + word(8) as usize)?;
+        Some((u64::from(word(4)), payload))
+    }
+
+    /// Moves past the short put that [`peek_short_put`](RecordReader::peek_short_put)
+    /// returned, whose payload has `len` bytes.
+    #[inline]
+    pub(crate) fn skip_short_put(&mut self, len: usize) {
+        self.stream.advance_in_segment(SHORT_PUT_BYTES + len);
+    }
+
     /// The stream positioned at the current record's payload.
     #[inline]
     pub(crate) fn payload(&mut self) -> &mut SegmentReader<'a> {

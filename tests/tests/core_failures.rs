@@ -195,6 +195,26 @@ fn out_of_bounds_put_names_source_destination_and_superstep() {
     });
 }
 
+/// A put out of range in the middle of a run of word puts to one coarray
+/// (which the receiver reads in place, see `wire.rs`) is reported, not
+/// skipped.
+#[test]
+fn an_out_of_bounds_put_inside_a_run_of_small_puts_is_reported() {
+    let want = Failure::at(ErrorKind::OutOfBounds, 1, 0).says(&[
+        "put from processor 1 to processor 0 of elements 50..51",
+        "local length 50 on processor 0",
+    ]);
+    fails(2, want, |ctx| {
+        let a = ctx.coarray::<u64>(if ctx.pid() == 0 { 50 } else { 100 });
+        if ctx.pid() == 1 {
+            for i in 0..100u64 {
+                ctx.put(0, &a, i as usize, &[i]);
+            }
+        }
+        ctx.sync();
+    });
+}
+
 #[test]
 fn out_of_bounds_get_names_requester_and_source() {
     let want = Failure::at(ErrorKind::OutOfBounds, 0, 0)
