@@ -213,6 +213,19 @@ impl Record {
     }
 }
 
+/// The put whose short header is `header` (its first
+/// [`SHORT_PUT_BYTES`] bytes), if it is one.
+#[inline]
+fn short_put_of(header: &[u8]) -> Option<Record> {
+    let word = |i: usize| u32::from_ne_bytes(header[i..i + 4].try_into().expect("4 bytes"));
+    let kind = word(0);
+    (kind & 0xff == SHORT_PUT).then(|| Record::Put {
+        array: kind >> 8,
+        offset: u64::from(word(4)),
+        bytes: u64::from(word(8)),
+    })
+}
+
 /// Reads the records of a received stream in order. After
 /// [`next`](RecordReader::next) the record's payload (if any) is next in
 /// [`payload`](RecordReader::payload), and must be read or skipped before
@@ -238,23 +251,20 @@ impl<'a> RecordReader<'a> {
         if self.stream.is_at_end() {
             return None;
         }
+        // A short put's header, read in place where it lies in the
+        // current segment (nearly always).
+        let here = self.stream.rest_of_segment().get(..SHORT_PUT_BYTES);
+        if let Some(put) = here.and_then(short_put_of) {
+            self.stream.advance_in_segment(SHORT_PUT_BYTES);
+            return Some(put);
+        }
         let mut raw = [0u8; HEADER_BYTES];
         assert!(
             self.stream.read_into(&mut raw[..SHORT_PUT_BYTES]),
             "bsp: truncated record header"
         );
-        let kind = u32::from_ne_bytes(raw[..4].try_into().expect("4 bytes"));
-        if kind & 0xff == SHORT_PUT {
-            let word = |i: usize| {
-                u64::from(u32::from_ne_bytes(
-                    raw[i..i + 4].try_into().expect("4 bytes"),
-                ))
-            };
-            return Some(Record::Put {
-                array: kind >> 8,
-                offset: word(4),
-                bytes: word(8),
-            });
+        if let Some(put) = short_put_of(&raw[..SHORT_PUT_BYTES]) {
+            return Some(put);
         }
         assert!(
             self.stream.read_into(&mut raw[SHORT_PUT_BYTES..]),
@@ -273,17 +283,18 @@ impl<'a> RecordReader<'a> {
     /// copying each header out.
     #[inline]
     pub(crate) fn peek_short_put(&self, array: u32) -> Option<(u64, &'a [u8])> {
-        if array >= 1 << 24 {
-            return None;
-        }
         let rest = self.stream.rest_of_segment();
-        let header = rest.get(..SHORT_PUT_BYTES)?;
-        let word = |i: usize| u32::from_ne_bytes(header[i..i + 4].try_into().expect("4 bytes"));
-        if word(0) != SHORT_PUT | array << 8 {
-            return None;
+        match short_put_of(rest.get(..SHORT_PUT_BYTES)?)? {
+            Record::Put {
+                array: to,
+                offset,
+                bytes,
+            } if to == array => {
+                let payload = rest.get(SHORT_PUT_BYTES..SHORT_PUT_BYTES + bytes as usize)?;
+                Some((offset, payload))
+            }
+            _ => None,
         }
-        let payload = rest.get(SHORT_PUT_BYTES..SHORT_PUT_BYTES + word(8) as usize)?;
-        Some((u64::from(word(4)), payload))
     }
 
     /// Moves past the short put that [`peek_short_put`](RecordReader::peek_short_put)
@@ -358,14 +369,18 @@ mod tests {
         assert_eq!(records[0].header_len(), SHORT_PUT_BYTES);
         assert_eq!(records[1].header_len(), HEADER_BYTES);
         assert_eq!(out.len(), wire);
-        let segments = [Bytes::from(out)];
-        let mut reader = RecordReader::new(SegmentReader::new(&segments));
-        for expected in &records {
-            let got = reader.next().expect("a record");
-            assert_eq!(&got, expected);
-            reader.skip_payload(&got);
+        // In one segment (short headers read in place), and a byte a
+        // segment (every header copied out across segments).
+        let bytewise: Vec<Bytes> = out.iter().map(|&b| Bytes::from(vec![b])).collect();
+        for segments in [vec![Bytes::from(out)], bytewise] {
+            let mut reader = RecordReader::new(SegmentReader::new(&segments));
+            for expected in &records {
+                let got = reader.next().expect("a record");
+                assert_eq!(&got, expected);
+                reader.skip_payload(&got);
+            }
+            assert!(reader.next().is_none());
         }
-        assert!(reader.next().is_none());
     }
 
     #[test]
