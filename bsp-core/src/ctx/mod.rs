@@ -169,11 +169,6 @@ pub struct Ctx {
     /// The matrix of the last placed routing that a later one may repeat
     /// (`Matrix::repeats`); `None` after any other routing.
     last_placed: Option<Matrix>,
-    /// The coarrays lent in the last sync, and how many times the set
-    /// lent has changed: with the registry's layout, the landing key of
-    /// this processor's rows.
-    lent_last: Vec<u32>,
-    lent_changes: u64,
     /// Whether the end-of-run exchange has happened.
     finished: bool,
     /// Under [`OnFailure::Return`](crate::OnFailure), the first error found
@@ -226,8 +221,6 @@ impl Ctx {
             heads_slot: 0,
             placing: Placing::from_env().unwrap_or_default(),
             last_placed: None,
-            lent_last: Vec::new(),
-            lent_changes: 0,
             finished: false,
             pending: None,
             announcing: String::new(),
@@ -367,13 +360,7 @@ impl Ctx {
     /// the run), its record heads not yet in the slot.
     /// `now` ends the superstep's work.
     fn row_words(&mut self, status: Status, vote: u64, now: Tick) -> Vec<u64> {
-        // Compared element by element: a slice comparison calls `memcmp`,
-        // which made an empty sync under MPI 0.20 -> 0.34 us on AMD-2b
-        // (Zen 5, glibc 2.36), even for two empty lists.
-        if !self.lending.iter().eq(&self.lent_last) {
-            self.lent_changes += 1;
-            self.lent_last.clone_from(&self.lending);
-        }
+        self.registry.note_lending(&self.lending);
         let row = SyncRow {
             status,
             superstep: self.superstep as u64,
@@ -386,9 +373,7 @@ impl Ctx {
             records: self.outbox.records(),
             previous: self.last_sync,
             vote,
-            // Both counts only grow, so their sum changes whenever either
-            // does.
-            landings: self.registry.layout() + self.lent_changes,
+            landings: self.registry.layout(),
         };
         let outbox = &self.outbox;
         let mut words = std::mem::take(&mut self.row_buffer);

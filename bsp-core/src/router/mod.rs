@@ -219,7 +219,7 @@ impl Matrix {
     /// processor notes the same from the same rows.
     pub(crate) fn note_repeat(&mut self, last: &Matrix) {
         // Word by word: a slice comparison calls `memcmp`, a dear call on
-        // Zen 5 (see `Ctx::row_words`).
+        // Zen 5 (see `Registry::note_lending`).
         let same_row = |i: usize| {
             let (now, then) = (i * self.width, i * last.width);
             self.rows[now + self.key] == last.rows[then + last.key]

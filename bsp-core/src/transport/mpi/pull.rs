@@ -156,14 +156,16 @@ impl MpiComm {
                 #[cfg(test)]
                 REPEATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 pieces = Some(learned.pieces);
-                (learned.mails, vec![true; self.nprocs])
+                // Every sender pushes in a repeat.
+                (learned.mails, None)
             }
             None => match self.learn_landings(blocks, into) {
-                Some(learned) => learned,
+                Some((mails, pushed)) => (mails, Some(pushed)),
                 None => return false,
             },
         };
         let mail_from = |q: usize| mails.iter().find(|(k, _)| *k == q).map(|(_, m)| m);
+        let pushes = |q: usize| pushed.as_ref().is_none_or(|pushed| pushed[q]);
         // Out of `self` while the copies go on (an abort needs `self`).
         let Some(Some(mut pull)) = self.pull.take() else {
             unreachable!("bsp: probed above")
@@ -189,7 +191,7 @@ impl MpiComm {
         for (src, pieces) in &into.from {
             let done = if *src == me {
                 copy_own(blocks, me, pieces)
-            } else if pushed[*src] {
+            } else if pushes(*src) {
                 Ok(())
             } else {
                 let remote = mail_from(*src).map_or(&[][..], |m| &m.pairs[..]);
@@ -211,7 +213,7 @@ impl MpiComm {
         // Every receiver has read its senders' segments once all pass
         // this, and each says whether all it received was pushed: where
         // all say so, a repeat of this exchange needs no landing lists.
-        let all_pushed = into.from.iter().all(|(src, _)| *src == me || pushed[*src]);
+        let all_pushed = into.from.iter().all(|(src, _)| *src == me || pushes(*src));
         let (said, _) = self.fenced_allgather(&[u64::from(all_pushed)], None);
         pull.last = said.iter().all(|&w| w == 1).then(|| Learned {
             mails,
