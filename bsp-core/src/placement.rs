@@ -30,7 +30,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 
 use crate::delivery::{byte_range, Inbound};
-use crate::segments::{segments_len, SegmentCursor, SegmentReader, Segments};
+use crate::segments::{one_segment, segments_len, SegmentCursor, SegmentReader, Segments};
 use crate::transport::{blocks_len, Blocks};
 use crate::wire::{Record, RecordReader};
 
@@ -89,7 +89,7 @@ pub(crate) fn split(streams: Blocks) -> (Blocks, Blocks) {
                 "bsp: truncated record"
             );
         }
-        heads.push((dst, vec![Bytes::from(head)]));
+        heads.push((dst, one_segment(Bytes::from(head))));
         bodies.push((dst, body));
     }
     (heads, bodies)

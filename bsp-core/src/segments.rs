@@ -9,11 +9,19 @@
 use std::ops::Range;
 
 use bytes::Bytes;
+use smallvec::SmallVec;
 
 /// The bytes one processor sends to another in one exchange, as a list of
 /// segments. Segments are reference-counted, so handing a list to another
-/// thread moves pointers, not data.
-pub(crate) type Segments = Vec<Bytes>;
+/// thread moves pointers, not data. A list of one segment, what most
+/// streams are, is kept inline: a small superstep allocates no list.
+pub(crate) type Segments = SmallVec<[Bytes; 1]>;
+
+/// A segment list of `bytes` alone.
+#[inline]
+pub(crate) fn one_segment(bytes: Bytes) -> Segments {
+    SmallVec::from_buf([bytes])
+}
 
 /// The most bytes [`copy_bytes`] hands `memcpy` at once. glibc's
 /// `memmove` copies with `rep movsb` below a size it derives from the
@@ -297,9 +305,9 @@ mod tests {
         let whole: Vec<u8> = (0..20).collect();
         let tiny = bytewise(&whole);
         assert_eq!(segments_len(&tiny), 20);
-        let mut part = Vec::new();
+        let mut part = Segments::new();
         let mut from_two = SegmentCursor::new(&tiny);
-        from_two.take(2, &mut Vec::new());
+        from_two.take(2, &mut Segments::new());
         from_two.take(5, &mut part);
         assert_eq!(part.concat(), whole[2..7].to_vec());
         let mut r = SegmentReader::new(&tiny);
@@ -314,7 +322,7 @@ mod tests {
         assert!(r.is_at_end());
         assert!(!r.skip(1));
         let mut cursor = SegmentCursor::new(&tiny);
-        let mut cut = Vec::new();
+        let mut cut = Segments::new();
         cursor.take(3, &mut cut);
         assert_eq!(cursor.next_byte(), Some(3));
         cursor.take(4, &mut cut);

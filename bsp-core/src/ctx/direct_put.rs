@@ -20,7 +20,7 @@ use bytes::Bytes;
 use super::{unusable, Ctx};
 use crate::coarray::{Coarray, Part, PodBytes};
 use crate::error::{Error, ErrorKind};
-use crate::segments::{copy_prefix, segments_len, SegmentReader};
+use crate::segments::{copy_prefix, one_segment, segments_len, SegmentReader};
 use crate::transport::Blocks;
 
 /// One range of a [`DirectPut::put_direct`]: `len` elements of processor `dst`'s
@@ -383,7 +383,7 @@ impl Ctx {
             .into_iter()
             .enumerate()
             .filter(|(_, words)| !words.is_empty())
-            .map(|(dst, words)| (dst, vec![Bytes::from_owner(PodBytes(words))]))
+            .map(|(dst, words)| (dst, one_segment(Bytes::from_owner(PodBytes(words)))))
             .collect();
         let received = self.collective(|c| c.exchange(blocks, None));
         let mut claims: Vec<(usize, Vec<u64>)> = received
@@ -530,7 +530,7 @@ impl Ctx {
         let blocks: Blocks = (0..p)
             .map(|dst| (dst, start[dst] * size..start[dst + 1] * size))
             .filter(|(dst, range)| *dst != me && !range.is_empty())
-            .map(|(dst, range)| (dst, vec![stage.slice(range)]))
+            .map(|(dst, range)| (dst, one_segment(stage.slice(range))))
             .collect();
         let mut expected = vec![0u64; p];
         for (src, words) in &claims {

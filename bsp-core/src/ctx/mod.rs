@@ -454,7 +454,12 @@ impl Ctx {
                 h,
             },
         };
-        let expected = match decision.anything {
+        // Blocks published beside the rows and routed directly have
+        // arrived: nothing plans with the matrix.
+        let arrived = matches!(offer, Some(Offer::Published))
+            && choice.router == Router::Direct
+            && !self.places(&decision, choice.router);
+        let expected = match decision.anything && !arrived {
             true => protocol::matrix(&words, width),
             false => None,
         };
@@ -496,16 +501,7 @@ impl Ctx {
         figures.records.sent = records;
         if decision.anything {
             let mut deferred = Vec::new();
-            // Without gets, a transport may write the puts' payloads in
-            // place while they arrive (gets must read the data first).
-            let placed = matches!(router, Router::Direct | Router::TwoPhase)
-                && !decision.any_gets
-                && self.placing.places(
-                    self.comm.capabilities(),
-                    self.nprocs,
-                    decision.total_bytes,
-                    decision.total_records,
-                );
+            let placed = self.places(&decision, router);
             // A placed routing of the direct router whose rows carry its
             // heads may repeat the last one (every processor finds the
             // same); any other routing ends the run of repeats.
@@ -623,9 +619,27 @@ impl Ctx {
         }
     }
 
+    /// Whether a routing by `router` of the superstep `decision` describes
+    /// is placed: without gets, a transport may write the puts' payloads
+    /// in place while they arrive (gets must read the data first). Every
+    /// processor finds the same.
+    fn places(&self, decision: &SyncDecision, router: Router) -> bool {
+        matches!(router, Router::Direct | Router::TwoPhase)
+            && !decision.any_gets
+            && self.placing.places(
+                self.comm.capabilities(),
+                self.nprocs,
+                decision.total_bytes,
+                decision.total_records,
+            )
+    }
+
     /// This superstep's streams, taken from the outbox, the coarrays
     /// named by `put_from` lent for the sync.
     fn take_streams(&mut self) -> Blocks {
+        if self.lending.is_empty() {
+            return self.outbox.take(|_| unreachable!("bsp: nothing is lent"));
+        }
         let lent = self.registry.lend(&std::mem::take(&mut self.lending));
         self.outbox.take(|id| lent[&id].clone())
     }

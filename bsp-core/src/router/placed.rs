@@ -22,7 +22,7 @@ use super::{Matrix, Router};
 use crate::error::{Error, ErrorKind};
 use crate::placement::{Placed, Plan, Region};
 use crate::pool::BUFFERS;
-use crate::segments::{segments_len, SegmentReader, Segments};
+use crate::segments::{one_segment, segments_len, SegmentReader, Segments};
 use crate::transport::{dense, listed, Aborted, Blocks, Capabilities, Comm, Scatter};
 
 /// Environment variable choosing whether the receivers of the direct and
@@ -179,7 +179,11 @@ impl Arrived {
             } else {
                 let heads = m.heads(i, me);
                 let body_len = m.bytes(i, me) - heads.len();
-                (vec![Bytes::copy_from_slice(heads)], body_len, front(i))
+                (
+                    one_segment(Bytes::copy_from_slice(heads)),
+                    body_len,
+                    front(i),
+                )
             };
             if segments_len(&heads) > 0 || !front.is_empty() {
                 arrived.heads.push((i, heads));
@@ -206,7 +210,7 @@ impl Arrived {
             .map(|(((src, heads), body_len), landing)| {
                 let bodies = match landing {
                     Landing::Own => own_body.take(),
-                    Landing::Staged(at) => Some(vec![staging.slice(at..at + body_len)]),
+                    Landing::Staged(at) => Some(one_segment(staging.slice(at..at + body_len))),
                     Landing::Placed { .. } => None,
                 };
                 Placed {
@@ -342,7 +346,7 @@ pub(super) fn exchange_heads(
             let mut lead = [0u8; LEAD_BYTES];
             lead[..8].copy_from_slice(&(body_lens[k] as u64).to_ne_bytes());
             lead[8..].copy_from_slice(&(extra.len() as u64).to_ne_bytes());
-            head.splice(0..0, [Bytes::copy_from_slice(&lead), extra]);
+            head.insert_many(0, [Bytes::copy_from_slice(&lead), extra]);
         }
     }
     let mut arrived = Arrived::default();

@@ -40,7 +40,7 @@ use super::two_stage::Part;
 use super::Matrix;
 use crate::placement::{Placed, Plan};
 use crate::pool::BUFFERS;
-use crate::segments::{SegmentCursor, Segments};
+use crate::segments::{one_segment, SegmentCursor, Segments};
 use crate::transport::{listed, Aborted, Comm, Scatter};
 
 /// The two-phase router's placed routing (see the module docs).
@@ -98,7 +98,7 @@ pub(super) fn exchange(
             let own_body_len = out.body_lens[me];
             let front = |i| match stage_one_header(m, i, me) {
                 header if header.is_empty() => Segments::new(),
-                header => vec![header],
+                header => one_segment(header),
             };
             let mut arrived = Arrived::from_rows(m, me, own_heads, own_body_len, front);
             arrived.plan(plan, me);

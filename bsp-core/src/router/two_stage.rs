@@ -288,7 +288,7 @@ pub(super) fn assert_second_bound<D: Dealing>(block: u64, received: u64, p: usiz
 pub(super) fn block(run: &[Piece], pool: &mut Segments, header_bytes: &mut u64) -> Segments {
     let header = encode_header(run.iter().map(|piece| piece.part));
     *header_bytes += header.len() as u64;
-    let mut out = Vec::with_capacity(1 + run.len());
+    let mut out = Segments::with_capacity(1 + run.len());
     out.push(header);
     for piece in run {
         out.extend(pool[piece.slices.clone()].iter_mut().map(std::mem::take));

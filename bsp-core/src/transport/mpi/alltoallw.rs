@@ -12,7 +12,7 @@ use mpi::Count;
 
 use super::MpiComm;
 use crate::pool::BUFFERS;
-use crate::segments::{segments_len, Segments};
+use crate::segments::{one_segment, segments_len, Segments};
 use crate::transport::Scatter;
 
 impl MpiComm {
@@ -130,9 +130,9 @@ impl MpiComm {
             .map(|k| {
                 let (d, c) = (displs[k], recv_lens[k]);
                 if c == 0 {
-                    Vec::new()
+                    Segments::new()
                 } else {
-                    vec![recv.slice(d..d + c)]
+                    one_segment(recv.slice(d..d + c))
                 }
             })
             .collect()

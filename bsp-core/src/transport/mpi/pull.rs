@@ -49,7 +49,7 @@ use mpi::traits::*;
 
 use super::MpiComm;
 use crate::error::{Error, ErrorKind};
-use crate::segments::{segments_len, SegmentReader, Segments};
+use crate::segments::{one_segment, segments_len, SegmentReader, Segments};
 use crate::shared_memory::{self, Freed, Peers, Place};
 use crate::transport::{Blocks, Comm, Scatter};
 
@@ -248,8 +248,8 @@ impl MpiComm {
                 let block = blocks.iter().find(|(k, _)| *k == q).map(|(_, b)| b);
                 let places = places[q].take();
                 (block.is_some() || places.is_some()).then(|| {
-                    let list = Mail::list(block.map_or(&[][..], Vec::as_slice), places, &freed);
-                    (q, vec![Bytes::from(list)])
+                    let list = Mail::list(block.map_or(&[][..], |b| &b[..]), places, &freed);
+                    (q, one_segment(Bytes::from(list)))
                 })
             })
             .collect();
@@ -277,7 +277,7 @@ fn copy_own(
     pieces: &[(*const u8, usize)],
 ) -> io::Result<()> {
     let own = blocks.iter().find(|(q, _)| *q == me).map(|(_, b)| b);
-    let mut reader = SegmentReader::new(own.map_or(&[][..], Vec::as_slice));
+    let mut reader = SegmentReader::new(own.map_or(&[][..], |b| &b[..]));
     for &(at, len) in pieces {
         // SAFETY: the piece is valid for writes of `len` bytes and touched
         // by nothing else (`pull_into`'s contract).
