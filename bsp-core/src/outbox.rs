@@ -119,6 +119,9 @@ pub(crate) struct Outbox {
     /// Buffers of earlier shared payloads ([`shared_copy`](Outbox::shared_copy)),
     /// kept for reuse once every receiver has dropped them.
     shared_spare: Vec<Bytes>,
+    /// An empty list for the next [`take`](Outbox::take)
+    /// ([`recycle`](Outbox::recycle)).
+    spare_list: Vec<(usize, Segments)>,
 }
 
 impl Outbox {
@@ -128,6 +131,7 @@ impl Outbox {
             touched: Vec::new(),
             records: 0,
             shared_spare: Vec::new(),
+            spare_list: Vec::new(),
         }
     }
 
@@ -277,24 +281,33 @@ impl Outbox {
         self.records = 0;
         self.touched.sort_unstable();
         let streams = &mut self.streams;
-        self.touched
-            .drain(..)
-            .map(|dst| {
-                let s = streams[dst].as_mut().expect("a touched stream exists");
-                s.flush();
-                s.records = 0;
-                s.head_bytes = 0;
-                let segments = s
-                    .pieces
-                    .drain(..)
-                    .map(|piece| match piece {
-                        Piece::Bytes(b) => b,
-                        Piece::Lent { array, start, len } => lent(array).slice(start..start + len),
-                    })
-                    .collect();
-                (dst, segments)
-            })
-            .collect()
+        let mut list = std::mem::take(&mut self.spare_list);
+        list.extend(self.touched.drain(..).map(|dst| {
+            let s = streams[dst].as_mut().expect("a touched stream exists");
+            s.flush();
+            s.records = 0;
+            s.head_bytes = 0;
+            let segments = s
+                .pieces
+                .drain(..)
+                .map(|piece| match piece {
+                    Piece::Bytes(b) => b,
+                    Piece::Lent { array, start, len } => lent(array).slice(start..start + len),
+                })
+                .collect();
+            (dst, segments)
+        }));
+        list
+    }
+
+    /// Takes back a list of (processor, segment list) that has been read,
+    /// to hold the streams of a later [`take`](Outbox::take): a small
+    /// superstep then allocates no list. Its segments are dropped.
+    pub(crate) fn recycle(&mut self, mut list: Vec<(usize, Segments)>) {
+        if list.capacity() > self.spare_list.capacity() {
+            list.clear();
+            self.spare_list = list;
+        }
     }
 }
 

@@ -760,6 +760,7 @@ impl Ctx {
             return Some((replies, incoming));
         }
         let applied = self.inbound().apply(&incoming, deferred);
+        self.outbox.recycle(incoming);
         figures.records.received += placed_records + self.settle(applied);
         None
     }

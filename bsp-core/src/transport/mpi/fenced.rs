@@ -470,8 +470,13 @@ impl Fenced {
         if !exchange {
             return mine;
         }
-        let mut own = mine.into_iter().find(|(q, _)| *q == self.me);
-        let mut got = Blocks::new();
+        // The list of this rank's blocks is reused for the blocks it got.
+        let mut got = mine;
+        let mut own = got
+            .iter()
+            .position(|(q, _)| *q == self.me)
+            .map(|at| got.swap_remove(at));
+        got.clear();
         for q in 0..self.p {
             let length = self.mail_length(read, q);
             if q == self.me {
