@@ -531,11 +531,15 @@ enum Move {
     /// The target is lent by a `put_from` of the next superstep, so it
     /// cannot take placed payloads in that superstep.
     Lend,
+    /// `n` syncs with nothing to send: a few keep the slot for record
+    /// heads in the rows, so the next superstep may still repeat this
+    /// one; more drop it, and it cannot.
+    Idle(usize),
 }
 
 /// Each move follows supersteps that repeat the one before, so that the
 /// superstep after it would repeat too if the move went unnoticed.
-const MOVES: [Move; 16] = [
+const MOVES: [Move; 21] = [
     Move::Nothing,
     Move::Nothing,
     Move::Nothing,
@@ -551,6 +555,11 @@ const MOVES: [Move; 16] = [
     Move::Longer,
     Move::Nothing,
     Move::SameLength,
+    Move::Nothing,
+    Move::Idle(2),
+    Move::Nothing,
+    Move::Idle(6),
+    Move::Nothing,
     Move::Nothing,
 ];
 
@@ -585,6 +594,7 @@ fn repeats_across_moves(ctx: &mut Ctx) -> u64 {
                 let extra = ctx.coarray::<u8>(REPEAT_LEN * 2);
                 ctx.release(extra);
             }
+            Move::Idle(n) => (0..n).for_each(|_| ctx.sync()),
         }
     }
     h

@@ -44,6 +44,13 @@ use crate::stats_log::{Choice, StatsLog};
 use crate::ticks::Tick;
 use crate::transport::{blocks_len, Aborted, Blocks, Comm, Offer, Transport};
 
+/// Idle syncs (that route nothing) in a row after which the rows drop
+/// their slot for record heads (`Ctx::heads_slot`). The slot saves a
+/// placed superstep that repeats an earlier one a collective, but it
+/// widens every row: an empty superstep under MPI (np = 2, AMD-2b) took
+/// 0.236 µs with it and 0.226 µs without.
+const IDLE_SYNCS_KEEP_SLOT: usize = 4;
+
 /// Ends the run with an error of `kind` blaming processor `pid` in
 /// `superstep`: unwinds with the error as the payload, which the
 /// processor's launch turns into the run's error. For methods that cannot
@@ -163,6 +170,9 @@ pub struct Ctx {
     /// (`protocol::heads_slot`), agreed by every processor after each
     /// sync; 0 for none.
     heads_slot: usize,
+    /// Syncs in a row that routed nothing, the same on every processor:
+    /// after [`IDLE_SYNCS_KEEP_SLOT`] of them the slot goes.
+    idle_syncs: usize,
     /// When this processor's supersteps place their payloads (the same on
     /// every processor).
     placing: Placing,
@@ -219,6 +229,7 @@ impl Ctx {
             last_sync: SyncFigures::default(),
             stats: StatsLog::new(nprocs, stats_memory),
             heads_slot: 0,
+            idle_syncs: 0,
             placing: Placing::from_env().unwrap_or_default(),
             last_placed: None,
             finished: false,
@@ -582,9 +593,19 @@ impl Ctx {
                 self.agree_on_delivery();
             }
             self.heads_slot = next_slot;
-        } else if let Some(Offer::Published) = offer {
-            // Nothing was offered anywhere; this ends the offer.
-            self.comm.take_offered(false);
+            self.idle_syncs = 0;
+        } else {
+            if let Some(Offer::Published) = offer {
+                // Nothing was offered anywhere; this ends the offer.
+                self.comm.take_offered(false);
+            }
+            // A program that has stopped placing supersteps stops paying
+            // for the slot in its idle syncs' rows; one that places a
+            // superstep between a few idle syncs keeps it.
+            self.idle_syncs += 1;
+            if self.idle_syncs >= IDLE_SYNCS_KEEP_SLOT {
+                self.heads_slot = 0;
+            }
         }
         self.has_gets = false;
         self.superstep += 1;
