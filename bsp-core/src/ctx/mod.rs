@@ -47,8 +47,9 @@ use crate::transport::{blocks_len, Aborted, Blocks, Comm, Offer, Transport};
 /// Idle syncs (that route nothing) in a row after which the rows drop
 /// their slot for record heads (`Ctx::heads_slot`). The slot saves a
 /// placed superstep that repeats an earlier one a collective, but it
-/// widens every row: an empty superstep under MPI (np = 2, AMD-2b) took
-/// 0.236 µs with it and 0.226 µs without.
+/// widens every row: an empty superstep under MPI after placed ones
+/// (np = 2, AMD-2b, BENCHMARKS.md section 14f) took 0.232 µs with it and
+/// 0.211 µs without.
 const IDLE_SYNCS_KEEP_SLOT: usize = 4;
 
 /// Ends the run with an error of `kind` blaming processor `pid` in
