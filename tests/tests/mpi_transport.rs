@@ -636,3 +636,51 @@ fn a_repeated_placed_superstep_follows_its_coarrays_when_they_move() {
         support::check(&rt, repeats_across_moves, repeats_across_moves_oracle);
     }
 }
+
+/// Bytes of each placed put of [`one_sender_after_placed`]: large enough
+/// to be placed.
+const LONE_PLACED: usize = 64 << 10;
+
+/// Placed supersteps, each followed by one in which processor 0 alone
+/// puts a word (to every other processor): after a placed superstep the
+/// rows keep a slot for record heads, which processor 0 fills while the
+/// others have nothing to send. Returns what arrived from processor 0.
+fn one_sender_after_placed(ctx: &mut Ctx) -> Vec<u64> {
+    let (me, p) = (ctx.pid(), ctx.nprocs());
+    let source = ctx.coarray_from(vec![me as u8 + 1; LONE_PLACED]);
+    let target = ctx.coarray::<u8>(LONE_PLACED);
+    let word = ctx.coarray::<u64>(1);
+    let mut got = Vec::new();
+    for step in 0..6u64 {
+        ctx.put_from((me + 1) % p, &target, 0, &source, ..);
+        ctx.sync();
+        if me == 0 {
+            for dst in 1..p {
+                ctx.put(dst, &word, 0, &[100 + step]);
+            }
+        }
+        ctx.sync();
+        got.push(ctx.local(&word)[0]);
+    }
+    got.push(u64::from(ctx.local(&target)[0]));
+    got
+}
+
+/// What processor `me` must see from [`one_sender_after_placed`].
+fn one_sender_after_placed_oracle(p: usize, me: usize) -> Vec<u64> {
+    let mut want: Vec<u64> = (0..6).map(|s| if me == 0 { 0 } else { 100 + s }).collect();
+    want.push(((me + p - 1) % p) as u64 + 1);
+    want
+}
+
+/// Under MPI this hung: processor 0 cut its streams for the rows' heads
+/// slot while the others, with nothing to send, offered theirs beside
+/// the rows, and the two routed the superstep differently.
+#[test]
+fn a_lone_sender_after_a_placed_superstep_is_delivered() {
+    for router in [Router::Direct, Router::TwoPhase] {
+        for rt in support::runtimes_with(&[1, 2, 3], router) {
+            support::check(&rt, one_sender_after_placed, one_sender_after_placed_oracle);
+        }
+    }
+}

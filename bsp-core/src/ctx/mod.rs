@@ -497,8 +497,11 @@ impl Ctx {
         }
         // On a transport that publishes blocks beside the rows, every
         // processor offers its streams (maybe none) with its row, so that a
-        // direct routing costs no collective of its own.
-        let offering = cut.is_none() && self.comm.capabilities().publishes_with_rows;
+        // direct routing costs no collective of its own. Not while the rows
+        // have a slot for heads: then some processors cut their streams for
+        // it and others (with nothing to send, or too many heads) do not,
+        // and all must route alike.
+        let offering = self.heads_slot == 0 && self.comm.capabilities().publishes_with_rows;
         let (sent, offered) = offering
             .then(|| {
                 let streams = match self.outbox.is_empty() {
