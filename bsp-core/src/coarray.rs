@@ -164,8 +164,12 @@ impl<T: Pod + Send> Storage for PodVec<T> {
 
 /// The fewest bytes of a coarray's local part that [`Ctx::coarray`](crate::Ctx::coarray)
 /// places in [`Mapped`] memory where the transport asks for it: smaller
-/// payloads travel in the sync window's mailboxes anyway.
-pub(crate) const MAPPED_MIN: usize = 64 << 10;
+/// payloads travel in the sync window's mailboxes anyway (up to 32 KiB,
+/// `fenced::mail_most`), and larger ones are placed. At 64 KiB, puts of
+/// 32 to 63 KiB into a coarray of their size were placed through MPI's
+/// receive datatypes, 5.4-7.5 us a superstep against 1.7-1.9 us pushed
+/// into mapped memory (np = 2, AMD-2b, BENCHMARKS.md section 14g).
+pub(crate) const MAPPED_MIN: usize = 32 << 10;
 
 /// A coarray's local part in memory that the other processes of the node
 /// map (`shared_memory.rs`): under the MPI transport on one node, the

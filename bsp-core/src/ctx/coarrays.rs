@@ -35,7 +35,7 @@ impl Ctx {
     ///
     /// Local: allocates and zeroes `local_len` elements; no communication.
     ///
-    /// Under MPI with every rank on one node, a local part of 64 KiB or
+    /// Under MPI with every rank on one node, a local part of 32 KiB or
     /// more is memory that the other ranks map (an anonymous memory file),
     /// so that a sync's senders copy their puts straight into it: one
     /// `memcpy` per payload, as `MPI_Put` into a shared-memory window.

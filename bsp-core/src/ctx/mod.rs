@@ -466,11 +466,11 @@ impl Ctx {
                 h,
             },
         };
-        // Blocks published beside the rows and routed directly have
-        // arrived: nothing plans with the matrix.
+        // Blocks published beside the rows and routed directly, not
+        // placed, have arrived: nothing plans with the matrix.
         let arrived = matches!(offer, Some(Offer::Published))
             && choice.router == Router::Direct
-            && !self.places(&decision, choice.router);
+            && !self.places(&decision, choice.router, true);
         let expected = match decision.anything && !arrived {
             true => protocol::matrix(&words, width),
             false => None,
@@ -516,7 +516,8 @@ impl Ctx {
         figures.records.sent = records;
         if decision.anything {
             let mut deferred = Vec::new();
-            let placed = self.places(&decision, router);
+            let published = matches!(offer, Some(Offer::Published));
+            let placed = self.places(&decision, router, published);
             // A placed routing of the direct router whose rows carry its
             // heads may repeat the last one (every processor finds the
             // same); any other routing ends the run of repeats.
@@ -646,16 +647,22 @@ impl Ctx {
 
     /// Whether a routing by `router` of the superstep `decision` describes
     /// is placed: without gets, a transport may write the puts' payloads
-    /// in place while they arrive (gets must read the data first). Every
+    /// in place while they arrive (gets must read the data first). Blocks
+    /// `published` with the rows are in their receivers' mailboxes
+    /// already, and a direct routing takes them from there. Every
     /// processor finds the same.
-    fn places(&self, decision: &SyncDecision, router: Router) -> bool {
+    fn places(&self, decision: &SyncDecision, router: Router, published: bool) -> bool {
         matches!(router, Router::Direct | Router::TwoPhase)
             && !decision.any_gets
             && self.placing.places(
                 self.comm.capabilities(),
                 self.nprocs,
-                decision.total_bytes,
-                decision.total_records,
+                (
+                    decision.total_bytes,
+                    decision.total_records,
+                    decision.max_bytes,
+                ),
+                published && router == Router::Direct,
             )
     }
 

@@ -254,9 +254,10 @@ impl Outgoing {
 /// When the receivers of a superstep's puts place the payloads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) enum Placing {
-    /// Where the records average 4 KiB or more and the superstep moves
-    /// 32 KiB or more per processor; received into a buffer and copied
-    /// elsewhere.
+    /// Where the records average 4 KiB or more, the superstep moves
+    /// 32 KiB or more per processor, and some processor sends more than
+    /// the transport publishes beside the rows; received into a buffer and
+    /// copied elsewhere otherwise.
     #[default]
     Auto,
     /// In every superstep without gets.
@@ -282,9 +283,24 @@ impl Placing {
     }
 
     /// Whether a routing of `bytes` bytes in `records` records (over all
-    /// `p` processors) is placed, on a transport that can do `caps`. Every
-    /// processor gets the same answer from the same figures.
-    pub(crate) fn places(self, caps: Capabilities, p: usize, bytes: u64, records: u64) -> bool {
+    /// `p` processors, `most` from the one that sends most) is placed, on
+    /// a transport that can do `caps`; `arrived` where the blocks were
+    /// published beside the rows and the routing is direct, so that they
+    /// are in their receivers' mailboxes already. Every processor gets
+    /// the same answer from the same figures.
+    ///
+    /// Under `Auto`, a superstep whose blocks the transport publishes
+    /// beside the rows (each processor sends at most
+    /// [`publishes_up_to`](Capabilities::publishes_up_to)) is not placed:
+    /// it costs one synchronisation that way, where placing costs two or
+    /// three (BENCHMARKS.md section 14g).
+    pub(crate) fn places(
+        self,
+        caps: Capabilities,
+        p: usize,
+        (bytes, records, most): (u64, u64, u64),
+        arrived: bool,
+    ) -> bool {
         if !caps.scatter_receive {
             return false;
         }
@@ -293,6 +309,8 @@ impl Placing {
             Placing::Always => records > 0,
             Placing::Auto => {
                 records > 0
+                    && !arrived
+                    && most > caps.publishes_up_to as u64
                     && bytes / records >= PLACE_MIN_RECORD
                     && bytes / p as u64 >= PLACE_MIN_BYTES
             }

@@ -189,6 +189,12 @@ pub(crate) struct Capabilities {
     /// beside the row, so that a direct exchange decided from the rows
     /// costs no second collective (threads).
     pub(crate) publishes_with_rows: bool,
+    /// The most bytes a processor may offer to all others together for
+    /// [`Comm::allgather_offering`] to publish them, once it has seen
+    /// them (under MPI the mailboxes grow to hold them, up to a bound);
+    /// 0 where nothing is published. A superstep this small is not
+    /// placed: its blocks travel beside the rows.
+    pub(crate) publishes_up_to: usize,
     /// Whether a large coarray's local part should be memory that the
     /// node's other processes map (`shared_memory.rs`), because
     /// [`Comm::exchange_into`] then lets the senders copy their bytes

@@ -63,7 +63,7 @@
 //! direct routing of the superstep costs this one wait; otherwise every
 //! rank keeps its blocks and routes them through the exchanges, as before.
 //! The largest `wanted` also sizes the mailboxes: when a block did not fit
-//! and [`MAIL_MOST`] would hold it, every rank grows its window before the
+//! and [`mail_most`] would hold it, every rank grows its window before the
 //! next all-gather (a collective `MPI_Win_free` and `MPI_Win_allocate`,
 //! made at the same call on every rank, since every rank read the same
 //! heads). A row longer than the cells hold grows them the same way (every
@@ -72,8 +72,9 @@
 //! Received blocks are copied out of the mailbox (the half is rewritten
 //! two all-gathers later, and a message may outlive that), so a block
 //! travels by two copies, `MPI_Put`'s and this one, which is why the
-//! mailboxes stay small: larger blocks pay less in the exchanges, whose
-//! large messages move by one copy.
+//! mailboxes stay small ([`mail_most`]: 32 KiB, less at large p): larger
+//! blocks pay less placed straight into their coarrays, which from that
+//! size on lie in memory the senders map.
 //!
 //! The timed all-gather (`timed.rs`) stays on point-to-point messages: a
 //! fence cannot be given up on, and a wait for a rank that is stuck must
@@ -96,9 +97,24 @@ use crate::transport::{Blocks, Rows};
 /// The mailbox of each sender in a new window, in bytes.
 const MAIL_FIRST: usize = 4 << 10;
 
-/// The largest mailbox a window grows to, in bytes: blocks above it go
-/// through the exchanges.
-pub(super) const MAIL_MOST: usize = 16 << 10;
+/// The largest mailbox a window grows to, in bytes, at small p: blocks
+/// above it go through the exchanges (or are placed, from 32 KiB a rank
+/// on). On AMD-2b (np = 2, BENCHMARKS.md section 14g) a superstep of one
+/// put of 16 to 31 KiB took 3.5-5.1 us through the exchanges, with
+/// mailboxes of 16 KiB, and 1.2-2.0 us through mailboxes of this size.
+const MAIL_MOST: usize = 32 << 10;
+
+/// The smallest bound on a mailbox, at any p.
+const MAIL_MOST_FLOOR: usize = 16 << 10;
+
+/// Bytes all mailboxes of one rank's window may take together (two
+/// halves of p cells each), which lowers [`MAIL_MOST`] from p = 64 on.
+const MAIL_BUDGET: usize = 4 << 20;
+
+/// The largest mailbox a window of `p` ranks grows to, in bytes.
+pub(super) fn mail_most(p: usize) -> usize {
+    (MAIL_BUDGET / (2 * p.max(1))).clamp(MAIL_MOST_FLOOR, MAIL_MOST)
+}
 
 /// Head words of a cell: `wanted`, `length`.
 const HEAD: usize = 2;
@@ -370,7 +386,7 @@ impl Fenced {
             most = most.max(heads[0] as usize);
             all[q * n..(q + 1) * n].copy_from_slice(&heads[HEAD..]);
         }
-        if most > self.mail_cap && most <= MAIL_MOST {
+        if most > self.mail_cap && most <= mail_most(p) {
             self.mail_next = most.next_multiple_of(8).next_power_of_two();
         }
         let fate = blocks.map(|blocks| {

@@ -438,6 +438,10 @@ impl Comm for MpiComm {
             one_node: self.world.one_node,
             scatter_receive: true,
             publishes_with_rows: self.publishes_with_rows(),
+            publishes_up_to: match self.publishes_with_rows() {
+                true => fenced::mail_most(self.nprocs),
+                false => 0,
+            },
             // The senders write into it in `pull_into`.
             maps_memory: cfg!(target_os = "linux")
                 && self.shares_window()

@@ -331,6 +331,8 @@ impl Comm for ThreadsComm {
             one_node: true,
             scatter_receive: false,
             publishes_with_rows: true,
+            // Blocks are published as shared references, of any size.
+            publishes_up_to: usize::MAX,
             maps_memory: false,
         }
     }
