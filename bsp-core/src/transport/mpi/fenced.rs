@@ -542,3 +542,23 @@ fn spin_budget(p: usize) -> Duration {
         Duration::ZERO
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mailboxes_shrink_with_p_within_their_budget_and_floor() {
+        assert_eq!(mail_most(1), MAIL_MOST);
+        assert_eq!(mail_most(2), 32 << 10);
+        assert_eq!(mail_most(64), 32 << 10);
+        assert_eq!(mail_most(65), (MAIL_BUDGET / 130).max(MAIL_MOST_FLOOR));
+        assert_eq!(mail_most(128), 16 << 10);
+        assert_eq!(mail_most(4096), MAIL_MOST_FLOOR);
+        for p in 1..=300 {
+            // Both halves of p mailboxes fit the budget, or sit at the floor.
+            let most = mail_most(p);
+            assert!(2 * p * most <= MAIL_BUDGET || most == MAIL_MOST_FLOOR);
+        }
+    }
+}
