@@ -89,6 +89,19 @@ enum Outgoing {
     Arrived(Blocks, router::Offered),
 }
 
+/// What every processor agrees on from the rows of a sync.
+struct Agreed {
+    decision: SyncDecision,
+    /// The router that routes the superstep.
+    router: Router,
+    /// Whether the routing is placed ([`Ctx::places`]).
+    placed: bool,
+    /// The communication matrix, where a routing plans with it.
+    matrix: Option<Matrix>,
+    /// What came of the streams offered beside the rows, if they were.
+    offer: Option<Offer>,
+}
+
 /// The value of a collective; unwinds the processor if the run was aborted.
 fn unwind_if_aborted<R>(result: Result<R, Aborted>) -> R {
     match result {
@@ -408,11 +421,7 @@ impl Ctx {
     /// `offered`, on a transport that publishes blocks beside the rows, are
     /// this processor's streams, offered for a direct exchange in the same
     /// collective; the transport's answer comes back with the decision.
-    fn exchange_rows(
-        &mut self,
-        mine: Vec<u64>,
-        offered: Option<Blocks>,
-    ) -> (SyncDecision, Router, Option<Matrix>, Option<Offer>) {
+    fn exchange_rows(&mut self, mine: Vec<u64>, offered: Option<Blocks>) -> Agreed {
         let width = mine.len();
         let (words, offer) = match offered {
             None => (self.collective(|c| c.allgather(&mine)), None),
@@ -466,18 +475,24 @@ impl Ctx {
                 h,
             },
         };
+        let published = matches!(offer, Some(Offer::Published));
+        let placed = decision.anything && self.places(&decision, choice.router, published);
         // Blocks published beside the rows and routed directly, not
         // placed, have arrived: nothing plans with the matrix.
-        let arrived = matches!(offer, Some(Offer::Published))
-            && choice.router == Router::Direct
-            && !self.places(&decision, choice.router, true);
-        let expected = match decision.anything && !arrived {
+        let arrived = published && choice.router == Router::Direct && !placed;
+        let matrix = match decision.anything && !arrived {
             true => protocol::matrix(&words, width),
             false => None,
         };
         self.stats.push(words, choice);
         self.row_buffer = mine;
-        (decision, choice.router, expected, offer)
+        Agreed {
+            decision,
+            router: choice.router,
+            placed,
+            matrix,
+            offer,
+        }
     }
 
     /// The sync, with this processor's `vote`; returns the sum of the
@@ -511,13 +526,17 @@ impl Ctx {
                 (router::Offered::of(self.pid, &streams), streams)
             })
             .unzip();
-        let (decision, router, mut expected, offer) = self.exchange_rows(mine, offered);
+        let Agreed {
+            decision,
+            router,
+            placed,
+            matrix: mut expected,
+            offer,
+        } = self.exchange_rows(mine, offered);
         let mut figures = SyncFigures::default();
         figures.records.sent = records;
         if decision.anything {
             let mut deferred = Vec::new();
-            let published = matches!(offer, Some(Offer::Published));
-            let placed = self.places(&decision, router, published);
             // A placed routing of the direct router whose rows carry its
             // heads may repeat the last one (every processor finds the
             // same); any other routing ends the run of repeats.

@@ -214,6 +214,12 @@ impl Fenced {
         (half * self.p + sender) * self.cell_bytes()
     }
 
+    /// Byte offset of `sender`'s mailbox in `half`, in an all-gather of
+    /// rows of `row` words: right after the row (see the module docs).
+    fn mailbox(&self, half: usize, sender: usize, row: usize) -> usize {
+        self.cell(half, sender) + SEQ_BYTES + 8 * (HEAD + row)
+    }
+
     fn allocate(
         comm: &SimpleCommunicator,
         shared: bool,
@@ -329,7 +335,7 @@ impl Fenced {
         let mut listed = blocks.iter().flatten().filter(|_| fits).peekable();
         let cell = self.cell(self.half, me);
         let at = cell + SEQ_BYTES;
-        let mail_at = at + 8 * (HEAD + n);
+        let mail_at = self.mailbox(self.half, me, n);
         self.count += 1;
         for q in (0..p).filter(|&q| q != me) {
             while listed.next_if(|(k, _)| *k < q).is_some() {}
@@ -494,11 +500,14 @@ impl Fenced {
             .map(|at| got.swap_remove(at));
         got.clear();
         for q in 0..self.p {
-            let length = self.mail_length(read, q);
             if q == self.me {
                 got.extend(own.take());
-            } else if length > 0 {
-                let at = self.cell(read, q) + SEQ_BYTES + 8 * (HEAD + row);
+                continue;
+            }
+            // The length of the block q put into this rank's mailbox.
+            let length = self.words(read, q, HEAD)[1] as usize;
+            if length > 0 {
+                let at = self.mailbox(read, q, row);
                 // SAFETY: the sender's block lies inside its cell's
                 // mailbox (it put it only when it fitted) and this half is
                 // not written again before this rank's next all-gather.
@@ -507,15 +516,6 @@ impl Fenced {
             }
         }
         got
-    }
-
-    /// Bytes of the block `sender` put into this rank's mailbox in `half`
-    /// (0 from this rank itself).
-    fn mail_length(&self, half: usize, sender: usize) -> usize {
-        match sender == self.me {
-            true => 0,
-            false => self.words(half, sender, HEAD)[1] as usize,
-        }
     }
 
     /// Frees the window (collective), unless the job has lost a rank.
