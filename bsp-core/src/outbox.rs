@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use crate::segments::Segments;
+use crate::segments::{one_segment, Segments};
 #[cfg(test)]
 use crate::wire::SHORT_PUT_BYTES;
 use crate::wire::{Record, HEADER_BYTES};
@@ -59,15 +59,45 @@ impl Stream {
     }
 
     fn flush(&mut self) {
-        if !self.current.is_empty() {
-            let worth_keeping = self.current.len() >= MIN_SPARE_BYTES;
-            let buffer = Bytes::from(std::mem::take(&mut self.current));
-            if worth_keeping && self.spare.len() < MAX_SPARE {
-                self.spare.push(buffer.clone());
-            }
+        if let Some(buffer) = self.take_current() {
             self.pieces.push(Piece::Bytes(buffer));
         }
+    }
+
+    /// The bytes appended since the last piece, as one buffer (kept as a
+    /// spare when large enough to be worth reusing); `None` when there
+    /// are none.
+    fn take_current(&mut self) -> Option<Bytes> {
         self.open_messages = None;
+        if self.current.is_empty() {
+            return None;
+        }
+        let worth_keeping = self.current.len() >= MIN_SPARE_BYTES;
+        let buffer = Bytes::from(std::mem::take(&mut self.current));
+        if worth_keeping && self.spare.len() < MAX_SPARE {
+            self.spare.push(buffer.clone());
+        }
+        Some(buffer)
+    }
+
+    /// The stream's segments, emptying it: its pieces in order, the
+    /// coarrays of lent pieces given by `lent`.
+    fn take_segments(&mut self, lent: &impl Fn(u32) -> Bytes) -> Segments {
+        self.records = 0;
+        self.head_bytes = 0;
+        if self.pieces.is_empty() {
+            // Nothing lent or flushed before: the usual small stream is
+            // one buffer, with no list built.
+            return self.take_current().map_or_else(Segments::new, one_segment);
+        }
+        self.flush();
+        self.pieces
+            .drain(..)
+            .map(|piece| match piece {
+                Piece::Bytes(b) => b,
+                Piece::Lent { array, start, len } => lent(array).slice(start..start + len),
+            })
+            .collect()
     }
 
     /// Before appending to an empty `current`: reuse a spare buffer that
@@ -284,18 +314,7 @@ impl Outbox {
         let mut list = std::mem::take(&mut self.spare_list);
         list.extend(self.touched.drain(..).map(|dst| {
             let s = streams[dst].as_mut().expect("a touched stream exists");
-            s.flush();
-            s.records = 0;
-            s.head_bytes = 0;
-            let segments = s
-                .pieces
-                .drain(..)
-                .map(|piece| match piece {
-                    Piece::Bytes(b) => b,
-                    Piece::Lent { array, start, len } => lent(array).slice(start..start + len),
-                })
-                .collect();
-            (dst, segments)
+            (dst, s.take_segments(&lent))
         }));
         list
     }

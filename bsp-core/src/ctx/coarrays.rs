@@ -43,8 +43,7 @@ impl Ctx {
     /// then copy, since a `Vec` cannot hold that memory; a part registered
     /// with [`coarray_from`](Ctx::coarray_from) stays the vector it is.
     pub fn coarray<T: Pod + Send>(&mut self, local_len: usize) -> Coarray<T> {
-        if local_len.saturating_mul(std::mem::size_of::<T>()) >= MAPPED_MIN
-            && self.comm.capabilities().maps_memory
+        if local_len.saturating_mul(std::mem::size_of::<T>()) >= MAPPED_MIN && self.caps.maps_memory
         {
             if let Some(part) = Part::<T>::mapped(local_len) {
                 return Coarray::new(self.registry.register_part_for(None, part), self.scope);

@@ -265,7 +265,7 @@ impl DirectPut for Ctx {
             Err(why) => unusable(me, step, why, "coarray", id),
         };
         let mut opened = Opened { local: Some(local) };
-        let shared = self.comm.capabilities().shares_memory;
+        let shared = self.caps.shares_memory;
         let part = opened.local.as_mut().expect("present");
         let base = if shared {
             part.as_mut_ptr().expose_provenance() as u64

@@ -42,7 +42,7 @@ use crate::router::{self, route, Matrix, Placing, Router};
 use crate::scope::{Scope, Scoped};
 use crate::stats_log::{Choice, StatsLog};
 use crate::ticks::Tick;
-use crate::transport::{blocks_len, Aborted, Blocks, Comm, Offer, Transport};
+use crate::transport::{blocks_len, Aborted, Blocks, Capabilities, Comm, Offer, Transport};
 
 /// Idle syncs (that route nothing) in a row after which the rows drop
 /// their slot for record heads (`Ctx::heads_slot`). The slot saves a
@@ -159,6 +159,9 @@ pub struct Ctx {
     machine: Option<Machine>,
     transport: Transport,
     comm: Box<dyn Comm>,
+    /// What `comm` can do, read once (it is fixed for a communicator's
+    /// life): a sync consults it several times.
+    caps: Capabilities,
     /// The machine this context is a processor of: every handle it makes
     /// carries it, and every handle it is given must.
     scope: Scope,
@@ -226,6 +229,7 @@ impl Ctx {
     ) -> Self {
         let (pid, nprocs) = (comm.pid(), comm.nprocs());
         Ctx {
+            caps: comm.capabilities(),
             pid,
             nprocs,
             superstep: 0,
@@ -516,7 +520,7 @@ impl Ctx {
         // have a slot for heads: then some processors cut their streams for
         // it and others (with nothing to send, or too many heads) do not,
         // and all must route alike.
-        let offering = self.heads_slot == 0 && self.comm.capabilities().publishes_with_rows;
+        let offering = self.heads_slot == 0 && self.caps.publishes_with_rows;
         let (sent, offered) = offering
             .then(|| {
                 let streams = match self.outbox.is_empty() {
@@ -556,7 +560,7 @@ impl Ctx {
             // the next one in the rows; any other routing clears the slot
             // (every processor alike).
             let next_slot = match (placed, &expected) {
-                (true, Some(m)) if self.placing.heads_in_row(self.comm.capabilities()) => {
+                (true, Some(m)) if self.placing.heads_in_row(self.caps) => {
                     protocol::heads_slot(self.nprocs, m.most_head_bytes())
                 }
                 _ => 0,
@@ -604,7 +608,7 @@ impl Ctx {
                 figures.records.received += self.settle(applied);
             }
             if decision.any_lends {
-                if self.comm.capabilities().shares_memory {
+                if self.caps.shares_memory {
                     // Every reader of a lent coarray has finished once
                     // everyone has passed this barrier.
                     self.collective(|c| c.allgather(&[]));
@@ -674,7 +678,7 @@ impl Ctx {
         matches!(router, Router::Direct | Router::TwoPhase)
             && !decision.any_gets
             && self.placing.places(
-                self.comm.capabilities(),
+                self.caps,
                 self.nprocs,
                 (
                     decision.total_bytes,

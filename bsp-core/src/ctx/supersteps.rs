@@ -70,7 +70,7 @@ impl Ctx {
     /// assert_eq!(out.all(), Some(&vec![true, true][..]));
     /// ```
     pub fn on_one_node(&self) -> bool {
-        self.comm.capabilities().one_node
+        self.caps.one_node
     }
 
     /// Ends the run on purpose, on every processor, with an

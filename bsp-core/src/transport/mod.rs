@@ -342,7 +342,8 @@ pub(crate) trait Comm: Send {
         Ok(())
     }
     /// What this transport can do, for the policy above it (see
-    /// [`Capabilities`]).
+    /// [`Capabilities`]); fixed for the communicator's life (the context
+    /// reads it once).
     fn capabilities(&self) -> Capabilities;
     /// The superstep the coming collectives belong to, for error reports
     /// (a timeout names it).

@@ -379,19 +379,26 @@ impl Fenced {
         self.heads = heads;
         let read = self.half;
         self.half ^= 1;
-        // Made in place, not copied out of a vector.
-        let mut rows: Rows = std::iter::repeat_n(0, n * p).collect();
+        // Made in place, not copied out of a vector, and not zeroed first.
+        let mut rows = Arc::<[u64]>::new_uninit_slice(n * p);
         let all = Arc::get_mut(&mut rows).expect("bsp: new rows are not shared");
         let mut most = wanted;
         for q in 0..p {
-            if q == me {
-                all[q * n..(q + 1) * n].copy_from_slice(row);
-                continue;
+            let from = match q == me {
+                true => row,
+                false => {
+                    let heads = self.words(read, q, HEAD + n);
+                    most = most.max(heads[0] as usize);
+                    &heads[HEAD..]
+                }
+            };
+            for (to, &word) in all[q * n..(q + 1) * n].iter_mut().zip(from) {
+                to.write(word);
             }
-            let heads = self.words(read, q, HEAD + n);
-            most = most.max(heads[0] as usize);
-            all[q * n..(q + 1) * n].copy_from_slice(&heads[HEAD..]);
         }
+        // SAFETY: the p ranges of n words above cover the slice (n·p
+        // words), and every word of each was written (`from` has n).
+        let rows: Rows = unsafe { rows.assume_init() };
         if most > self.mail_cap && most <= mail_most(p) {
             self.mail_next = most.next_multiple_of(8).next_power_of_two();
         }
