@@ -82,6 +82,7 @@ impl Stream {
 
     /// The stream's segments, emptying it: its pieces in order, the
     /// coarrays of lent pieces given by `lent`.
+    #[inline]
     fn take_segments(&mut self, lent: &impl Fn(u32) -> Bytes) -> Segments {
         self.records = 0;
         self.head_bytes = 0;
