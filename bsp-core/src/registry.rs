@@ -3,7 +3,6 @@
 //! every processor registered the same sequence.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytemuck::Pod;
@@ -86,6 +85,25 @@ fn fnv1a(hash: u64, bytes: &[u8]) -> u64 {
 enum Step {
     Registered(u32),
     Released(u32),
+}
+
+/// The coarrays lent for one sync ([`Registry::lend`]): each one's local
+/// part as bytes, shared. A sync lends the few coarrays its `put_from`s
+/// read, each named once, so they are found by a look along the list (no
+/// map to build and hash into every sync).
+pub(crate) struct Lent(Vec<(u32, Bytes)>);
+
+impl Lent {
+    /// The local part of lent coarray `id`.
+    ///
+    /// # Panics
+    ///
+    /// If `id` was not lent: a bug in the runtime (a lent piece names a
+    /// coarray the sync lent).
+    pub(crate) fn of(&self, id: u32) -> &Bytes {
+        let found = self.0.iter().find(|(lent, _)| *lent == id);
+        &found.expect("bsp: a lent piece's coarray is lent").1
+    }
 }
 
 /// A processor's registrations.
@@ -509,18 +527,18 @@ impl Registry {
 
     /// Lends coarrays `ids` to the router for one sync: returns each one's
     /// local part as bytes, shared, until [`reclaim`](Registry::reclaim).
-    pub(crate) fn lend(&mut self, ids: &[u32]) -> HashMap<u32, Bytes> {
-        let mut lent = HashMap::with_capacity(ids.len());
+    pub(crate) fn lend(&mut self, ids: &[u32]) -> Lent {
+        let mut lent = Vec::with_capacity(ids.len());
         for &id in ids {
             let entry = &mut self.entries[id as usize];
             let Entry::Array(storage) = std::mem::replace(entry, Entry::Released(0)) else {
                 unreachable!("bsp: only coarrays are lent")
             };
             let shared = Arc::new(storage);
-            lent.insert(id, Bytes::from_owner(LentStorage(Arc::clone(&shared))));
+            lent.push((id, Bytes::from_owner(LentStorage(Arc::clone(&shared)))));
             *entry = Entry::Lent(shared);
         }
-        lent
+        Lent(lent)
     }
 
     /// Takes the local part of coarray `id` out for a direct put; until
@@ -644,7 +662,7 @@ mod tests {
         let x = r.register_array(vec![5u8, 6, 7]);
         let lent = r.lend(&[x]);
         assert!(r.is_lent(x));
-        assert_eq!(&lent[&x][..], &[5, 6, 7]);
+        assert_eq!(&lent.of(x)[..], &[5, 6, 7]);
         assert_eq!(r.storage(x).unwrap().len(), 3);
         assert_eq!(r.storage_mut(x).err(), Some(Unusable::Lent));
         drop(lent);

@@ -692,11 +692,10 @@ impl Ctx {
     /// This superstep's streams, taken from the outbox, the coarrays
     /// named by `put_from` lent for the sync.
     fn take_streams(&mut self) -> Blocks {
-        if self.lending.is_empty() {
-            return self.outbox.take(|_| unreachable!("bsp: nothing is lent"));
-        }
-        let lent = self.registry.lend(&std::mem::take(&mut self.lending));
-        self.outbox.take(|id| lent[&id].clone())
+        let lent = self.registry.lend(&self.lending);
+        // Cleared, not taken: the list keeps its room for the next sync.
+        self.lending.clear();
+        self.outbox.take(|id| lent.of(id).clone())
     }
 
     /// This superstep's streams, taken and cut into heads and bodies
