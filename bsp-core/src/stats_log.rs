@@ -111,19 +111,27 @@ impl StatsLog {
     /// exchange when the log is full. Rows that carry record heads (a
     /// slot beyond the counts, under MPI after a placed superstep) are
     /// kept as a copy of their statistics' part.
-    pub(crate) fn push(&mut self, words: Rows, choice: Choice) {
+    ///
+    /// Returns rows it no longer keeps, for the transport to write a later
+    /// all-gather into: `words` themselves when only their statistics'
+    /// part is kept, else the exchange dropped to make room (if any).
+    pub(crate) fn push(&mut self, words: Rows, choice: Choice) -> Option<Rows> {
+        let mut dropped = None;
         if self.rows.len() == self.capacity {
-            self.rows.pop_front();
-            self.labels.remove(&self.first);
+            dropped = self.rows.pop_front().map(|(rows, _)| rows);
+            if !self.labels.is_empty() {
+                self.labels.remove(&self.first);
+            }
             self.first += 1;
         }
         let width = words.len() / self.nprocs;
-        let words = if width > protocol::row_width(self.nprocs, 0) {
-            statistics_part(&words, width)
-        } else {
-            words
-        };
+        if width > protocol::row_width(self.nprocs, 0) {
+            self.rows
+                .push_back((statistics_part(&words, width), choice));
+            return Some(words);
+        }
         self.rows.push_back((words, choice));
+        dropped
     }
 
     /// Bytes the kept exchanges take, counted as [`exchange_bytes`] does.
@@ -308,6 +316,25 @@ mod tests {
             .iter()
             .all(|&w| (w - 1e-6).abs() < 1e-15));
         assert_eq!(steps[1].sent_bytes, vec![0, 0]);
+    }
+
+    #[test]
+    fn rows_no_longer_kept_are_handed_back() {
+        // Room for two exchanges: the third push hands back the first.
+        let mut log = StatsLog::new(2, 0);
+        let first = words(1, 0);
+        let at = first.as_ptr();
+        assert!(log.push(first, direct()).is_none());
+        assert!(log.push(words(2, 0), direct()).is_none());
+        let dropped = log.push(words(3, 0), direct()).expect("the oldest");
+        assert_eq!(dropped.as_ptr(), at);
+        // Rows with a slot for heads are kept as a copy of their
+        // statistics' part: the rows themselves come back.
+        let wide = rows(2, protocol::row_width(2, 3), |_| 4, |_| 0);
+        let at = wide.as_ptr();
+        let back = log.push(wide, direct()).expect("the wide rows");
+        assert_eq!(back.as_ptr(), at);
+        assert_eq!(log.supersteps(true).len(), 2);
     }
 
     /// Pushes `exchanges` exchanges among `p` processors, with rows of

@@ -488,7 +488,9 @@ impl Ctx {
             true => protocol::matrix(&words, width),
             false => None,
         };
-        self.stats.push(words, choice);
+        if let Some(spare) = self.stats.push(words, choice) {
+            self.comm.recycle_rows(spare);
+        }
         self.row_buffer = mine;
         Agreed {
             decision,

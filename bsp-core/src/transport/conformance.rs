@@ -106,6 +106,31 @@ fn the_allgather_returns_every_row_in_pid_order() {
 }
 
 #[test]
+fn recycled_rows_are_written_over_only_when_nobody_else_holds_them() {
+    on_every_transport(|comm| {
+        let (me, p) = (comm.pid(), comm.nprocs());
+        let mut kept = Vec::new();
+        for round in 0..6u64 {
+            let row = [me as u64, round];
+            let rows = comm.allgather(&row).expect("not aborted");
+            for (q, r) in rows.chunks(2).enumerate() {
+                assert_eq!(r, [q as u64, round]);
+            }
+            // Every other round's rows stay held here while given back.
+            if round % 2 == 0 {
+                kept.push((round, rows.clone()));
+            }
+            comm.recycle_rows(rows);
+        }
+        for (round, rows) in kept {
+            for (q, r) in rows.chunks(2).enumerate() {
+                assert_eq!(r, [q as u64, round], "rows still held were written over");
+            }
+        }
+    });
+}
+
+#[test]
 fn an_exchange_delivers_every_block_by_sender() {
     on_every_transport(|comm| {
         let (me, p) = (comm.pid(), comm.nprocs());

@@ -19,6 +19,7 @@ mod conformance;
 mod launcher;
 #[cfg(feature = "mpi")]
 pub(crate) mod mpi;
+mod rows;
 pub(crate) mod split;
 pub(crate) mod threads;
 mod waiting;
@@ -29,6 +30,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::segments::{segments_len, SegmentReader, Segments};
 pub(crate) use launcher::{begin, launch, Held, Launcher, OpenRun, Opened, Purpose, Worker};
+pub(crate) use rows::{concatenate, Rows};
 pub(crate) use split::Group;
 
 /// What a run asks of its transport beyond moving bytes.
@@ -138,11 +140,6 @@ impl OnFailure {
 /// run has been aborted (by another processor's failure or its own).
 #[derive(Debug)]
 pub(crate) struct Aborted;
-
-/// The result of an all-gather: every processor's row, in pid order. Shared,
-/// not copied, between the processors of one process (the statistics log
-/// keeps it), so p processors holding the rows of a sync cost p rows, not p².
-pub(crate) type Rows = std::sync::Arc<[u64]>;
 
 /// The blocks of one processor in an exchange, each with the processor it
 /// goes to (or, received, came from): pids ascending, each at most once.
@@ -261,6 +258,12 @@ pub(crate) trait Comm: Send {
     /// All-gather: every processor contributes a row of the same length and
     /// receives all rows, concatenated in pid order.
     fn allgather(&mut self, row: &[u64]) -> Result<Rows, Aborted>;
+    /// Takes back `rows` that an all-gather returned and nobody reads
+    /// any more, for a later all-gather to write into (it then allocates
+    /// none). The default drops them.
+    fn recycle_rows(&mut self, rows: Rows) {
+        drop(rows);
+    }
     /// An all-gather of `row` that also offers this processor's `blocks`
     /// for an exchange the processors may decide on from the rows. A
     /// transport that [`publishes_with_rows`](Capabilities::publishes_with_rows)

@@ -83,7 +83,6 @@
 use std::ffi::c_void;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -92,7 +91,7 @@ use mpi::raw::AsRaw;
 use mpi::topology::SimpleCommunicator;
 
 use crate::segments::{one_segment, segments_len};
-use crate::transport::{Blocks, Rows};
+use crate::transport::{concatenate, Blocks, Rows};
 
 /// The mailbox of each sender in a new window, in bytes.
 const MAIL_FIRST: usize = 4 << 10;
@@ -163,6 +162,9 @@ pub(super) struct Fenced {
     /// While an offer is open: the half it was read from and this rank's
     /// own blocks.
     offered: Option<Offered>,
+    /// Rows given back ([`recycle_rows`](Fenced::recycle_rows)) for the
+    /// next all-gather to write into.
+    spare_rows: Option<Rows>,
 }
 
 /// An offer still open: where its mail lies and this rank's own blocks.
@@ -244,6 +246,7 @@ impl Fenced {
             count: 0,
             spin: spin_budget(p),
             offered: None,
+            spare_rows: None,
         };
         let bytes = 2 * p * fenced.cell_bytes();
         let size = ffi::MPI_Aint::try_from(bytes).expect("bsp: a sync window fits an MPI_Aint");
@@ -379,26 +382,14 @@ impl Fenced {
         self.heads = heads;
         let read = self.half;
         self.half ^= 1;
-        // Made in place, not copied out of a vector, and not zeroed first.
-        let mut rows = Arc::<[u64]>::new_uninit_slice(n * p);
-        let all = Arc::get_mut(&mut rows).expect("bsp: new rows are not shared");
-        let mut most = wanted;
-        for q in 0..p {
-            let from = match q == me {
-                true => row,
-                false => {
-                    let heads = self.words(read, q, HEAD + n);
-                    most = most.max(heads[0] as usize);
-                    &heads[HEAD..]
-                }
-            };
-            for (to, &word) in all[q * n..(q + 1) * n].iter_mut().zip(from) {
-                to.write(word);
-            }
-        }
-        // SAFETY: the p ranges of n words above cover the slice (n·p
-        // words), and every word of each was written (`from` has n).
-        let rows: Rows = unsafe { rows.assume_init() };
+        let most = (0..p)
+            .filter(|&q| q != me)
+            .map(|q| self.words(read, q, HEAD)[0] as usize)
+            .fold(wanted, usize::max);
+        let rows = concatenate(self.spare_rows.take(), p, n, |q| match q == me {
+            true => row,
+            false => &self.words(read, q, HEAD + n)[HEAD..],
+        });
         if most > self.mail_cap && most <= mail_most(p) {
             self.mail_next = most.next_multiple_of(8).next_power_of_two();
         }
@@ -523,6 +514,12 @@ impl Fenced {
             }
         }
         got
+    }
+
+    /// Keeps `rows`, which an all-gather returned and nobody reads any
+    /// more, for the next all-gather to write into.
+    pub(super) fn recycle_rows(&mut self, rows: Rows) {
+        self.spare_rows = Some(rows);
     }
 
     /// Frees the window (collective), unless the job has lost a rank.

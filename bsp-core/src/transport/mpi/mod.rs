@@ -401,6 +401,12 @@ impl Comm for MpiComm {
         Ok((rows, offer))
     }
 
+    fn recycle_rows(&mut self, rows: Rows) {
+        if let Some(fenced) = self.fenced.as_mut() {
+            fenced.recycle_rows(rows);
+        }
+    }
+
     fn take_offered(&mut self, exchange: bool) -> Blocks {
         self.fenced
             .as_mut()

@@ -207,6 +207,9 @@ pub(crate) struct ThreadsComm {
     /// The collective whose offered blocks are published and not yet
     /// taken.
     offered: Option<usize>,
+    /// Rows given back ([`Comm::recycle_rows`]) for the next all-gather of
+    /// rows small enough that each processor concatenates its own.
+    spare_rows: Option<Rows>,
 }
 
 impl ThreadsComm {
@@ -217,6 +220,7 @@ impl ThreadsComm {
             epoch: 0,
             superstep: 0,
             offered: None,
+            spare_rows: None,
         }
     }
 
@@ -274,8 +278,13 @@ impl Comm for ThreadsComm {
         let parking = shared.barrier.parking();
         let snapshot = || shared.slots.make_snapshot(epoch, self.pid, parking);
         self.arrive(deadline, Some(&snapshot))?;
-        let rows = shared.slots.rows(epoch, self.pid, parking, deadline);
+        let spare = self.spare_rows.take();
+        let rows = shared.slots.rows(epoch, self.pid, parking, deadline, spare);
         rows.map_err(|why| self.interrupted(why))
+    }
+
+    fn recycle_rows(&mut self, rows: Rows) {
+        self.spare_rows = Some(rows);
     }
 
     fn allgather_offering(

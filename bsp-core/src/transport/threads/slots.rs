@@ -17,14 +17,13 @@
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
 
 use crate::segments::Segments;
 use crate::transport::waiting::{Interrupted, Parking, Signal};
-use crate::transport::{Blocks, Rows};
+use crate::transport::{concatenate, Blocks, Rows};
 
 /// All-gathers whose rows add up to more words than this are copied once,
 /// by processor 0, into a snapshot every processor shares (the statistics
@@ -92,12 +91,13 @@ impl Set {
         self.slots.len() * unsafe { self.row(me) }.len() > SHARED_ROWS_WORDS
     }
 
-    /// Every row, concatenated in pid order. Safety as [`row`](Set::row).
-    unsafe fn concatenated(&self, me: usize) -> Rows {
+    /// Every row, concatenated in pid order (into `spare` where it fits,
+    /// see [`concatenate`]). Safety as [`row`](Set::row).
+    unsafe fn concatenated(&self, me: usize, spare: Option<Rows>) -> Rows {
         // SAFETY: passed on to the caller.
         let width = unsafe { self.row(me) }.len();
         // SAFETY: passed on to the caller.
-        concatenate(self.slots.len(), width, |q| unsafe { self.row(q) })
+        concatenate(spare, self.slots.len(), width, |q| unsafe { self.row(q) })
     }
 }
 
@@ -155,12 +155,13 @@ impl Slots {
         me: usize,
         parking: &Parking,
         deadline: Option<Instant>,
+        spare: Option<Rows>,
     ) -> Result<Rows, Interrupted> {
         let set = &self.sets[epoch % 2];
         // SAFETY: called after the barrier of collective `epoch`.
         if !unsafe { set.large(me) } {
             // SAFETY: as above.
-            return Ok(unsafe { set.concatenated(me) });
+            return Ok(unsafe { set.concatenated(me, spare) });
         }
         if me == 0 && set.snapshot_ready.get() <= epoch {
             self.make_snapshot(epoch, me, parking);
@@ -186,7 +187,7 @@ impl Slots {
         }
         // SAFETY: as above; one processor makes the snapshot, and nobody
         // reads it before the raise below (module protocol).
-        unsafe { *set.snapshot.get() = Some(set.concatenated(me)) };
+        unsafe { *set.snapshot.get() = Some(set.concatenated(me, None)) };
         parking.raise(&set.snapshot_ready, epoch + 1, None);
     }
 
@@ -265,23 +266,6 @@ impl Slots {
     }
 }
 
-/// The `p` rows of `width` words that `row` gives, concatenated in one
-/// shared allocation.
-fn concatenate<'a>(p: usize, width: usize, row: impl Fn(usize) -> &'a [u64]) -> Rows {
-    let mut all = Arc::<[u64]>::new_uninit_slice(p * width);
-    let out = Arc::get_mut(&mut all).expect("a new allocation is unshared");
-    for (q, chunk) in out.chunks_exact_mut(width.max(1)).enumerate().take(p) {
-        let words = row(q);
-        assert_eq!(words.len(), width, "bsp: all-gather rows of unequal width");
-        for (slot, &w) in chunk.iter_mut().zip(words) {
-            slot.write(w);
-        }
-    }
-    // SAFETY: every one of the p·width words was written above (each row
-    // has exactly `width` words).
-    unsafe { all.assume_init() }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,14 +276,5 @@ mod tests {
             assert_eq!(unlink(link(s, i)), (s, i));
             assert_ne!(link(s, i), 0);
         }
-    }
-
-    #[test]
-    fn concatenation_keeps_pid_order() {
-        let rows = [vec![1, 2], vec![3, 4], vec![5, 6]];
-        let all = concatenate(3, 2, |q| &rows[q]);
-        assert_eq!(&all[..], &[1, 2, 3, 4, 5, 6]);
-        let empty: [Vec<u64>; 3] = Default::default();
-        assert!(concatenate(3, 0, |q| &empty[q]).is_empty());
     }
 }
