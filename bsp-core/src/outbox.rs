@@ -311,12 +311,13 @@ impl Outbox {
     pub(crate) fn take(&mut self, lent: impl Fn(u32) -> Bytes) -> Vec<(usize, Segments)> {
         self.records = 0;
         self.touched.sort_unstable();
-        let streams = &mut self.streams;
         let mut list = std::mem::take(&mut self.spare_list);
-        list.extend(self.touched.drain(..).map(|dst| {
-            let s = streams[dst].as_mut().expect("a touched stream exists");
-            (dst, s.take_segments(&lent))
-        }));
+        list.reserve(self.touched.len());
+        for &dst in &self.touched {
+            let s = self.streams[dst].as_mut().expect("a touched stream exists");
+            list.push((dst, s.take_segments(&lent)));
+        }
+        self.touched.clear();
         list
     }
 
