@@ -108,7 +108,7 @@ fn the_allgather_returns_every_row_in_pid_order() {
 #[test]
 fn recycled_rows_are_written_over_only_when_nobody_else_holds_them() {
     on_every_transport(|comm| {
-        let (me, p) = (comm.pid(), comm.nprocs());
+        let me = comm.pid();
         let mut kept = Vec::new();
         for round in 0..6u64 {
             let row = [me as u64, round];
