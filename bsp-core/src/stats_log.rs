@@ -119,9 +119,7 @@ impl StatsLog {
         let mut dropped = None;
         if self.rows.len() == self.capacity {
             dropped = self.rows.pop_front().map(|(rows, _)| rows);
-            if !self.labels.is_empty() {
-                self.labels.remove(&self.first);
-            }
+            self.labels.remove(&self.first);
             self.first += 1;
         }
         let width = words.len() / self.nprocs;

@@ -38,7 +38,7 @@ use crate::outbox::Outbox;
 use crate::placement;
 use crate::protocol::{self, Status, SyncDecision, SyncFigures, SyncRow, Texts};
 use crate::registry::{Registry, Unusable};
-use crate::router::{self, route, Matrix, Placing, Router};
+use crate::router::{self, route, Matrix, Placing, Router, Volume};
 use crate::scope::{Scope, Scoped};
 use crate::stats_log::{Choice, StatsLog};
 use crate::ticks::Tick;
@@ -479,11 +479,13 @@ impl Ctx {
                 h,
             },
         };
-        let published = matches!(offer, Some(Offer::Published));
-        let placed = decision.anything && self.places(&decision, choice.router, published);
-        // Blocks published beside the rows and routed directly, not
-        // placed, have arrived: nothing plans with the matrix.
-        let arrived = published && choice.router == Router::Direct && !placed;
+        // Blocks published beside the rows and routed directly are in
+        // their receivers' mailboxes; unless placed, they have arrived:
+        // nothing plans with the matrix.
+        let published_direct =
+            matches!(offer, Some(Offer::Published)) && choice.router == Router::Direct;
+        let placed = decision.anything && self.places(&decision, choice.router, published_direct);
+        let arrived = published_direct && !placed;
         let matrix = match decision.anything && !arrived {
             true => protocol::matrix(&words, width),
             false => None,
@@ -673,22 +675,20 @@ impl Ctx {
     /// Whether a routing by `router` of the superstep `decision` describes
     /// is placed: without gets, a transport may write the puts' payloads
     /// in place while they arrive (gets must read the data first). Blocks
-    /// `published` with the rows are in their receivers' mailboxes
-    /// already, and a direct routing takes them from there. Every
-    /// processor finds the same.
-    fn places(&self, decision: &SyncDecision, router: Router, published: bool) -> bool {
+    /// published with the rows and routed directly (`published_direct`)
+    /// are in their receivers' mailboxes already. Every processor finds
+    /// the same.
+    fn places(&self, decision: &SyncDecision, router: Router, published_direct: bool) -> bool {
+        let volume = Volume {
+            bytes: decision.total_bytes,
+            records: decision.total_records,
+            most: decision.max_bytes,
+        };
         matches!(router, Router::Direct | Router::TwoPhase)
             && !decision.any_gets
-            && self.placing.places(
-                self.caps,
-                self.nprocs,
-                (
-                    decision.total_bytes,
-                    decision.total_records,
-                    decision.max_bytes,
-                ),
-                published && router == Router::Direct,
-            )
+            && self
+                .placing
+                .places(self.caps, self.nprocs, volume, published_direct)
     }
 
     /// This superstep's streams, taken from the outbox, the coarrays

@@ -13,7 +13,7 @@ use std::str::FromStr;
 use crate::placement::{Placed, Plan};
 use crate::transport::{Aborted, Blocks, Comm, Rows};
 pub(crate) use direct::Offered;
-pub(crate) use placed::Placing;
+pub(crate) use placed::{Placing, Volume};
 
 /// How the communication of a superstep (an h-relation) is delivered.
 ///

@@ -251,6 +251,18 @@ impl Outgoing {
     }
 }
 
+/// What a superstep moves, as the sync rows tell every processor: the
+/// figures [`Placing::places`] decides from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Volume {
+    /// Bytes, over all processors.
+    pub(crate) bytes: u64,
+    /// Records, over all processors.
+    pub(crate) records: u64,
+    /// Bytes of the processor that sends most.
+    pub(crate) most: u64,
+}
+
 /// When the receivers of a superstep's puts place the payloads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) enum Placing {
@@ -282,8 +294,7 @@ impl Placing {
         }
     }
 
-    /// Whether a routing of `bytes` bytes in `records` records (over all
-    /// `p` processors, `most` from the one that sends most) is placed, on
+    /// Whether a routing of `volume` among `p` processors is placed, on
     /// a transport that can do `caps`; `arrived` where the blocks were
     /// published beside the rows and the routing is direct, so that they
     /// are in their receivers' mailboxes already. Every processor gets
@@ -298,9 +309,14 @@ impl Placing {
         self,
         caps: Capabilities,
         p: usize,
-        (bytes, records, most): (u64, u64, u64),
+        volume: Volume,
         arrived: bool,
     ) -> bool {
+        let Volume {
+            bytes,
+            records,
+            most,
+        } = volume;
         if !caps.scatter_receive {
             return false;
         }
