@@ -154,10 +154,14 @@ fn count_digits<T, const N: usize>(
 ) {
     let shifts = passes.map(|pass| pass.shift);
     let masks = passes.map(|pass| (1u64 << pass.bits) - 1);
-    for x in prefetch::lines(seg).flatten() {
-        let r = radix(x);
-        for k in 0..N {
-            counts[bases[k] + ((r >> shifts[k]) & masks[k]) as usize] += 1;
+    // Nested loops: walking the pieces through `.flatten()` cost 3.1 ns a
+    // pair for the whole local sort of 2^15-pair buckets, against 2.9.
+    for piece in prefetch::lines(seg) {
+        for x in piece {
+            let r = radix(x);
+            for k in 0..N {
+                counts[bases[k] + ((r >> shifts[k]) & masks[k]) as usize] += 1;
+            }
         }
     }
 }

@@ -278,6 +278,51 @@ impl<'a, T: Pod> LineWriter<'a, T> {
         self.flush_all();
     }
 
+    /// Writes out everything the bins hold, as [`finish`](LineWriter::finish)
+    /// does, and hands back what is left of each bin's window (empty for a
+    /// bin without one), for the rest of a scatter to fill by other means.
+    /// (For zero-sized elements, which are never written, every window
+    /// comes back empty.)
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_core::expert::line_writer::LineWriter;
+    ///
+    /// let mut out = vec![0u32; 100];
+    /// let mut writer = LineWriter::new(1);
+    /// writer.set_window(0, &mut out);
+    /// for k in 0..60 {
+    ///     writer.push(0, k).unwrap();
+    /// }
+    /// let mut rest = writer.into_windows();
+    /// rest[0].iter_mut().for_each(|x| *x = 7);
+    /// assert_eq!(out[59..61], [59, 7]);
+    /// ```
+    ///
+    /// # Cost
+    ///
+    /// O(bins), and the held elements' writes.
+    pub fn into_windows(mut self) -> Vec<&'a mut [T]> {
+        self.flush_all();
+        let size = std::mem::size_of::<T>().max(1);
+        std::mem::take(&mut self.bins)
+            .into_iter()
+            .map(|b| {
+                if b.at.is_null() {
+                    return &mut [][..];
+                }
+                let len = (b.end as usize - b.at as usize) / size;
+                // SAFETY: `at..end` is the unwritten rest of the bin's
+                // window, a slice of `T` borrowed mutably for 'a that the
+                // writer gives up here (its bins are taken, so it writes
+                // nothing more); windows of different bins are disjoint,
+                // as `&'a mut` slices handed to `set_window`.
+                unsafe { std::slice::from_raw_parts_mut(b.at.cast::<T>(), len) }
+            })
+            .collect()
+    }
+
     fn flush_all(&mut self) {
         for bin in 0..self.bins.len() {
             self.flush(bin);

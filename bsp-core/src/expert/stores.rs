@@ -16,7 +16,11 @@
 //! So under [`Stores::Auto`] (the default) each scatter that could take
 //! either way is timed, and the choice of the next one of its kind follows
 //! the times: the first takes the line buffers, the next plain stores,
-//! and later ones whichever way has the better of its recent times. Every
+//! and later ones whichever way has the better of its recent times. A
+//! scatter that can change ways midway (see [`StoreChoice::lined`]) times
+//! both in its first run instead, three quarters lined and the rest
+//! plain, so that no later scatter is sent the slower way only to be
+//! timed. Every
 //! scatter timed refreshes its way's times, so a way that turns slow (the
 //! machine's state changed) loses to the other's older, better time, and
 //! the other way is timed again. A kind is the element size, the number
@@ -184,12 +188,33 @@ fn with_learned<R>(kind: Kind, f: impl FnOnce(&mut Learned) -> R) -> R {
 /// One scatter's way of storing, timed when the choice was by
 /// measurement: made by [`LineWriter::choose`](super::line_writer::LineWriter::choose), ended by
 /// [`done`](StoreChoice::done).
+///
+/// The first measured scatter of its kind can time both ways at once: a
+/// scatter that asks how many of its elements to line
+/// ([`lined`](StoreChoice::lined)) then sends the first three quarters
+/// through line buffers and the rest by plain stores, each part timed
+/// (the parts meet at [`switch`](StoreChoice::switch)). Its kind then
+/// knows both ways, and no later scatter is sent the slower way just to
+/// time it.
 #[derive(Debug)]
 #[must_use = "a choice learns from its time only when it is done"]
 pub struct StoreChoice {
     lines: bool,
     /// The kind, bytes and start of a measured choice.
-    measured: Option<(Kind, f64, Instant)>,
+    measured: Option<Measured>,
+}
+
+/// What a measured choice needs to learn its time.
+#[derive(Debug)]
+struct Measured {
+    kind: Kind,
+    bytes: f64,
+    start: Instant,
+    /// Whether neither way of this kind has been timed yet.
+    first: bool,
+    /// For a scatter split between the ways: the fraction of its
+    /// elements lined, and whether the lined part is over.
+    split: Option<(f64, bool)>,
 }
 
 impl StoreChoice {
@@ -206,22 +231,95 @@ impl StoreChoice {
             windows.max(1).next_power_of_two().ilog2(),
             (bytes.max(1.0) as u64).ilog2(),
         );
+        let (lines, first) = with_learned(kind, |l| (l.choose(), l.samples == [0, 0]));
         StoreChoice {
-            lines: with_learned(kind, |l| l.choose()),
-            measured: Some((kind, bytes, Instant::now())),
+            lines,
+            measured: Some(Measured {
+                kind,
+                bytes,
+                start: Instant::now(),
+                first,
+                split: None,
+            }),
         }
     }
 
-    /// Whether this scatter goes through line buffers.
+    /// Whether this scatter goes through line buffers (all of it: a
+    /// caller that asks this does not split; see
+    /// [`lined`](StoreChoice::lined)).
     pub fn lines(&self) -> bool {
         self.lines
     }
 
+    /// How many of the scatter's `n` elements, taken from the front, go
+    /// through line buffers; the rest go by plain stores, after
+    /// [`switch`](StoreChoice::switch). All or none, except in the first
+    /// measured scatter of its kind, which lines the first three quarters
+    /// and so times both ways.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_core::expert::line_writer::LineWriter;
+    /// use bsp_core::expert::stores::{set_stores, Stores};
+    ///
+    /// set_stores(Stores::Plain);
+    /// let mut choice = LineWriter::<u64>::choose(&[1 << 20; 256]);
+    /// assert_eq!(choice.lined(1000), 0);
+    /// choice.switch();
+    /// choice.done();
+    /// set_stores(Stores::Auto);
+    /// ```
+    ///
+    /// # Cost
+    ///
+    /// O(1).
+    pub fn lined(&mut self, n: usize) -> usize {
+        match &mut self.measured {
+            Some(m) if m.first && n > 0 => {
+                let lined = n - n / 4;
+                m.split = Some((lined as f64 / n as f64, false));
+                m.start = Instant::now();
+                lined
+            }
+            _ if self.lines => n,
+            _ => 0,
+        }
+    }
+
+    /// Ends the lined part of a scatter that asked
+    /// [`lined`](StoreChoice::lined), once its line buffers are written
+    /// out; what follows is the plain part.
+    ///
+    /// # Cost
+    ///
+    /// O(1); for a split scatter, a lock of the process's table of what
+    /// scatters learned.
+    pub fn switch(&mut self) {
+        if let Some(m) = &mut self.measured {
+            if let Some((fraction, false)) = m.split {
+                let per_byte = m.start.elapsed().as_secs_f64() / (m.bytes * fraction).max(1.0);
+                with_learned(m.kind, |l| l.record(true, per_byte));
+                m.split = Some((fraction, true));
+                m.start = Instant::now();
+            }
+        }
+    }
+
     /// Ends the scatter: a measured choice records its time per byte.
     pub fn done(self) {
-        if let Some((kind, bytes, start)) = self.measured {
-            let per_byte = start.elapsed().as_secs_f64() / bytes.max(1.0);
-            with_learned(kind, |l| l.record(self.lines, per_byte));
+        let Some(m) = self.measured else {
+            return;
+        };
+        let elapsed = m.start.elapsed().as_secs_f64();
+        match m.split {
+            None => with_learned(m.kind, |l| l.record(self.lines, elapsed / m.bytes.max(1.0))),
+            Some((fraction, true)) => {
+                let per_byte = elapsed / (m.bytes * (1.0 - fraction)).max(1.0);
+                with_learned(m.kind, |l| l.record(false, per_byte));
+            }
+            // Split, but the lined part never ended: nothing to learn.
+            Some((_, false)) => {}
         }
     }
 }
@@ -263,6 +361,27 @@ mod tests {
             l.record(true, 3.0); // the old 1.0 is forgotten
         }
         assert_eq!(l.best(0), Some(3.0));
+    }
+
+    #[test]
+    fn the_first_measured_scatter_of_a_kind_times_both_ways() {
+        // A kind no other test uses: 2^40 bytes.
+        let bytes = (1u64 << 40) as f64;
+        let mut first = StoreChoice::measured(8, 1 << 9, bytes);
+        assert_eq!(first.lined(1000), 750, "three quarters lined");
+        first.switch();
+        first.done();
+        let kind = (3, 9, 40);
+        let learned = with_learned(kind, |l| *l);
+        assert_eq!(learned.samples, [1, 1], "one time of each way");
+        // The next scatter of the kind is not split: all or none lined.
+        let mut next = StoreChoice::measured(8, 1 << 9, bytes);
+        let lined = next.lined(1000);
+        assert!(lined == 0 || lined == 1000);
+        assert_eq!(lined == 1000, learned.choose());
+        next.switch(); // nothing to end: not split
+        next.done();
+        assert_eq!(with_learned(kind, |l| l.samples.iter().sum::<u32>()), 3);
     }
 
     #[test]
