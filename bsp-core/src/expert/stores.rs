@@ -20,10 +20,9 @@
 //! scatter that can change ways midway (see [`StoreChoice::lined`]) times
 //! both in its first run instead, three quarters lined and the rest
 //! plain, so that no later scatter is sent the slower way only to be
-//! timed. Every
-//! scatter timed refreshes its way's times, so a way that turns slow (the
-//! machine's state changed) loses to the other's older, better time, and
-//! the other way is timed again. A kind is the element size, the number
+//! timed. Every scatter timed refreshes its way's times, so a way that
+//! turns slow (the machine's state changed) loses to the other's older,
+//! better time, and the other way is timed again. A kind is the element size, the number
 //! of windows and the output's size, each to the power of two: an NAS IS
 //! iteration learns from the last, a radix sort's third pass from its
 //! first two, and a program's later sorts from its earlier ones. The
