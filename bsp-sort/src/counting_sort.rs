@@ -536,6 +536,12 @@ fn scatter_parts<T: Pod>(
                 }
             }
         }
+        if plain.is_empty() {
+            // The usual case: nothing left to store plainly.
+            out.finish();
+            switch();
+            return;
+        }
         let rest = out.into_windows();
         switch();
         rest
@@ -564,7 +570,7 @@ fn scatter_parts<T: Pod>(
 /// gives the digit its next piece and writes `x` there. Kept out of the
 /// scatter's loop, which it would otherwise crowd out of registers: the
 /// scatter of 2^25 keys over 2^11 digits took 4.3 ns a key with this
-/// path inline, 3.2 with it here (BENCHMARKS.md, section 13e).
+/// path inline, 2.9–3.1 with it here (BENCHMARKS.md, section 13e).
 #[cold]
 #[inline(never)]
 fn next_window<'a, T: Pod>(

@@ -22,8 +22,9 @@
 //! plain, so that no later scatter is sent the slower way only to be
 //! timed. Every scatter timed refreshes its way's times, so a way that
 //! turns slow (the machine's state changed) loses to the other's older,
-//! better time, and the other way is timed again. A kind is the element size, the number
-//! of windows and the output's size, each to the power of two: an NAS IS
+//! better time, and the other way is timed again. A kind is the element
+//! size, the number of windows and the output's size, each to the power
+//! of two: an NAS IS
 //! iteration learns from the last, a radix sort's third pass from its
 //! first two, and a program's later sorts from its earlier ones. The
 //! processors of a threads run share what is learned, so all of them take
@@ -208,12 +209,32 @@ pub struct StoreChoice {
 struct Measured {
     kind: Kind,
     bytes: f64,
+    /// When the part being timed began.
     start: Instant,
     /// Whether neither way of this kind has been timed yet.
     first: bool,
-    /// For a scatter split between the ways: the fraction of its
-    /// elements lined, and whether the lined part is over.
-    split: Option<(f64, bool)>,
+    part: Part,
+}
+
+/// The part of a measured scatter being timed.
+#[derive(Clone, Copy, Debug)]
+enum Part {
+    /// The whole scatter, one way.
+    Whole,
+    /// The lined front of a split scatter, this fraction of its elements.
+    Lined(f64),
+    /// The plain rest of a split scatter, after a lined front of this
+    /// fraction.
+    Plain(f64),
+}
+
+impl Measured {
+    /// Records the time since `start` for `fraction` of the scatter's
+    /// bytes, taken the `lines` way.
+    fn record(&self, lines: bool, fraction: f64) {
+        let per_byte = self.start.elapsed().as_secs_f64() / (self.bytes * fraction).max(1.0);
+        with_learned(self.kind, |l| l.record(lines, per_byte));
+    }
 }
 
 impl StoreChoice {
@@ -238,7 +259,7 @@ impl StoreChoice {
                 bytes,
                 start: Instant::now(),
                 first,
-                split: None,
+                part: Part::Whole,
             }),
         }
     }
@@ -277,7 +298,7 @@ impl StoreChoice {
         match &mut self.measured {
             Some(m) if m.first && n > 0 => {
                 let lined = n - n / 4;
-                m.split = Some((lined as f64 / n as f64, false));
+                m.part = Part::Lined(lined as f64 / n as f64);
                 m.start = Instant::now();
                 lined
             }
@@ -296,10 +317,9 @@ impl StoreChoice {
     /// scatters learned.
     pub fn switch(&mut self) {
         if let Some(m) = &mut self.measured {
-            if let Some((fraction, false)) = m.split {
-                let per_byte = m.start.elapsed().as_secs_f64() / (m.bytes * fraction).max(1.0);
-                with_learned(m.kind, |l| l.record(true, per_byte));
-                m.split = Some((fraction, true));
+            if let Part::Lined(fraction) = m.part {
+                m.record(true, fraction);
+                m.part = Part::Plain(fraction);
                 m.start = Instant::now();
             }
         }
@@ -310,15 +330,11 @@ impl StoreChoice {
         let Some(m) = self.measured else {
             return;
         };
-        let elapsed = m.start.elapsed().as_secs_f64();
-        match m.split {
-            None => with_learned(m.kind, |l| l.record(self.lines, elapsed / m.bytes.max(1.0))),
-            Some((fraction, true)) => {
-                let per_byte = elapsed / (m.bytes * (1.0 - fraction)).max(1.0);
-                with_learned(m.kind, |l| l.record(false, per_byte));
-            }
+        match m.part {
+            Part::Whole => m.record(self.lines, 1.0),
+            Part::Plain(lined) => m.record(false, 1.0 - lined),
             // Split, but the lined part never ended: nothing to learn.
-            Some((_, false)) => {}
+            Part::Lined(_) => {}
         }
     }
 }
