@@ -528,14 +528,11 @@ fn scatter_parts<T: Pod>(
                 *piece += 1;
             }
         }
-        for line in prefetch::lines(lined) {
-            for x in line {
-                let d = digit(x);
-                if let Err(back) = out.push(d, *x) {
-                    next_window(&mut out, d, back, slices, &mut next);
-                }
-            }
-        }
+        out.push_all(lined, &digit, |d| {
+            // The digit's piece is full: on to its next one.
+            next[d] += 1;
+            std::mem::take(&mut slices[next[d] - 1])
+        });
         if plain.is_empty() {
             // The usual case: nothing left to store plainly.
             out.finish();
@@ -562,30 +559,6 @@ fn scatter_parts<T: Pod>(
                 window[d][0] = *x;
                 filled[d] = 1;
             }
-        }
-    }
-}
-
-/// Where a [`LineWriter`] hands `x` back (digit `d`'s piece is full):
-/// gives the digit its next piece and writes `x` there. Kept out of the
-/// scatter's loop, which it would otherwise crowd out of registers: the
-/// scatter of 2^25 keys over 2^11 digits took 4.3 ns a key with this
-/// path inline, 2.9–3.1 with it here (BENCHMARKS.md, section 13e).
-#[cold]
-#[inline(never)]
-fn next_window<'a, T: Pod>(
-    out: &mut LineWriter<'a, T>,
-    d: usize,
-    mut x: T,
-    slices: &mut [&'a mut [T]],
-    next: &mut [usize],
-) {
-    loop {
-        out.set_window(d, std::mem::take(&mut slices[next[d]]));
-        next[d] += 1;
-        match out.push(d, x) {
-            Ok(()) => return,
-            Err(back) => x = back,
         }
     }
 }

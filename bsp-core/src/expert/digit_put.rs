@@ -357,13 +357,11 @@ fn scatter<K: DigitKey>(counted: &DigitCounts<'_, K>, runs: &[Run], slices: &mut
                 }
             }
         }
-        for &key in counted.keys {
-            let d = digit.of(key);
-            assert!(
-                out.push(d, key).is_ok(),
-                "bsp: a digit with more keys than counted"
-            );
-        }
+        out.push_all(
+            counted.keys,
+            move |&key| digit.of(key),
+            |_| panic!("bsp: a digit with more keys than counted"),
+        );
         out.finish();
     } else {
         scatter_by_cursors(counted, runs, slices, &mut split);

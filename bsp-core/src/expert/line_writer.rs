@@ -27,6 +27,7 @@ use std::marker::PhantomData;
 
 use bytemuck::Pod;
 
+use super::prefetch;
 use super::stores::{stores, StoreChoice, Stores};
 
 /// The bytes of the cache line that [`LineWriter`] fills before writing.
@@ -51,25 +52,44 @@ pub const COMBINE_MIN_BYTES: u64 = 1 << 20;
 #[repr(C, align(64))]
 struct Line([u8; LINE_BYTES]);
 
-/// Where one window stands.
+/// Where one bin's window stands: the next element to write, and one
+/// past its last (both null for a bin without a window).
 #[derive(Clone, Copy)]
-struct Bin {
-    /// The next element of the window to write, and one past its last.
+struct Window {
     at: *mut u8,
     end: *mut u8,
-    /// Elements waiting in the window's line buffer.
+}
+
+impl Window {
+    const NONE: Window = Window {
+        at: std::ptr::null_mut(),
+        end: std::ptr::null_mut(),
+    };
+
+    /// Elements of `size` bytes left to write.
+    fn left(&self, size: usize) -> usize {
+        (self.end as usize - self.at as usize) / size
+    }
+}
+
+/// The part of a bin's state every push reads, eight bytes: the elements
+/// waiting in its line buffer, and the count at which it is written out.
+///
+/// A bin whose window is full (or absent) has `flush_at` 1 and `held` 0:
+/// its next push reaches the count at once and finds, off the hot path,
+/// that there is nowhere to write. A push then tests one count, where it
+/// used to test the window's end as well, and the state every push reads
+/// is 8 bytes a bin rather than 24 (16 KiB for 2^11 bins, not 48).
+#[derive(Clone, Copy)]
+struct Fill {
     held: u32,
-    /// How many held elements make the next write: up to the next aligned
-    /// line, or to the end of the window; 0 when the window is full.
     flush_at: u32,
 }
 
-impl Bin {
-    const EMPTY: Bin = Bin {
-        at: std::ptr::null_mut(),
-        end: std::ptr::null_mut(),
+impl Fill {
+    const FULL: Fill = Fill {
         held: 0,
-        flush_at: 0,
+        flush_at: 1,
     };
 }
 
@@ -104,22 +124,34 @@ impl Bin {
 /// assert_eq!(low, in_order);
 /// ```
 pub struct LineWriter<'a, T: Pod> {
-    bins: Vec<Bin>,
+    /// Per bin, what every push reads (see [`Fill`]).
+    fills: Vec<Fill>,
+    /// Per bin, where its window stands; read when a line is written.
+    windows: Vec<Window>,
+    /// Per bin, its line buffer (empty where `T` is not combined).
     lines: Vec<Line>,
-    /// Whether elements go through the line buffers (else straight).
-    combine: bool,
     _windows: PhantomData<&'a mut [T]>,
 }
 
-// SAFETY: the raw pointers in `bins` point into windows borrowed mutably
-// for 'a (the `PhantomData` records the borrow); the writer owns that
-// access exclusively, so moving it to another thread moves the access, as
-// moving the `&'a mut [T]` would.
+// SAFETY: the raw pointers in `windows` point into windows borrowed
+// mutably for 'a (the `PhantomData` records the borrow); the writer owns
+// that access exclusively, so moving it to another thread moves the
+// access, as moving the `&'a mut [T]` would.
 unsafe impl<T: Pod + Send> Send for LineWriter<'_, T> {}
 
 impl<'a, T: Pod> LineWriter<'a, T> {
     /// Elements of `T` in a line.
     const PER_LINE: usize = LINE_BYTES / size_of_or_line::<T>();
+
+    /// Whether elements of `T` go through line buffers here: where `T`'s
+    /// size divides a line, on x86-64. Known when the code is compiled, so
+    /// that a writer that does not combine has no test for it in its loop.
+    const COMBINES: bool = cfg!(target_arch = "x86_64")
+        && std::mem::size_of::<T>() > 0
+        && LINE_BYTES % size_of_or_line::<T>() == 0
+        && std::mem::size_of::<T>() <= LINE_BYTES
+        && std::mem::align_of::<T>() <= LINE_BYTES
+        && LINE_BYTES / size_of_or_line::<T>() > 1;
 
     /// A writer of `bins` bins, none with a window yet, that combines
     /// lines (where `T`'s size divides a line, on x86-64).
@@ -128,15 +160,14 @@ impl<'a, T: Pod> LineWriter<'a, T> {
     ///
     /// Allocates 64 + 24 bytes per bin.
     pub fn new(bins: usize) -> Self {
-        let combine = Self::combinable();
         LineWriter {
-            bins: vec![Bin::EMPTY; bins],
-            lines: if combine {
+            fills: vec![Fill::FULL; bins],
+            windows: vec![Window::NONE; bins],
+            lines: if Self::COMBINES {
                 vec![Line([0; LINE_BYTES]); bins]
             } else {
                 Vec::new()
             },
-            combine,
             _windows: PhantomData,
         }
     }
@@ -193,17 +224,12 @@ impl<'a, T: Pod> LineWriter<'a, T> {
 
     /// Whether elements of `T` can be combined into lines here.
     fn combinable() -> bool {
-        let size = std::mem::size_of::<T>();
-        cfg!(target_arch = "x86_64")
-            && size > 0
-            && LINE_BYTES % size == 0
-            && std::mem::align_of::<T>() <= LINE_BYTES
-            && Self::PER_LINE > 1
+        Self::COMBINES
     }
 
     /// Whether this writer combines lines.
     pub fn combines(&self) -> bool {
-        self.combine
+        Self::COMBINES
     }
 
     /// Gives `bin` its next window, after writing out what the bin holds
@@ -215,11 +241,11 @@ impl<'a, T: Pod> LineWriter<'a, T> {
     pub fn set_window(&mut self, bin: usize, window: &'a mut [T]) {
         self.flush(bin);
         let range = window.as_mut_ptr_range();
-        let combine = self.combine;
-        let b = &mut self.bins[bin];
-        b.at = range.start.cast();
-        b.end = range.end.cast();
-        b.flush_at = Self::next_flush(b, combine);
+        self.windows[bin] = Window {
+            at: range.start.cast(),
+            end: range.end.cast(),
+        };
+        self.fills[bin] = self.next_fill(bin);
     }
 
     /// Writes `x` as the next element of `bin`'s window, or hands it back
@@ -236,40 +262,124 @@ impl<'a, T: Pod> LineWriter<'a, T> {
             // Nothing to write, and no window ever fills.
             return Ok(());
         }
-        let b = &mut self.bins[bin];
-        if b.flush_at == 0 {
-            return Err(x);
-        }
-        if !self.combine {
-            // SAFETY: `flush_at` > 0 means `at` < `end`: `at` points at an
-            // element of the window (a slice of `T`, so aligned for `T`),
-            // which the writer borrows mutably for 'a.
-            unsafe {
-                b.at.cast::<T>().write(x);
-                b.at = b.at.add(size);
+        if !Self::COMBINES {
+            let w = &mut self.windows[bin];
+            if w.at == w.end {
+                return Err(x);
             }
-            if b.at == b.end {
-                b.flush_at = 0;
+            // SAFETY: `at` < `end`, so `at` points at an element of the
+            // window (a slice of `T`, so aligned for `T`), which the
+            // writer borrows mutably for 'a.
+            unsafe {
+                w.at.cast::<T>().write(x);
+                w.at = w.at.add(size);
             }
             return Ok(());
         }
-        // Both counts are read before the element is stored: the store
-        // goes through a raw pointer, after which the compiler would read
-        // them again from memory.
-        let (held, flush_at) = (b.held, b.flush_at);
-        // SAFETY: `held` < `flush_at` ≤ PER_LINE, so the element lies in
-        // the bin's line buffer; the buffer is aligned to 64 ≥ align_of T
-        // and `held * size` is a multiple of `size`, itself a multiple of
-        // T's alignment.
+        let fill = &mut self.fills[bin];
+        // SAFETY: `fills`, `windows` and `lines` have a slot per bin when
+        // the writer combines, and `bin` is in range (`fills[bin]` was
+        // indexed).
         unsafe {
-            let line = self.lines.as_mut_ptr().add(bin).cast::<u8>();
-            line.add(held as usize * size).cast::<T>().write(x);
+            let line = self.lines.as_mut_ptr().add(bin);
+            push_held(fill, &mut *line, x, || {
+                &mut *self.windows.as_mut_ptr().add(bin)
+            })
         }
-        b.held = held + 1;
-        if held + 1 == flush_at {
-            self.write_out(bin);
+    }
+
+    /// Pushes every key of `keys`, in order, into bin `bin_of(key)`; where
+    /// a bin's window is full (or absent), asks `next_window(bin)` for
+    /// the bin's next window (again while it gives empty ones). The same
+    /// as calling [`push`](LineWriter::push) for each key and
+    /// [`set_window`](LineWriter::set_window) where one comes back, in a
+    /// loop that keeps the writer's state in registers. A caller's own
+    /// loop over `push` that refills in a function given the writer makes
+    /// the writer's address escape, and the loop then reloads the writer's
+    /// fields from memory for every key: the sort's scatter of 2^25 pairs
+    /// per processor into 2^11 digits, written that way, made a reused
+    /// sort of 2^26 pairs take 0.296–0.304 s, against 0.275–0.276 through
+    /// this (BENCHMARKS.md, section 13f).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_core::expert::line_writer::LineWriter;
+    ///
+    /// let keys: Vec<u32> = (0..100).rev().collect();
+    /// let mut out = vec![0u32; 100];
+    /// let (even, odd) = out.split_at_mut(50);
+    /// let mut windows = [Some(even), Some(odd)];
+    /// let mut writer = LineWriter::new(2);
+    /// writer.push_all(&keys, |k| (k % 2) as usize, |bin| {
+    ///     windows[bin].take().expect("one window a bin")
+    /// });
+    /// writer.finish();
+    /// assert_eq!(out[..3], [98, 96, 94]);
+    /// assert_eq!(out[50..53], [99, 97, 95]);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `bin_of` gives a bin out of range, or where `next_window` does.
+    ///
+    /// # Cost
+    ///
+    /// Local: a read of `keys` (requested ahead, see
+    /// [`prefetch::lines`]) and their writes.
+    pub fn push_all(
+        &mut self,
+        keys: &[T],
+        bin_of: impl Fn(&T) -> usize,
+        mut next_window: impl FnMut(usize) -> &'a mut [T],
+    ) {
+        if !Self::COMBINES {
+            for &x in keys {
+                let bin = bin_of(&x);
+                let mut x = x;
+                while let Err(back) = self.push(bin, x) {
+                    x = back;
+                    self.set_window(bin, next_window(bin));
+                }
+            }
+            return;
         }
-        Ok(())
+        let bins = self.fills.len();
+        let (fills, lines) = (self.fills.as_mut_ptr(), self.lines.as_mut_ptr());
+        let windows = self.windows.as_mut_ptr();
+        for piece in prefetch::lines(keys) {
+            for &x in piece {
+                let bin = bin_of(&x);
+                if bin >= bins {
+                    bin_out_of_range(bin, bins);
+                }
+                // SAFETY: the three vectors have a slot per bin (the
+                // writer combines) and `bin` is in range; they are not
+                // resized while these pointers live, and the references
+                // made here end with the call.
+                let pushed = unsafe {
+                    push_held(&mut *fills.add(bin), &mut *lines.add(bin), x, || {
+                        &mut *windows.add(bin)
+                    })
+                };
+                if let Err(back) = pushed {
+                    self.refill(bin, back, &mut next_window);
+                }
+            }
+        }
+    }
+
+    /// Gives `bin` windows from `next_window` until `x` is written.
+    #[cold]
+    #[inline(never)]
+    fn refill(&mut self, bin: usize, mut x: T, next_window: &mut impl FnMut(usize) -> &'a mut [T]) {
+        loop {
+            self.set_window(bin, next_window(bin));
+            match self.push(bin, x) {
+                Ok(()) => return,
+                Err(back) => x = back,
+            }
+        }
     }
 
     /// Writes out everything the bins hold; then every element pushed is
@@ -306,25 +416,24 @@ impl<'a, T: Pod> LineWriter<'a, T> {
     pub fn into_windows(mut self) -> Vec<&'a mut [T]> {
         self.flush_all();
         let size = std::mem::size_of::<T>().max(1);
-        std::mem::take(&mut self.bins)
+        std::mem::take(&mut self.windows)
             .into_iter()
-            .map(|b| {
-                if b.at.is_null() {
+            .map(|w| {
+                if w.at.is_null() {
                     return &mut [][..];
                 }
-                let len = (b.end as usize - b.at as usize) / size;
                 // SAFETY: `at..end` is the unwritten rest of the bin's
                 // window, a slice of `T` borrowed mutably for 'a that the
-                // writer gives up here (its bins are taken, so it writes
-                // nothing more); windows of different bins are disjoint,
-                // as `&'a mut` slices handed to `set_window`.
-                unsafe { std::slice::from_raw_parts_mut(b.at.cast::<T>(), len) }
+                // writer gives up here (its windows are taken, so it
+                // writes nothing more); windows of different bins are
+                // disjoint, as `&'a mut` slices handed to `set_window`.
+                unsafe { std::slice::from_raw_parts_mut(w.at.cast::<T>(), w.left(size)) }
             })
             .collect()
     }
 
     fn flush_all(&mut self) {
-        for bin in 0..self.bins.len() {
+        for bin in 0..self.windows.len() {
             self.flush(bin);
         }
         fence();
@@ -332,57 +441,149 @@ impl<'a, T: Pod> LineWriter<'a, T> {
 
     /// Writes out what `bin` holds, whatever its count.
     fn flush(&mut self, bin: usize) {
-        if self.combine && self.bins[bin].held > 0 {
+        if Self::COMBINES && self.fills[bin].held > 0 {
             self.write_out(bin);
         }
     }
 
-    /// Writes the `held` elements of `bin`'s line buffer at its window's
-    /// next element: one aligned line by non-temporal stores when full,
-    /// else a plain copy.
-    #[inline(always)]
     fn write_out(&mut self, bin: usize) {
-        let size = std::mem::size_of::<T>();
-        let b = &mut self.bins[bin];
-        let bytes = b.held as usize * size;
-        let line = self.lines[bin].0.as_ptr();
-        // SAFETY: `held` ≤ `flush_at`, which `next_flush` bounds by the
-        // bytes left in the window, so `at..at + bytes` lies in the
-        // window (borrowed mutably for 'a, and disjoint from the line
-        // buffer, which the writer owns).
-        unsafe {
-            if bytes == LINE_BYTES && b.at as usize % LINE_BYTES == 0 {
-                stream_line(line, b.at);
-            } else {
-                std::ptr::copy_nonoverlapping(line, b.at, bytes);
-            }
-            b.at = b.at.add(bytes);
-        }
-        b.held = 0;
-        b.flush_at = Self::next_flush(b, true);
+        write_out::<T>(
+            &mut self.fills[bin],
+            &self.lines[bin],
+            &mut self.windows[bin],
+        );
     }
 
-    /// Elements to hold before the bin's next write (`combine`: whether
-    /// the writer combines): to the next line boundary of its window (a
-    /// whole line once aligned), at most what is left of the window; 0
-    /// when the window is full.
-    fn next_flush(b: &Bin, combine: bool) -> u32 {
-        let size = std::mem::size_of::<T>().max(1);
-        let left = (b.end as usize - b.at as usize) / size;
-        if !combine {
-            return u32::from(left > 0);
+    /// See [`next_fill`].
+    fn next_fill(&self, bin: usize) -> Fill {
+        next_fill::<T>(&self.windows[bin])
+    }
+}
+
+/// Stores `x` as the next held element of a bin (its fill, line buffer
+/// and window, the window fetched only when the line is due) and, at its
+/// count, writes the held elements out; hands `x` back if the window has
+/// no room. The usual write, a whole aligned line with another whole line
+/// after it in the window, is inline; the rest is not.
+///
+/// # Safety
+///
+/// `T` must combine ([`LineWriter::COMBINES`]), and `fill` and `window`
+/// must be a bin's state as the writer keeps it (`held` < `flush_at` ≤
+/// the elements to the window's next line boundary or end).
+#[inline(always)]
+unsafe fn push_held<'w, T: Pod>(
+    fill: &mut Fill,
+    line: &mut Line,
+    x: T,
+    window: impl FnOnce() -> &'w mut Window,
+) -> Result<(), T> {
+    let size = std::mem::size_of::<T>();
+    let Fill { held, flush_at } = *fill;
+    // SAFETY: `held` < `flush_at` ≤ PER_LINE, so the element lies in the
+    // line buffer, aligned to 64 ≥ align_of T; `held * size` is a
+    // multiple of `size`, itself a multiple of T's alignment.
+    unsafe {
+        line.0
+            .as_mut_ptr()
+            .add(held as usize * size)
+            .cast::<T>()
+            .write(x);
+    }
+    if held + 1 != flush_at {
+        fill.held = held + 1;
+        return Ok(());
+    }
+    let w = window();
+    let whole_line = flush_at as usize * size == LINE_BYTES && w.at as usize % LINE_BYTES == 0;
+    if whole_line && w.end as usize - w.at as usize >= 2 * LINE_BYTES {
+        // SAFETY: `at` is aligned to a line and two lines are left in
+        // the window (borrowed mutably by the writer), so the one written
+        // lies in it and the next count is a whole line again.
+        unsafe {
+            stream_line(line.0.as_ptr(), w.at);
+            w.at = w.at.add(LINE_BYTES);
         }
-        let into_line = b.at as usize % LINE_BYTES;
-        let to_boundary = if into_line == 0 {
-            Self::PER_LINE
-        } else if into_line % size == 0 {
-            (LINE_BYTES - into_line) / size
+        fill.held = 0;
+        return Ok(());
+    }
+    line_edge(fill, line, w, x)
+}
+
+/// The panic of a bin out of range, out of the loop that finds it (whose
+/// registers the message's arguments would otherwise claim).
+#[cold]
+#[inline(never)]
+fn bin_out_of_range(bin: usize, bins: usize) -> ! {
+    panic!("bsp: bin {bin} of a line writer of {bins} bins")
+}
+
+/// [`push_held`] at a window's edge: its unaligned head, its last line,
+/// or no room at all.
+#[cold]
+#[inline(never)]
+fn line_edge<T: Pod>(fill: &mut Fill, line: &Line, w: &mut Window, x: T) -> Result<(), T> {
+    if w.at == w.end {
+        // Full (or absent): `x` was stored in slot 0 of a buffer that
+        // holds nothing.
+        return Err(x);
+    }
+    fill.held += 1;
+    write_out::<T>(fill, line, w);
+    Ok(())
+}
+
+/// Writes the `held` elements of a bin's line buffer at its window's next
+/// element: one aligned line by non-temporal stores when full, else a
+/// plain copy; then sets the bin's next count.
+fn write_out<T: Pod>(fill: &mut Fill, line: &Line, w: &mut Window) {
+    let bytes = fill.held as usize * std::mem::size_of::<T>();
+    let line = line.0.as_ptr();
+    // SAFETY: `held` ≤ `flush_at`, which `next_fill` bounds by the
+    // elements left in the window, so `at..at + bytes` lies in the window
+    // (borrowed mutably by the writer, and disjoint from the line buffer,
+    // which the writer owns).
+    unsafe {
+        if bytes == LINE_BYTES && w.at as usize % LINE_BYTES == 0 {
+            stream_line(line, w.at);
         } else {
-            // Elements never meet a line boundary: plain writes of a
-            // line's worth at a time.
-            Self::PER_LINE
+            std::ptr::copy_nonoverlapping(line, w.at, bytes);
+        }
+        w.at = w.at.add(bytes);
+    }
+    *fill = next_fill::<T>(w);
+}
+
+/// The fill of a bin with nothing held: elements to hold before its next
+/// write, to the next line boundary of its window (a whole line once
+/// aligned), at most what is left of the window; [`Fill::FULL`] when the
+/// window is full (or absent).
+fn next_fill<T: Pod>(w: &Window) -> Fill {
+    let size = std::mem::size_of::<T>().max(1);
+    let left = if w.at.is_null() { 0 } else { w.left(size) };
+    if left == 0 {
+        return Fill::FULL;
+    }
+    if !LineWriter::<T>::COMBINES {
+        // Not read by a writer that does not combine.
+        return Fill {
+            held: 0,
+            flush_at: 1,
         };
-        to_boundary.min(left) as u32
+    }
+    let into_line = w.at as usize % LINE_BYTES;
+    let to_boundary = if into_line == 0 {
+        LineWriter::<T>::PER_LINE
+    } else if into_line % size == 0 {
+        (LINE_BYTES - into_line) / size
+    } else {
+        // Elements never meet a line boundary: plain writes of a line's
+        // worth at a time.
+        LineWriter::<T>::PER_LINE
+    };
+    Fill {
+        held: 0,
+        flush_at: to_boundary.min(left) as u32,
     }
 }
 
@@ -446,31 +647,34 @@ fn fence() {
 mod tests {
     use super::*;
 
-    /// Scatters `keys` by `bin` into windows cut from one output vector at
-    /// `cuts` (several windows per bin, in bin order), through a writer,
-    /// and compares with a plain stable scatter.
-    fn check<T: Pod + PartialEq + std::fmt::Debug>(
+    /// The stable scatter of `keys` by `bin`, by plain stores.
+    fn expected<T: Pod>(keys: &[T], bins: usize, bin: &impl Fn(&T) -> usize) -> Vec<T> {
+        let mut starts = vec![0usize; bins];
+        keys.iter().for_each(|k| starts[bin(k)] += 1);
+        let mut at = 0;
+        for s in starts.iter_mut() {
+            (*s, at) = (at, at + *s);
+        }
+        let mut out = vec![T::zeroed(); keys.len()];
+        for k in keys {
+            out[starts[bin(k)]] = *k;
+            starts[bin(k)] += 1;
+        }
+        out
+    }
+
+    /// Scatters `keys` by `bin` into `out` through a writer, each bin's
+    /// range cut into two windows (the first a third of it), by `push`
+    /// and `set_window` or (`all`) by `push_all`.
+    fn scatter_through<T: Pod>(
         keys: &[T],
         bins: usize,
-        bin: impl Fn(&T) -> usize,
-        offset: usize,
+        bin: &impl Fn(&T) -> usize,
+        out: &mut [T],
+        all: bool,
     ) {
         let mut counts = vec![0usize; bins];
         keys.iter().for_each(|k| counts[bin(k)] += 1);
-        let mut starts = vec![0usize; bins + 1];
-        for d in 0..bins {
-            starts[d + 1] = starts[d] + counts[d];
-        }
-        let mut expected = vec![T::zeroed(); keys.len()];
-        let mut at = starts.clone();
-        for k in keys {
-            expected[at[bin(k)]] = *k;
-            at[bin(k)] += 1;
-        }
-        // The output sits `offset` elements into its buffer, so windows
-        // start at every alignment; each bin's range is cut in two.
-        let mut buffer = vec![T::zeroed(); keys.len() + offset];
-        let out = &mut buffer[offset..];
         let mut windows: Vec<Vec<&mut [T]>> = Vec::new();
         let mut rest = out;
         for &count in &counts {
@@ -479,22 +683,62 @@ mod tests {
             let (a, b) = mine.split_at_mut(count / 3);
             windows.push(vec![a, b]);
         }
-        {
-            let mut writer = LineWriter::new(bins);
-            let mut next = vec![0usize; bins];
+        let mut writer = LineWriter::new(bins);
+        let mut next = vec![0usize; bins];
+        let mut next_window = |d: usize| {
+            next[d] += 1;
+            std::mem::take(&mut windows[d][next[d] - 1])
+        };
+        if all {
+            writer.push_all(keys, bin, next_window);
+        } else {
             for k in keys {
                 let d = bin(k);
                 let mut x = *k;
                 while let Err(back) = writer.push(d, x) {
                     x = back;
-                    let window = std::mem::take(&mut windows[d][next[d]]);
-                    next[d] += 1;
-                    writer.set_window(d, window);
+                    writer.set_window(d, next_window(d));
                 }
             }
-            writer.finish();
         }
-        assert_eq!(&buffer[offset..], &expected[..]);
+        writer.finish();
+    }
+
+    /// Scatters `keys` by `bin` into windows cut from one output vector
+    /// `offset` elements into its buffer, so that windows start at every
+    /// alignment, both ways, and compares with a plain stable scatter.
+    fn check<T: Pod + PartialEq + std::fmt::Debug>(
+        keys: &[T],
+        bins: usize,
+        bin: impl Fn(&T) -> usize,
+        offset: usize,
+    ) {
+        let want = expected(keys, bins, &bin);
+        for all in [false, true] {
+            let mut buffer = vec![T::zeroed(); keys.len() + offset];
+            scatter_through(keys, bins, &bin, &mut buffer[offset..], all);
+            assert_eq!(&buffer[offset..], &want[..], "push_all: {all}");
+        }
+    }
+
+    #[test]
+    fn elements_that_never_meet_a_line_boundary_are_written_plainly() {
+        // 4-byte elements of alignment 1, a byte or three off a multiple
+        // of 4: their windows never reach a line boundary.
+        let keys: Vec<[u8; 4]> = (0..3000u32)
+            .map(|i| i.wrapping_mul(2_654_435_761).to_le_bytes())
+            .collect();
+        let bin = |k: &[u8; 4]| usize::from(k[1] % 40);
+        let want = expected(&keys, 40, &bin);
+        for shift in 1..4 {
+            for all in [false, true] {
+                let mut bytes = vec![0u8; 4 * keys.len() + 4];
+                let out: &mut [[u8; 4]] =
+                    bytemuck::cast_slice_mut(&mut bytes[shift..shift + 4 * keys.len()]);
+                scatter_through(&keys, 40, &bin, out, all);
+                assert_eq!(out, &want[..], "shift {shift}, push_all: {all}");
+            }
+        }
     }
 
     #[test]
