@@ -40,6 +40,7 @@
 #![forbid(unsafe_code)]
 
 mod bucket_rank;
+mod cache_size;
 mod counting_sort;
 mod digit_pass;
 pub mod expert;

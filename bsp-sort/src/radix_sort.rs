@@ -4,6 +4,7 @@
 use bsp_core::Ctx;
 use bytemuck::Pod;
 
+use crate::cache_size;
 use crate::counting_sort::{Delivery, Engine, Source};
 use crate::digit_pass::{plan, DigitPass};
 use crate::key::RadixKey;
@@ -36,7 +37,10 @@ pub const MAX_DIGIT_BITS: u32 = 16;
 pub struct RadixOptions {
     /// Bits per digit (1 to [`MAX_DIGIT_BITS`]); `None` chooses from n/p:
     /// up to 11 bits, fewer when n/p is small, balanced over the bits
-    /// that vary.
+    /// that vary. A top digit taken first ([`DigitOrder`]) is then the
+    /// narrowest that leaves each bucket, with a scratch copy, within a
+    /// core's L2 cache (as Linux reports it; 1 MiB where it does not),
+    /// widened where that saves a local pass.
     pub digit_bits: Option<u32>,
     /// How each pass delivers its keys.
     pub delivery: Delivery,
@@ -106,13 +110,30 @@ fn auto_bits(per_proc: usize) -> u32 {
     (per_proc.max(1).ilog2().saturating_sub(5)).clamp(4, MAX_AUTO_BITS)
 }
 
-/// Automatic width of a top-first sort's top digit for `per_proc` keys
-/// per processor and the `planned` key bits: about log2(n/p) − 14 bits,
-/// between 4 and [`MAX_AUTO_BITS`], widened where a wider top digit saves
-/// a local pass. With 2^22 keys per processor and 31 varying bits, 8 bits
-/// would leave 23 below for three local passes; 9 leave 22 for two.
-fn auto_top_bits(per_proc: usize, planned: u64) -> u32 {
-    let preferred = (per_proc.max(1).ilog2().saturating_sub(14)).clamp(4, MAX_AUTO_BITS);
+/// Automatic width of a top-first sort's top digit for `total` elements
+/// of `size` bytes, a core's `cache` bytes of L2 and the `planned` key
+/// bits: the narrowest (from 4 to [`MAX_AUTO_BITS`] bits) whose buckets
+/// of total / 2^bits elements fit in the cache with their scratch copy,
+/// widened where a wider top digit saves a local pass.
+///
+/// Narrow: the scatter to the buckets' owners keeps a line buffer and a
+/// window per bucket, and fewer of them stay closer to the core (on
+/// AMD-2c, Zen 4 with 1 MiB of L2, the reused sort of 2^26 pairs took
+/// 0.253–0.260 s with 10 bits against 0.274–0.275 with 11; BENCHMARKS.md,
+/// section 13f). In the cache: each local pass reads and writes the whole
+/// bucket. With 2^26 keys of 4 bytes and 1 MiB, 9 bits give buckets of
+/// 2^17 keys (512 KiB, 1 MiB with the scratch copy); with 32 varying bits
+/// they would leave 23 below for three local passes, and 10 leave 22 for
+/// two.
+fn auto_top_bits(total: usize, size: usize, cache: u64, planned: u64) -> u32 {
+    let bytes = 2 * total as u128 * size.max(1) as u128;
+    let buckets = bytes.div_ceil(u128::from(cache.max(1)));
+    let fit = if buckets <= 1 {
+        0
+    } else {
+        (buckets - 1).ilog2() + 1
+    };
+    let preferred = fit.clamp(4, MAX_AUTO_BITS);
     (preferred..=MAX_AUTO_BITS)
         .min_by_key(|&bits| {
             top_plan(planned, bits, MAX_AUTO_BITS).map_or(0, |plan| plan.local.len())
@@ -149,6 +170,9 @@ fn auto_top_bits(per_proc: usize, planned: u64) -> u32 {
 pub struct RadixSorter<T> {
     engine: Engine<T>,
     options: RadixOptions,
+    /// The smallest L2 of the processors' cores, as the last sort's first
+    /// superstep agreed (see [`auto_top_bits`]).
+    cache_bytes: u64,
 }
 
 impl<T: Pod + Send> RadixSorter<T> {
@@ -194,6 +218,7 @@ impl<T: Pod + Send> RadixSorter<T> {
         RadixSorter {
             engine: Engine::new(ctx, local_len, 1 << max_bits),
             options,
+            cache_bytes: cache_size::DEFAULT_L2_BYTES,
         }
     }
 
@@ -318,10 +343,15 @@ impl<T: Pod + Send> RadixSorter<T> {
 
     /// The top-first plan, when the options allow it and it may pay.
     fn top_candidate(&self, ctx: &Ctx, planned: u64, info: &SortInfo) -> Option<TopPlan> {
-        let per_proc = self.engine.total_len() / ctx.nprocs();
+        let total = self.engine.total_len();
+        let per_proc = total / ctx.nprocs();
         let (top_bits, local_bits) = match self.options.digit_bits {
             Some(bits) => (bits, bits),
-            None => (auto_top_bits(per_proc, planned), MAX_AUTO_BITS),
+            None => {
+                let size = std::mem::size_of::<T>();
+                let bits = auto_top_bits(total, size, self.cache_bytes, planned);
+                (bits, MAX_AUTO_BITS)
+            }
         };
         match self.options.order {
             DigitOrder::LeastFirst => None,
@@ -344,14 +374,15 @@ impl<T: Pod + Send> RadixSorter<T> {
     }
 
     /// Checks the local length and chooses the digit passes (one superstep).
-    fn plan<K: RadixKey>(&self, ctx: &mut Ctx, data: &[T], key: impl Fn(&T) -> K) -> SortInfo {
+    fn plan<K: RadixKey>(&mut self, ctx: &mut Ctx, data: &[T], key: impl Fn(&T) -> K) -> SortInfo {
         let n = self.engine.local_len(ctx.pid());
         assert_eq!(
             data.len(),
             n,
             "bsp-sort: data length differs from local_len"
         );
-        let varying = self.varying_bits(ctx, data, key);
+        let (varying, cache_bytes) = self.varying_bits(ctx, data, key);
+        self.cache_bytes = cache_bytes;
         let per_proc = self.engine.total_len() / ctx.nprocs();
         let max_bits = self
             .options
@@ -401,17 +432,31 @@ impl<T: Pod + Send> RadixSorter<T> {
         self.engine.release(ctx);
     }
 
-    /// The key bits in which some keys differ, over all processors.
-    fn varying_bits<K: RadixKey>(&self, ctx: &mut Ctx, data: &[T], key: impl Fn(&T) -> K) -> u64 {
+    /// The key bits in which some keys differ, over all processors, and
+    /// the smallest L2 cache of the processors' cores (so that all choose
+    /// the same digits, under MPI on unlike machines too).
+    fn varying_bits<K: RadixKey>(
+        &self,
+        ctx: &mut Ctx,
+        data: &[T],
+        key: impl Fn(&T) -> K,
+    ) -> (u64, u64) {
         let first = data.first().map_or(0, |x| key(x).radix());
         let local = data.iter().fold(0, |acc, x| acc | (key(x).radix() ^ first));
-        let row = [u64::from(!data.is_empty()), first, local];
+        let row = [
+            u64::from(!data.is_empty()),
+            first,
+            local,
+            cache_size::l2_bytes(),
+        ];
         let rows = self.engine.gather().all_gather(ctx, &row);
-        let present: Vec<&[u64]> = rows.chunks_exact(3).filter(|r| r[0] == 1).collect();
+        let cache = rows.chunks_exact(4).map(|r| r[3]).min().unwrap_or(0);
+        let present: Vec<&[u64]> = rows.chunks_exact(4).filter(|r| r[0] == 1).collect();
         let reference = present.first().map_or(0, |r| r[1]);
-        present
+        let varying = present
             .iter()
-            .fold(0, |acc, r| acc | r[2] | (r[1] ^ reference))
+            .fold(0, |acc, r| acc | r[2] | (r[1] ^ reference));
+        (varying, cache)
     }
 }
 
@@ -552,16 +597,26 @@ mod tests {
     }
 
     #[test]
-    fn the_top_digit_widens_only_to_save_a_local_pass() {
-        let bits31 = 0x7fff_ffff;
-        // 2^26 keys: p = 2 prefers 11 bits (two local passes below).
-        assert_eq!(auto_top_bits(1 << 25, bits31), 11);
-        // p = 16 prefers 8, which would leave three local passes; 9 leaves two.
-        assert_eq!(auto_top_bits(1 << 22, bits31), 9);
-        // p = 8 prefers 9 and keeps it.
-        assert_eq!(auto_top_bits(1 << 23, bits31), 9);
-        // 16 varying bits: 4 would leave 12 below for two local passes, 5 leaves 11 for one.
-        assert_eq!(auto_top_bits(1 << 16, 0xffff), 5);
+    fn the_top_digit_is_the_narrowest_whose_buckets_fit_the_cache() {
+        let (bits32, bits31) = (0xffff_ffff, 0x7fff_ffff);
+        const MIB: u64 = 1 << 20;
+        // 2^26 pairs of 8 bytes, 1 MiB of L2: buckets of 2^16 pairs (512
+        // KiB, 1 MiB with the scratch copy) at 10 bits.
+        assert_eq!(auto_top_bits(1 << 26, 8, MIB, bits32), 10);
+        // With 512 KiB: 11 bits.
+        assert_eq!(auto_top_bits(1 << 26, 8, MIB / 2, bits32), 11);
+        // 2^26 keys of 4 bytes would fit at 9 bits, which leaves 23 of 32
+        // varying bits for three local passes; 10 leaves 22 for two.
+        assert_eq!(auto_top_bits(1 << 26, 4, MIB, bits32), 10);
+        // With 31 varying bits, 9 leaves 22: two local passes.
+        assert_eq!(auto_top_bits(1 << 26, 4, MIB, bits31), 9);
+        // Never wider than MAX_AUTO_BITS, never narrower than 4 (then
+        // widened: 4 bits would leave three local passes, 10 two).
+        assert_eq!(auto_top_bits(1 << 34, 8, MIB, bits32), MAX_AUTO_BITS);
+        assert_eq!(auto_top_bits(1 << 10, 4, MIB, bits32), 10);
+        // 16 varying bits: 4 would leave 12 below for two local passes, 5
+        // leaves 11 for one.
+        assert_eq!(auto_top_bits(1 << 20, 4, MIB, 0xffff), 5);
         assert_eq!(
             top_plan(0xffff, 5, MAX_AUTO_BITS).map(|p| p.local.len()),
             Some(1)
