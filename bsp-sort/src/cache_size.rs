@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 /// The L2 size taken where the machine does not say (not Linux, or no
 /// `sysfs`): a middle value among current servers' (512 KiB to 2 MiB).
-pub(crate) const DEFAULT_L2_BYTES: u64 = 1 << 20;
+const DEFAULT_L2_BYTES: u64 = 1 << 20;
 
 /// The bytes of the L2 cache of the first processor, as Linux reports it
 /// under `/sys/devices/system/cpu/cpu0/cache`, or [`DEFAULT_L2_BYTES`].

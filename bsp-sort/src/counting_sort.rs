@@ -24,6 +24,7 @@ use bsp_core::expert::{pages, prefetch, DirectPiece, DirectPut};
 use bsp_core::{Coarray, Ctx};
 use bytemuck::Pod;
 
+use crate::cache_size;
 use crate::gather_area::GatherArea;
 use crate::merge_runs::merge_runs;
 
@@ -82,6 +83,10 @@ pub(crate) enum Source<'a, T> {
 pub(crate) struct Engine<T> {
     /// `bounds[j]..bounds[j + 1]` are processor j's global positions.
     pub(crate) bounds: Vec<usize>,
+    /// The smallest L2 cache of the processors' cores, agreed at
+    /// registration so that every processor sizes digits alike (under MPI
+    /// on unlike hosts too).
+    pub(crate) cache_bytes: u64,
     /// The local sequence after the last pass.
     pub(crate) cur: Coarray<T>,
     /// Where the keys of the running pass land.
@@ -111,7 +116,7 @@ fn block(r: usize, p: usize, b: usize) -> (usize, usize) {
 
 impl<T: Pod + Send> Engine<T> {
     /// Collective: registers the coarrays and learns every processor's
-    /// local length (one superstep).
+    /// local length and L2 cache size (one superstep).
     pub(crate) fn new(ctx: &mut Ctx, local_len: usize, max_radix: usize) -> Self {
         assert!(max_radix >= 1, "bsp-sort: the radix must be at least 1");
         let p = ctx.nprocs();
@@ -123,13 +128,15 @@ impl<T: Pod + Send> Engine<T> {
         let tran = ctx.coarray::<u64>(p * max_radix.div_ceil(p));
         let scans = ctx.coarray::<u64>(2 * max_radix);
         let gather = GatherArea::new(ctx, p.max(4));
-        let lens = gather.all_gather(ctx, &[local_len as u64]);
+        let rows = gather.all_gather(ctx, &[local_len as u64, cache_size::l2_bytes()]);
         let mut bounds = vec![0];
-        for len in lens {
-            bounds.push(bounds.last().unwrap() + len as usize);
+        for row in rows.chunks_exact(2) {
+            bounds.push(bounds.last().unwrap() + row[0] as usize);
         }
+        let cache_bytes = rows.chunks_exact(2).map(|row| row[1]).min().unwrap_or(0);
         Engine {
             bounds,
+            cache_bytes,
             cur,
             next,
             cur_mapped: false,

@@ -4,7 +4,6 @@
 use bsp_core::Ctx;
 use bytemuck::Pod;
 
-use crate::cache_size;
 use crate::counting_sort::{Delivery, Engine, Source};
 use crate::digit_pass::{plan, DigitPass};
 use crate::key::RadixKey;
@@ -170,9 +169,6 @@ fn auto_top_bits(total: usize, size: usize, cache: u64, planned: u64) -> u32 {
 pub struct RadixSorter<T> {
     engine: Engine<T>,
     options: RadixOptions,
-    /// The smallest L2 of the processors' cores, as the last sort's first
-    /// superstep agreed (see [`auto_top_bits`]).
-    cache_bytes: u64,
 }
 
 impl<T: Pod + Send> RadixSorter<T> {
@@ -218,7 +214,6 @@ impl<T: Pod + Send> RadixSorter<T> {
         RadixSorter {
             engine: Engine::new(ctx, local_len, 1 << max_bits),
             options,
-            cache_bytes: cache_size::DEFAULT_L2_BYTES,
         }
     }
 
@@ -349,7 +344,7 @@ impl<T: Pod + Send> RadixSorter<T> {
             Some(bits) => (bits, bits),
             None => {
                 let size = std::mem::size_of::<T>();
-                let bits = auto_top_bits(total, size, self.cache_bytes, planned);
+                let bits = auto_top_bits(total, size, self.engine.cache_bytes, planned);
                 (bits, MAX_AUTO_BITS)
             }
         };
@@ -374,15 +369,14 @@ impl<T: Pod + Send> RadixSorter<T> {
     }
 
     /// Checks the local length and chooses the digit passes (one superstep).
-    fn plan<K: RadixKey>(&mut self, ctx: &mut Ctx, data: &[T], key: impl Fn(&T) -> K) -> SortInfo {
+    fn plan<K: RadixKey>(&self, ctx: &mut Ctx, data: &[T], key: impl Fn(&T) -> K) -> SortInfo {
         let n = self.engine.local_len(ctx.pid());
         assert_eq!(
             data.len(),
             n,
             "bsp-sort: data length differs from local_len"
         );
-        let (varying, cache_bytes) = self.varying_bits(ctx, data, key);
-        self.cache_bytes = cache_bytes;
+        let varying = self.varying_bits(ctx, data, key);
         let per_proc = self.engine.total_len() / ctx.nprocs();
         let max_bits = self
             .options
@@ -432,31 +426,17 @@ impl<T: Pod + Send> RadixSorter<T> {
         self.engine.release(ctx);
     }
 
-    /// The key bits in which some keys differ, over all processors, and
-    /// the smallest L2 cache of the processors' cores (so that all choose
-    /// the same digits, under MPI on unlike machines too).
-    fn varying_bits<K: RadixKey>(
-        &self,
-        ctx: &mut Ctx,
-        data: &[T],
-        key: impl Fn(&T) -> K,
-    ) -> (u64, u64) {
+    /// The key bits in which some keys differ, over all processors.
+    fn varying_bits<K: RadixKey>(&self, ctx: &mut Ctx, data: &[T], key: impl Fn(&T) -> K) -> u64 {
         let first = data.first().map_or(0, |x| key(x).radix());
         let local = data.iter().fold(0, |acc, x| acc | (key(x).radix() ^ first));
-        let row = [
-            u64::from(!data.is_empty()),
-            first,
-            local,
-            cache_size::l2_bytes(),
-        ];
+        let row = [u64::from(!data.is_empty()), first, local];
         let rows = self.engine.gather().all_gather(ctx, &row);
-        let cache = rows.chunks_exact(4).map(|r| r[3]).min().unwrap_or(0);
-        let present: Vec<&[u64]> = rows.chunks_exact(4).filter(|r| r[0] == 1).collect();
+        let present: Vec<&[u64]> = rows.chunks_exact(3).filter(|r| r[0] == 1).collect();
         let reference = present.first().map_or(0, |r| r[1]);
-        let varying = present
+        present
             .iter()
-            .fold(0, |acc, r| acc | r[2] | (r[1] ^ reference));
-        (varying, cache)
+            .fold(0, |acc, r| acc | r[2] | (r[1] ^ reference))
     }
 }
 

@@ -212,7 +212,7 @@ impl<'a, T: Pod> LineWriter<'a, T> {
             (s + c, q + c * c)
         });
         let bytes = sum * std::mem::size_of::<T>() as f64;
-        let many = Self::combinable() && sum * sum / squares >= COMBINE_MIN_BUSY;
+        let many = Self::COMBINES && sum * sum / squares >= COMBINE_MIN_BUSY;
         match stores() {
             Stores::Lines => StoreChoice::fixed(many),
             Stores::Auto if many && bytes >= COMBINE_MIN_BYTES as f64 => {
@@ -220,11 +220,6 @@ impl<'a, T: Pod> LineWriter<'a, T> {
             }
             Stores::Auto | Stores::Plain => StoreChoice::fixed(false),
         }
-    }
-
-    /// Whether elements of `T` can be combined into lines here.
-    fn combinable() -> bool {
-        Self::COMBINES
     }
 
     /// Whether this writer combines lines.
