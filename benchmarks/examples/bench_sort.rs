@@ -33,7 +33,8 @@ usage: bench_sort [options]
   --dist D[,D..]      distributions among R,S,C,N,G (default R,S)
   --kind K[,K..]      keys (u32) and/or pairs (u32 key + u32 payload) (default keys,pairs)
   --reps R            repetitions, the median is reported (default 5)
-  --only NAME[,..]    run only these sorters
+  --only NAME[,..]    run only these sorters (bsp: one-shot; bsp_reused: a kept
+                      sorter on a Vec; bsp_slice: a kept sorter on a slice)
   --router two-phase|direct   router for bsp (default two-phase)
   --stores auto|lines|plain   how bsp's scatters store (default auto)
   --json              one JSON object per line instead of tables
@@ -164,16 +165,29 @@ fn time_peer<T: Item>(
     (upper_median(times), ok)
 }
 
-/// This project's sort at p processors: each repetition runs in a fresh
-/// runtime and includes registering the sorter (`reuse == false`), or all
-/// repetitions share one registered sorter (`reuse == true`). Times are the
-/// slowest processor's.
+/// How the benchmark calls this project's sort.
+#[derive(Clone, Copy, PartialEq)]
+enum Use {
+    /// A fresh runtime per repetition, registering the sorter inside the
+    /// timed region (`sort_vec_by_key` on a new `RadixSorter`).
+    OneShot,
+    /// One sorter for every repetition, sorting the processor's `Vec`
+    /// (`sort_vec_by_key`: buffers are swapped, not copied).
+    Reused,
+    /// One sorter for every repetition, sorting a slice in place
+    /// (`sort_by_key`: the result must land in the caller's memory).
+    ReusedSlice,
+}
+
+/// This project's sort at p processors, called as `how` says. Times are
+/// the slowest processor's.
 fn time_bsp<T: Item>(
     input: &[T],
     args: &Opts,
-    reuse: bool,
+    how: Use,
     check: &dyn Fn(&[T]) -> bool,
 ) -> (f64, bool) {
+    let reuse = how != Use::OneShot;
     let p = args.procs;
     let rt = Runtime::from_env().with_procs(p).with_router(args.router);
     let one_run = |reps: usize| {
@@ -189,7 +203,11 @@ fn time_bsp<T: Item>(
                 if !reuse {
                     sorter = RadixSorter::new(ctx, data.len());
                 }
-                sorter.sort_vec_by_key(ctx, &mut data, |x| x.sort_key());
+                if how == Use::ReusedSlice {
+                    sorter.sort_by_key(ctx, &mut data, |x| x.sort_key());
+                } else {
+                    sorter.sort_vec_by_key(ctx, &mut data, |x| x.sort_key());
+                }
                 times.push(t.elapsed().as_secs_f64());
             }
             all_reduce(ctx, &mut times, &Max); // the slowest processor's
@@ -311,10 +329,15 @@ where
             .is_none_or(|o| o.iter().any(|w| w == name))
     };
     let mut rows: Vec<(String, f64, bool)> = Vec::new();
-    for (name, reuse) in [("bsp", false), ("bsp_reused", true)] {
+    let ours = [
+        ("bsp", Use::OneShot),
+        ("bsp_reused", Use::Reused),
+        ("bsp_slice", Use::ReusedSlice),
+    ];
+    for (name, how) in ours {
         if wanted(name) {
             progress.step(format!("{kind} [{dist}] n = {n}: {name}"));
-            let (s, ok) = time_bsp(&input, args, reuse, &stable_ok);
+            let (s, ok) = time_bsp(&input, args, how, &stable_ok);
             rows.push((name.to_owned(), s, ok));
         }
     }

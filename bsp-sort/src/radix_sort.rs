@@ -246,10 +246,12 @@ impl<T: Pod + Send> RadixSorter<T> {
         key: impl Fn(&T) -> K + Copy,
     ) -> SortInfo {
         let mut info = self.plan(ctx, data, key);
-        // The first pass reads `data`; each pass leaves its result in the
-        // engine, and the last one's is copied back into `data`.
+        // The first pass reads `data`; each distributed pass leaves its
+        // result in the engine, and the last one's is copied back into
+        // `data`. Taking the top digit first, each bucket is copied into
+        // `data` as soon as it is sorted, while it is in the cache.
         let planned = self.planned_bits::<K>(info.varying_bits);
-        if self.run_passes(ctx, Source::Slice(&*data), planned, &mut info, key) {
+        if self.run_passes(ctx, Some(data), planned, &mut info, key) == Placed::InEngine {
             self.engine.settle(ctx, data);
         }
         info
@@ -292,26 +294,30 @@ impl<T: Pod + Send> RadixSorter<T> {
         }
         let spare = self.engine.swap_current(ctx, std::mem::take(data));
         let planned = self.planned_bits::<K>(info.varying_bits);
-        self.run_passes(ctx, Source::Current, planned, &mut info, key);
+        self.run_passes(ctx, None, planned, &mut info, key);
         *data = self.engine.swap_current(ctx, spare);
         info
     }
 
-    /// Runs the passes of `info` on `first` (the top digit first where the
+    /// Runs the passes of `info` on `data`, or on the engine's current
+    /// sequence where `data` is `None` (the top digit first where the
     /// options and the counts say so, which `info` then records); returns
-    /// whether any key moved, the result being the engine's current
-    /// sequence.
+    /// where the sorted keys are.
     fn run_passes<K: RadixKey>(
         &mut self,
         ctx: &mut Ctx,
-        first: Source<'_, T>,
+        mut data: Option<&mut [T]>,
         planned: u64,
         info: &mut SortInfo,
         key: impl Fn(&T) -> K + Copy,
-    ) -> bool {
+    ) -> Placed {
         if info.passes.is_empty() {
-            return false;
+            return Placed::Unmoved;
         }
+        let first = match &data {
+            Some(data) => Source::Slice(data),
+            None => Source::Current,
+        };
         if let Some(top) = self.top_candidate(ctx, planned, info) {
             let TopPlan { top: pass, local } = top;
             let mask = (1u64 << pass.bits) - 1;
@@ -321,19 +327,23 @@ impl<T: Pod + Send> RadixSorter<T> {
             let p = ctx.nprocs();
             if forced || balanced(self.engine.global_start(), self.engine.total_len(), p) {
                 self.engine.deliver_direct(ctx, first, digit);
+                let radix = move |x: &T| key(x).radix();
                 self.engine
-                    .sort_buckets(ctx, &local, move |x| key(x).radix());
+                    .sort_buckets(ctx, &local, radix, data.as_deref_mut());
                 info.passes = local;
                 info.passes.push(pass);
                 info.top_first = true;
-                return true;
+                return match data {
+                    Some(_) => Placed::InSlice,
+                    None => Placed::InEngine,
+                };
             }
         }
         for (i, pass) in info.passes.iter().enumerate() {
             let source = if i == 0 { first } else { Source::Current };
             self.run_pass(ctx, source, *pass, key);
         }
-        true
+        Placed::InEngine
     }
 
     /// The top-first plan, when the options allow it and it may pay.
@@ -496,6 +506,17 @@ impl<K: RadixKey + Pod + Send> RadixSorter<K> {
     pub fn sort_vec(&mut self, ctx: &mut Ctx, data: &mut Vec<K>) -> SortInfo {
         self.sort_vec_by_key(ctx, data, |k| *k)
     }
+}
+
+/// Where [`RadixSorter::run_passes`] left the sorted keys.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Placed {
+    /// No key moved: the input is the result.
+    Unmoved,
+    /// In the engine's current sequence.
+    InEngine,
+    /// In the caller's slice.
+    InSlice,
 }
 
 /// Sorts the processors' keys together: a one-shot [`RadixSorter`].

@@ -205,11 +205,23 @@ impl<T: Pod + Send> Engine<T> {
     /// engine's current sequence, in bucket order): sorts every bucket by
     /// the `local` passes; straddling buckets are gathered by their leader,
     /// sorted and sent back (two supersteps).
+    ///
+    /// Where `out` is given (this processor's local length), the sorted
+    /// keys end there too: each bucket is copied as soon as it is sorted,
+    /// from the cache, and the straddling ones at the end. Against one
+    /// copy of the whole sequence afterwards, which reads it back from
+    /// memory, a reused sort of 2^26 keys into a slice took 0.223–0.236 s
+    /// against 0.227–0.241, and of pairs 0.279–0.285 against 0.284–0.297
+    /// (five alternated rounds). Writing each bucket's last local pass
+    /// straight into `out` took 0.27–0.36 s, its scattered stores missing
+    /// the cache, and streaming each bucket out with non-temporal stores
+    /// 0.25–0.31 s (AMD-2c, BENCHMARKS.md section 13g).
     pub(crate) fn sort_buckets(
         &mut self,
         ctx: &mut Ctx,
         local: &[DigitPass],
         radix: impl Fn(&T) -> u64 + Copy,
+        mut out: Option<&mut [T]>,
     ) {
         let (p, me) = (ctx.nprocs(), ctx.pid());
         let total = self.total_len();
@@ -252,8 +264,17 @@ impl<T: Pod + Send> Engine<T> {
                 if next_straddler.peek().is_some_and(|s| s.start == start) {
                     continue;
                 }
-                let seg = &mut keys[start - lo..end - lo];
-                sort_segment(seg, &mut tmp, &mut counts, local, radix);
+                let range = start - lo..end - lo;
+                sort_segment(
+                    &mut keys[range.clone()],
+                    &mut tmp,
+                    &mut counts,
+                    local,
+                    radix,
+                );
+                if let Some(out) = out.as_deref_mut() {
+                    out[range.clone()].copy_from_slice(&keys[range]);
+                }
             }
         }
         // Straddling buckets: gather at the leader, sort, send back.
@@ -283,6 +304,15 @@ impl<T: Pod + Send> Engine<T> {
             }
         }
         ctx.sync();
+        if let Some(out) = out {
+            let keys = ctx.local(&cur);
+            for s in &straddlers {
+                let (a, b) = (s.start.max(lo), s.end.min(hi));
+                if a < b {
+                    out[a - lo..b - lo].copy_from_slice(&keys[a - lo..b - lo]);
+                }
+            }
+        }
     }
 }
 
