@@ -409,6 +409,15 @@ impl<T: Pod + Send> Engine<T> {
         ctx.replace_local(&self.cur, keys)
     }
 
+    /// Makes the buffer the last pass wrote the receive buffer of the next
+    /// pass again, for when its keys have been copied out and both
+    /// buffers are scratch: the next sort then writes into memory that is
+    /// mapped, and a sorter used only this way maps one buffer, not two.
+    pub(crate) fn recycle_current(&mut self) {
+        std::mem::swap(&mut self.cur, &mut self.next);
+        std::mem::swap(&mut self.cur_mapped, &mut self.next_mapped);
+    }
+
     /// Copies the current local sequence into `out`.
     pub(crate) fn settle(&self, ctx: &Ctx, out: &mut [T]) {
         out.copy_from_slice(ctx.local(&self.cur));

@@ -334,7 +334,10 @@ impl<T: Pod + Send> RadixSorter<T> {
                 info.passes.push(pass);
                 info.top_first = true;
                 return match data {
-                    Some(_) => Placed::InSlice,
+                    Some(_) => {
+                        self.engine.recycle_current();
+                        Placed::InSlice
+                    }
                     None => Placed::InEngine,
                 };
             }

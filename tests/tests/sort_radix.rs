@@ -278,27 +278,40 @@ fn reuse_keys(pid: usize, round: u32) -> Vec<u32> {
 
 #[test]
 fn a_sorter_is_reusable() {
+    const ROUNDS: u32 = 6;
     watchdog(60, || {
         for rt in runtimes(&[3]) {
             announce("a_sorter_is_reusable", &rt);
             let p = rt.nprocs();
+            // Slices and vectors in turn (the engine's buffers change roles
+            // differently for each), with either digit order.
             let out = run_local(&rt, |ctx| {
-                let mut sorter = RadixSorter::new(ctx, 100);
-                (0..4u32)
-                    .map(|round| {
+                let mut rounds = Vec::new();
+                for order in [DigitOrder::Auto, DigitOrder::TopFirst] {
+                    let options = RadixOptions {
+                        order,
+                        ..RadixOptions::default()
+                    };
+                    let mut sorter = RadixSorter::with_options(ctx, 100, options);
+                    for round in 0..ROUNDS {
                         let mut keys = reuse_keys(ctx.pid(), round);
-                        sorter.sort(ctx, &mut keys);
-                        keys
-                    })
-                    .collect::<Vec<_>>()
+                        if round % 3 == 2 {
+                            sorter.sort_vec(ctx, &mut keys);
+                        } else {
+                            sorter.sort(ctx, &mut keys);
+                        }
+                        rounds.push(keys);
+                    }
+                }
+                rounds
             });
             agree(&rt, || {
-                for round in 0..4u32 {
+                for (i, round) in (0..2 * ROUNDS).map(|i| (i, i % ROUNDS)) {
                     let mut all: Vec<u32> = (0..p).flat_map(|q| reuse_keys(q, round)).collect();
                     all.sort_unstable();
                     for (q, rounds) in &out {
                         assert_eq!(
-                            rounds[round as usize][..],
+                            rounds[i as usize][..],
                             all[q * 100..(q + 1) * 100],
                             "{}: round {round}, processor {q}",
                             describe(&rt)
