@@ -20,7 +20,7 @@
 //!    before).
 
 use bsp_core::expert::line_writer::LineWriter;
-use bsp_core::expert::{pages, prefetch, DirectPiece, DirectPut};
+use bsp_core::expert::{pages, prefetch, whole, DirectPiece, DirectPut};
 use bsp_core::{Coarray, Ctx};
 use bytemuck::Pod;
 
@@ -487,11 +487,11 @@ fn exclusive_prefix(counts: &[u64]) -> Vec<usize> {
 }
 
 /// Stable local counting sort: key `x` goes to `out[next_slot[digit(x)]]`.
-fn group<T: Copy>(keys: &[T], out: &mut [T], next_slot: &mut [usize], digit: impl Fn(&T) -> usize) {
+fn group<T: Pod>(keys: &[T], out: &mut [T], next_slot: &mut [usize], digit: impl Fn(&T) -> usize) {
     for line in prefetch::lines(keys) {
         for x in line {
             let slot = &mut next_slot[digit(x)];
-            out[*slot] = *x;
+            whole::copy(&mut out[*slot], x);
             *slot += 1;
         }
     }
@@ -565,7 +565,7 @@ fn scatter_parts<T: Pod>(
             let d = digit(x);
             let at = filled[d];
             if let Some(slot) = window[d].get_mut(at) {
-                *slot = *x;
+                whole::copy(slot, x);
                 filled[d] = at + 1;
             } else {
                 // The digit's current piece is full (or none was taken

@@ -156,7 +156,10 @@ fn scatter_pass<T: Pod>(
             // Written out, not shared with the loop below through a
             // generic helper taking the digit as a closure: that helper
             // made the reused sort of 2^26 pairs 0.264–0.283 s against
-            // 0.254–0.257 (AMD-2c, BENCHMARKS.md section 13f).
+            // 0.254–0.257 (AMD-2c, BENCHMARKS.md section 13f). One loop
+            // storing through `whole::copy` (as the plain-store scatters
+            // do) took 0.273–0.277 s against 0.264–0.269 (section 13g):
+            // here the digit comes from the word already loaded.
             for &w in src {
                 let x: T = bytemuck::cast(w);
                 let slot = &mut hist[((radix(&x) >> shift) & mask) as usize];

@@ -36,7 +36,9 @@
 //!   requesting the memory ahead;
 //! * buffers mapped ahead of their first writes: [`pages::populate`] maps
 //!   a fresh buffer's pages in one request to the kernel instead of a
-//!   fault per page.
+//!   fault per page;
+//! * records stored whole: [`whole::copy`] moves an 8- or 16-byte element
+//!   with one store, where the compiler would copy it field by field.
 //!
 //! A program sends data with [`Ctx::put`], [`Ctx::send`] and
 //! [`DirectPut::put_direct`], and sorts with `bsp::sort`; it reaches for these
@@ -55,6 +57,7 @@ pub mod line_writer;
 pub mod pages;
 pub mod prefetch;
 pub mod stores;
+pub mod whole;
 
 pub use crate::area::Area;
 pub use crate::ctx::{Areas, DirectPiece, DirectPut, OwnedCoarrays};
