@@ -218,7 +218,8 @@ impl<T: Pod + Send> Engine<T> {
     /// (five alternated rounds). Writing each bucket's last local pass
     /// straight into `out` took 0.27–0.36 s, its scattered stores missing
     /// the cache, and streaming each bucket out with non-temporal stores
-    /// 0.25–0.31 s (AMD-2c, BENCHMARKS.md section 13g).
+    /// 0.25–0.31 s through a line writer, level with this copy as a bulk
+    /// copy of whole lines (AMD-2c, BENCHMARKS.md section 13g).
     pub(crate) fn sort_buckets(
         &mut self,
         ctx: &mut Ctx,
