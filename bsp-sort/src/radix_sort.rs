@@ -4,7 +4,7 @@
 use bsp_core::Ctx;
 use bytemuck::Pod;
 
-use crate::counting_sort::{Delivery, Engine, Source};
+use crate::counting_sort::{count, Delivery, Engine, Source};
 use crate::digit_pass::{plan, DigitPass};
 use crate::key::RadixKey;
 use crate::top_first::{balanced, top_plan, TopPlan};
@@ -245,13 +245,14 @@ impl<T: Pod + Send> RadixSorter<T> {
         data: &mut [T],
         key: impl Fn(&T) -> K + Copy,
     ) -> SortInfo {
-        let mut info = self.plan(ctx, data, key);
+        let (mut info, counted) = self.plan(ctx, data, key);
         // The first pass reads `data`; each distributed pass leaves its
         // result in the engine, and the last one's is copied back into
         // `data`. Taking the top digit first, each bucket is copied into
         // `data` as soon as it is sorted, while it is in the cache.
         let planned = self.planned_bits::<K>(info.varying_bits);
-        if self.run_passes(ctx, Some(data), planned, &mut info, key) == Placed::InEngine {
+        let placed = self.run_passes(ctx, Some(data), planned, &mut info, counted, key);
+        if placed == Placed::InEngine {
             self.engine.settle(ctx, data);
         }
         info
@@ -288,13 +289,13 @@ impl<T: Pod + Send> RadixSorter<T> {
         data: &mut Vec<T>,
         key: impl Fn(&T) -> K + Copy,
     ) -> SortInfo {
-        let mut info = self.plan(ctx, data, key);
+        let (mut info, counted) = self.plan(ctx, data, key);
         if info.passes.is_empty() {
             return info;
         }
         let spare = self.engine.swap_current(ctx, std::mem::take(data));
         let planned = self.planned_bits::<K>(info.varying_bits);
-        self.run_passes(ctx, None, planned, &mut info, key);
+        self.run_passes(ctx, None, planned, &mut info, counted, key);
         *data = self.engine.swap_current(ctx, spare);
         info
     }
@@ -302,13 +303,16 @@ impl<T: Pod + Send> RadixSorter<T> {
     /// Runs the passes of `info` on `data`, or on the engine's current
     /// sequence where `data` is `None` (the top digit first where the
     /// options and the counts say so, which `info` then records); returns
-    /// where the sorted keys are.
+    /// where the sorted keys are. `counted`, where the plan counted the
+    /// top bits on its way, stands in for the top digit's count when it
+    /// covers it.
     fn run_passes<K: RadixKey>(
         &mut self,
         ctx: &mut Ctx,
         mut data: Option<&mut [T]>,
         planned: u64,
         info: &mut SortInfo,
+        counted: Option<TopCounts>,
         key: impl Fn(&T) -> K + Copy,
     ) -> Placed {
         if info.passes.is_empty() {
@@ -322,7 +326,10 @@ impl<T: Pod + Send> RadixSorter<T> {
             let TopPlan { top: pass, local } = top;
             let mask = (1u64 << pass.bits) - 1;
             let digit = move |x: &T| ((key(x).radix() >> pass.shift) & mask) as usize;
-            self.engine.rank(ctx, first, 1 << pass.bits, digit);
+            match counted.and_then(|c| c.of(pass)) {
+                Some(counts) => self.engine.rank_counted(ctx, &counts),
+                None => self.engine.rank(ctx, first, 1 << pass.bits, digit),
+            }
             let forced = self.options.order == DigitOrder::TopFirst;
             let p = ctx.nprocs();
             if forced || balanced(self.engine.global_start(), self.engine.total_len(), p) {
@@ -381,25 +388,33 @@ impl<T: Pod + Send> RadixSorter<T> {
         }
     }
 
-    /// Checks the local length and chooses the digit passes (one superstep).
-    fn plan<K: RadixKey>(&self, ctx: &mut Ctx, data: &[T], key: impl Fn(&T) -> K) -> SortInfo {
+    /// Checks the local length and chooses the digit passes (one
+    /// superstep); with them, the counts of the top bits where it made
+    /// them (see [`varying_bits`](RadixSorter::varying_bits)).
+    fn plan<K: RadixKey>(
+        &self,
+        ctx: &mut Ctx,
+        data: &[T],
+        key: impl Fn(&T) -> K,
+    ) -> (SortInfo, Option<TopCounts>) {
         let n = self.engine.local_len(ctx.pid());
         assert_eq!(
             data.len(),
             n,
             "bsp-sort: data length differs from local_len"
         );
-        let varying = self.varying_bits(ctx, data, key);
+        let (varying, counted) = self.varying_bits(ctx, data, key);
         let per_proc = self.engine.total_len() / ctx.nprocs();
         let max_bits = self
             .options
             .digit_bits
             .unwrap_or_else(|| auto_bits(per_proc));
-        SortInfo {
+        let info = SortInfo {
             passes: plan(self.planned_bits::<K>(varying), max_bits),
             varying_bits: varying,
             top_first: false,
-        }
+        };
+        (info, counted)
     }
 
     fn run_pass<K: RadixKey>(
@@ -439,17 +454,59 @@ impl<T: Pod + Send> RadixSorter<T> {
         self.engine.release(ctx);
     }
 
-    /// The key bits in which some keys differ, over all processors.
-    fn varying_bits<K: RadixKey>(&self, ctx: &mut Ctx, data: &[T], key: impl Fn(&T) -> K) -> u64 {
+    /// The key bits in which some keys differ, over all processors (one
+    /// superstep).
+    ///
+    /// Where the top digit may come first and this processor holds at
+    /// least [`FUSED_COUNT_MIN`] elements, the same read of `data` also
+    /// counts the top bits: the [`MAX_AUTO_BITS`] bits below the highest
+    /// bit in which the first [`FUSED_SAMPLE`] keys differ. When the top
+    /// digit turns out to lie within them, its count needs no read of its
+    /// own (see [`TopCounts`]). Reused sorts of 2^26 elements at p = 2,
+    /// three alternated rounds: pairs [R] 0.252–0.256 s against
+    /// 0.260–0.270, pairs [S] 0.288–0.300 against 0.317–0.323, keys [S]
+    /// 0.259–0.267 against 0.268–0.276, keys [R] level (AMD-2c,
+    /// BENCHMARKS.md section 13g).
+    fn varying_bits<K: RadixKey>(
+        &self,
+        ctx: &mut Ctx,
+        data: &[T],
+        key: impl Fn(&T) -> K,
+    ) -> (u64, Option<TopCounts>) {
         let first = data.first().map_or(0, |x| key(x).radix());
-        let local = data.iter().fold(0, |acc, x| acc | (key(x).radix() ^ first));
+        let differ = |keys: &[T]| keys.iter().fold(0, |acc, x| acc | (key(x).radix() ^ first));
+        let sample = differ(&data[..data.len().min(FUSED_SAMPLE)]);
+        let fuse = self.options.order != DigitOrder::LeastFirst
+            && data.len() >= FUSED_COUNT_MIN
+            && sample != 0;
+        let (local, counted) = if fuse {
+            let hi = 64 - sample.leading_zeros();
+            let bits = hi.min(MAX_AUTO_BITS);
+            let (shift, mask) = (hi - bits, (1u64 << bits) - 1);
+            let mut counts = vec![0; 1 << bits];
+            let mut seen = 0;
+            count(data, &mut counts, |x| {
+                let r = key(x).radix();
+                seen |= r ^ first;
+                ((r >> shift) & mask) as usize
+            });
+            let counted = TopCounts {
+                shift,
+                bits,
+                counts,
+            };
+            (seen, Some(counted))
+        } else {
+            (differ(data), None)
+        };
         let row = [u64::from(!data.is_empty()), first, local];
         let rows = self.engine.gather().all_gather(ctx, &row);
         let present: Vec<&[u64]> = rows.chunks_exact(3).filter(|r| r[0] == 1).collect();
         let reference = present.first().map_or(0, |r| r[1]);
-        present
+        let varying = present
             .iter()
-            .fold(0, |acc, r| acc | r[2] | (r[1] ^ reference))
+            .fold(0, |acc, r| acc | r[2] | (r[1] ^ reference));
+        (varying, counted)
     }
 }
 
@@ -508,6 +565,41 @@ impl<K: RadixKey + Pod + Send> RadixSorter<K> {
     /// As [`sort_vec_by_key`](RadixSorter::sort_vec_by_key).
     pub fn sort_vec(&mut self, ctx: &mut Ctx, data: &mut Vec<K>) -> SortInfo {
         self.sort_vec_by_key(ctx, data, |k| *k)
+    }
+}
+
+/// Elements a processor needs before [`RadixSorter::varying_bits`] counts
+/// the top bits on its way (the size from which the automatic order takes
+/// the top digit first).
+const FUSED_COUNT_MIN: usize = 1 << 16;
+
+/// Keys whose differing bits place the counted top bits.
+const FUSED_SAMPLE: usize = 1 << 12;
+
+/// This processor's counts of bits `shift..shift + bits` of its keys'
+/// images, made while the plan read the keys for their varying bits.
+struct TopCounts {
+    shift: u32,
+    bits: u32,
+    counts: Vec<u64>,
+}
+
+impl TopCounts {
+    /// The counts of `pass`'s digit, where it is the top of the counted
+    /// bits or all of them (it then ends where they end): each of its
+    /// digits sums 2^(bits − pass.bits) neighbouring counts. `None`
+    /// otherwise (the keys varied above the sample's highest bit, or the
+    /// digit is wider).
+    fn of(self, pass: DigitPass) -> Option<Vec<u64>> {
+        if pass.shift + pass.bits != self.shift + self.bits || pass.bits > self.bits {
+            return None;
+        }
+        let fold = self.bits - pass.bits;
+        let mut counts = vec![0; 1 << pass.bits];
+        for (j, c) in self.counts.iter().enumerate() {
+            counts[j >> fold] += c;
+        }
+        Some(counts)
     }
 }
 
@@ -625,5 +717,83 @@ mod tests {
             top_plan(0xffff, 5, MAX_AUTO_BITS).map(|p| p.local.len()),
             Some(1)
         );
+    }
+
+    #[test]
+    fn counted_top_bits_stand_in_for_a_top_digit_that_ends_where_they_end() {
+        // Bits 21..32 counted: 2^11 counts, count j = j.
+        let counted = || TopCounts {
+            shift: 21,
+            bits: 11,
+            counts: (0..1 << 11).collect(),
+        };
+        let all = counted()
+            .of(DigitPass {
+                shift: 21,
+                bits: 11,
+            })
+            .unwrap();
+        assert_eq!(all, counted().counts);
+        // The top 10 bits: neighbouring pairs summed.
+        let ten = counted()
+            .of(DigitPass {
+                shift: 22,
+                bits: 10,
+            })
+            .unwrap();
+        assert_eq!(ten.len(), 1 << 10);
+        assert_eq!(ten[..3], [1, 5, 9]);
+        // Ending elsewhere (the keys varied above the sample) or wider.
+        assert_eq!(
+            counted().of(DigitPass {
+                shift: 23,
+                bits: 10
+            }),
+            None
+        );
+        assert_eq!(
+            counted().of(DigitPass {
+                shift: 20,
+                bits: 12
+            }),
+            None
+        );
+    }
+
+    #[test]
+    fn keys_that_vary_above_the_sample_are_counted_again() {
+        // 2^16 keys per processor (enough to count on the way), the first
+        // FUSED_SAMPLE of them below 2^16 and the rest over 32 bits on one
+        // processor, within 20 bits on the other: the counted bits (5..16)
+        // do not end where the top digit does, and each processor counts
+        // the top digit again.
+        let n = FUSED_COUNT_MIN;
+        let keys_of = |pid: usize| -> Vec<u32> {
+            (0..n as u32)
+                .map(|i| {
+                    let mixed = i.wrapping_mul(2_654_435_761);
+                    match (i < FUSED_SAMPLE as u32, pid) {
+                        (true, _) => mixed & 0xffff,
+                        (false, 0) => mixed,
+                        (false, _) => mixed & 0xf_ffff,
+                    }
+                })
+                .collect()
+        };
+        let options = RadixOptions {
+            order: DigitOrder::TopFirst,
+            ..RadixOptions::default()
+        };
+        let out = bsp_core::run(2, |ctx| {
+            let mut keys = keys_of(ctx.pid());
+            let mut sorter = RadixSorter::with_options(ctx, keys.len(), options);
+            let info = sorter.sort(ctx, &mut keys);
+            assert!(info.top_first);
+            keys
+        })
+        .unwrap();
+        let mut want: Vec<u32> = (0..2).flat_map(keys_of).collect();
+        want.sort_unstable();
+        assert_eq!(out.concat(), want);
     }
 }
