@@ -231,16 +231,15 @@ impl<T: Pod + Send> Engine<T> {
     }
 
     /// Steps 2 to 5, as [`rank`](Engine::rank) does, on digit counts the
-    /// caller made: `counts[d]` local keys have digit d.
-    pub(crate) fn rank_counted(&mut self, ctx: &mut Ctx, counts: &[u64]) {
+    /// caller made (and hands over): `counts[d]` local keys have digit d.
+    pub(crate) fn rank_counted(&mut self, ctx: &mut Ctx, counts: Vec<u64>) {
         let r = counts.len();
         assert!(
             (1..=self.max_radix).contains(&r),
             "bsp-sort: radix {r} outside 1..={}",
             self.max_radix
         );
-        self.counts.clear();
-        self.counts.extend_from_slice(counts);
+        self.counts = counts;
         ctx.label("sort: count digits");
         self.ranks(ctx, r);
     }

@@ -327,7 +327,7 @@ impl<T: Pod + Send> RadixSorter<T> {
             let mask = (1u64 << pass.bits) - 1;
             let digit = move |x: &T| ((key(x).radix() >> pass.shift) & mask) as usize;
             match counted.and_then(|c| c.of(pass)) {
-                Some(counts) => self.engine.rank_counted(ctx, &counts),
+                Some(counts) => self.engine.rank_counted(ctx, counts),
                 None => self.engine.rank(ctx, first, 1 << pass.bits, digit),
             }
             let forced = self.options.order == DigitOrder::TopFirst;
@@ -595,6 +595,9 @@ impl TopCounts {
             return None;
         }
         let fold = self.bits - pass.bits;
+        if fold == 0 {
+            return Some(self.counts);
+        }
         let mut counts = vec![0; 1 << pass.bits];
         for (j, c) in self.counts.iter().enumerate() {
             counts[j >> fold] += c;

@@ -73,6 +73,15 @@ struct Straddler {
     at: usize,
 }
 
+impl Straddler {
+    /// The global positions of its part on the processor that holds
+    /// `lo..hi`, or `None` where it has none.
+    fn part_in(&self, lo: usize, hi: usize) -> Option<std::ops::Range<usize>> {
+        let (a, b) = (self.start.max(lo), self.end.min(hi));
+        (a < b).then_some(a..b)
+    }
+}
+
 /// Sorts the keys of `seg` stably by the digits of `passes` (least
 /// significant first), with `tmp` as scratch: counts every digit in one
 /// read, then one scatter per digit that varies within the segment.
@@ -286,9 +295,9 @@ impl<T: Pod + Send> Engine<T> {
         let area = ctx.coarray::<T>(led[me]);
         let cur = self.cur;
         for s in &straddlers {
-            let (a, b) = (s.start.max(lo), s.end.min(hi));
-            if a < b {
-                ctx.put_from(s.leader, &area, s.at + (a - s.start), &cur, a - lo..b - lo);
+            if let Some(part) = s.part_in(lo, hi) {
+                let at = s.at + (part.start - s.start);
+                ctx.put_from(s.leader, &area, at, &cur, part.start - lo..part.end - lo);
             }
         }
         ctx.sync();
@@ -310,11 +319,9 @@ impl<T: Pod + Send> Engine<T> {
         ctx.sync();
         if let Some(out) = out {
             let keys = ctx.local(&cur);
-            for s in &straddlers {
-                let (a, b) = (s.start.max(lo), s.end.min(hi));
-                if a < b {
-                    out[a - lo..b - lo].copy_from_slice(&keys[a - lo..b - lo]);
-                }
+            for part in straddlers.iter().filter_map(|s| s.part_in(lo, hi)) {
+                let here = part.start - lo..part.end - lo;
+                out[here.clone()].copy_from_slice(&keys[here]);
             }
         }
     }
