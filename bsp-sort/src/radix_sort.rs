@@ -390,7 +390,7 @@ impl<T: Pod + Send> RadixSorter<T> {
 
     /// Checks the local length and chooses the digit passes (one
     /// superstep); with them, the counts of the top bits where it made
-    /// them (see [`varying_bits`](RadixSorter::varying_bits)).
+    /// them (see [`survey_keys`](RadixSorter::survey_keys)).
     fn plan<K: RadixKey>(
         &self,
         ctx: &mut Ctx,
@@ -403,7 +403,7 @@ impl<T: Pod + Send> RadixSorter<T> {
             n,
             "bsp-sort: data length differs from local_len"
         );
-        let (varying, counted) = self.varying_bits(ctx, data, key);
+        let (varying, counted) = self.survey_keys(ctx, data, key);
         let per_proc = self.engine.total_len() / ctx.nprocs();
         let max_bits = self
             .options
@@ -454,8 +454,9 @@ impl<T: Pod + Send> RadixSorter<T> {
         self.engine.release(ctx);
     }
 
-    /// The key bits in which some keys differ, over all processors (one
-    /// superstep).
+    /// Reads the keys once for what the plan needs to know of them: the
+    /// key bits in which some keys differ, over all processors (one
+    /// superstep), and, where it pays, counts of the top bits.
     ///
     /// Where the top digit may come first and this processor holds at
     /// least [`FUSED_COUNT_MIN`] elements, the same read of `data` also
@@ -467,7 +468,7 @@ impl<T: Pod + Send> RadixSorter<T> {
     /// 0.260–0.270, pairs [S] 0.288–0.300 against 0.317–0.323, keys [S]
     /// 0.259–0.267 against 0.268–0.276, keys [R] level (AMD-2c,
     /// BENCHMARKS.md section 13g).
-    fn varying_bits<K: RadixKey>(
+    fn survey_keys<K: RadixKey>(
         &self,
         ctx: &mut Ctx,
         data: &[T],
@@ -568,7 +569,7 @@ impl<K: RadixKey + Pod + Send> RadixSorter<K> {
     }
 }
 
-/// Elements a processor needs before [`RadixSorter::varying_bits`] counts
+/// Elements a processor needs before [`RadixSorter::survey_keys`] counts
 /// the top bits on its way (the size from which the automatic order takes
 /// the top digit first).
 const FUSED_COUNT_MIN: usize = 1 << 16;

@@ -124,7 +124,8 @@ impl Fill {
 /// assert_eq!(low, in_order);
 /// ```
 pub struct LineWriter<'a, T: Pod> {
-    /// Per bin, what every push reads (see [`Fill`]).
+    /// Per bin, what every push reads (see [`Fill`]); empty where `T` is
+    /// not combined.
     fills: Vec<Fill>,
     /// Per bin, where its window stands; read when a line is written.
     windows: Vec<Window>,
@@ -158,16 +159,18 @@ impl<'a, T: Pod> LineWriter<'a, T> {
     ///
     /// # Cost
     ///
-    /// Allocates 64 + 24 bytes per bin.
+    /// Allocates 64 + 24 bytes per bin where `T` is combined, 16 where
+    /// it is not.
     pub fn new(bins: usize) -> Self {
+        let (fills, lines) = if Self::COMBINES {
+            (vec![Fill::FULL; bins], vec![Line([0; LINE_BYTES]); bins])
+        } else {
+            (Vec::new(), Vec::new())
+        };
         LineWriter {
-            fills: vec![Fill::FULL; bins],
+            fills,
             windows: vec![Window::NONE; bins],
-            lines: if Self::COMBINES {
-                vec![Line([0; LINE_BYTES]); bins]
-            } else {
-                Vec::new()
-            },
+            lines,
             _windows: PhantomData,
         }
     }
@@ -240,7 +243,9 @@ impl<'a, T: Pod> LineWriter<'a, T> {
             at: range.start.cast(),
             end: range.end.cast(),
         };
-        self.fills[bin] = self.next_fill(bin);
+        if Self::COMBINES {
+            self.fills[bin] = self.next_fill(bin);
+        }
     }
 
     /// Writes `x` as the next element of `bin`'s window, or hands it back
@@ -271,14 +276,18 @@ impl<'a, T: Pod> LineWriter<'a, T> {
             }
             return Ok(());
         }
-        let fill = &mut self.fills[bin];
-        // SAFETY: `fills`, `windows` and `lines` have a slot per bin when
-        // the writer combines, and `bin` is in range (`fills[bin]` was
-        // indexed).
+        let bins = self.fills.len();
+        if bin >= bins {
+            bin_out_of_range(bin, bins);
+        }
+        // SAFETY: the writer combines, so its three vectors have a slot
+        // per bin, and `bin` is in range; `&mut self` borrows them all,
+        // and the references made here end with the call.
         unsafe {
-            let line = self.lines.as_mut_ptr().add(bin);
-            push_held(fill, &mut *line, x, || {
-                &mut *self.windows.as_mut_ptr().add(bin)
+            let (fills, lines) = (self.fills.as_mut_ptr(), self.lines.as_mut_ptr());
+            let windows = self.windows.as_mut_ptr();
+            push_held(&mut *fills.add(bin), &mut *lines.add(bin), x, || {
+                &mut *windows.add(bin)
             })
         }
     }
@@ -350,8 +359,8 @@ impl<'a, T: Pod> LineWriter<'a, T> {
                 }
                 // SAFETY: the three vectors have a slot per bin (the
                 // writer combines) and `bin` is in range; they are not
-                // resized while these pointers live, and the references
-                // made here end with the call.
+                // resized while these pointers live, and nothing else
+                // borrows them during the call.
                 let pushed = unsafe {
                     push_held(&mut *fills.add(bin), &mut *lines.add(bin), x, || {
                         &mut *windows.add(bin)
@@ -558,13 +567,6 @@ fn next_fill<T: Pod>(w: &Window) -> Fill {
     let left = if w.at.is_null() { 0 } else { w.left(size) };
     if left == 0 {
         return Fill::FULL;
-    }
-    if !LineWriter::<T>::COMBINES {
-        // Not read by a writer that does not combine.
-        return Fill {
-            held: 0,
-            flush_at: 1,
-        };
     }
     let into_line = w.at as usize % LINE_BYTES;
     let to_boundary = if into_line == 0 {
@@ -773,5 +775,25 @@ mod tests {
         assert_eq!(writer.push(0, 4), Err(4));
         drop(writer); // dropping writes out too
         assert_eq!(out, [1, 2, 3]);
+    }
+
+    #[test]
+    #[should_panic(expected = "bin 2 of a line writer of 2 bins")]
+    fn a_push_to_a_bin_out_of_range_panics() {
+        let mut writer = LineWriter::<u64>::new(2);
+        let _ = writer.push(2, 7);
+    }
+
+    #[test]
+    #[should_panic(expected = "bin 5 of a line writer of 3 bins")]
+    fn push_all_to_a_bin_out_of_range_panics() {
+        let mut out = [0u64; 4];
+        let mut writer = LineWriter::new(3);
+        writer.set_window(0, &mut out);
+        writer.push_all(
+            &[0u64, 5],
+            |k| *k as usize,
+            |_| panic!("no window asked for"),
+        );
     }
 }
