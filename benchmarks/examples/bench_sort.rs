@@ -15,6 +15,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use bsp::algos::{all_reduce, Max};
+use bsp::expert::pages;
 use bsp::prelude::*;
 use bsp::sort::inputs::{block_range, Dist};
 use bsp::sort::RadixSorter;
@@ -34,7 +35,10 @@ usage: bench_sort [options]
   --kind K[,K..]      keys (u32) and/or pairs (u32 key + u32 payload) (default keys,pairs)
   --reps R            repetitions, the median is reported (default 5)
   --only NAME[,..]    run only these sorters (bsp: one-shot; bsp_reused: a kept
-                      sorter on a Vec; bsp_slice: a kept sorter on a slice)
+                      sorter on a Vec; bsp_slice: a kept sorter on a slice;
+                      fresh_pages: not a sort, the time to map n/p fresh
+                      elements per processor as a one-shot sort must, so that
+                      bsp ~ bsp_reused + fresh_pages can be read in one run)
   --router two-phase|direct   router for bsp (default two-phase)
   --stores auto|lines|plain   how bsp's scatters store (default auto)
   --json              one JSON object per line instead of tables
@@ -177,6 +181,10 @@ enum Use {
     /// One sorter for every repetition, sorting a slice in place
     /// (`sort_by_key`: the result must land in the caller's memory).
     ReusedSlice,
+    /// No sort: a fresh runtime per repetition, in which each processor
+    /// allocates and maps the n/p fresh elements a one-shot sort receives
+    /// into (the memory a stable sort out of place cannot do without).
+    FreshPages,
 }
 
 /// This project's sort at p processors, called as `how` says. Times are
@@ -187,7 +195,7 @@ fn time_bsp<T: Item>(
     how: Use,
     check: &dyn Fn(&[T]) -> bool,
 ) -> (f64, bool) {
-    let reuse = how != Use::OneShot;
+    let reuse = matches!(how, Use::Reused | Use::ReusedSlice);
     let p = args.procs;
     let rt = Runtime::from_env().with_procs(p).with_router(args.router);
     let one_run = |reps: usize| {
@@ -200,13 +208,22 @@ fn time_bsp<T: Item>(
                 data.copy_from_slice(&input[range.clone()]);
                 ctx.sync();
                 let t = Instant::now();
-                if !reuse {
-                    sorter = RadixSorter::new(ctx, data.len());
-                }
-                if how == Use::ReusedSlice {
-                    sorter.sort_by_key(ctx, &mut data, |x| x.sort_key());
-                } else {
-                    sorter.sort_vec_by_key(ctx, &mut data, |x| x.sort_key());
+                match how {
+                    Use::OneShot => {
+                        sorter = RadixSorter::new(ctx, data.len());
+                        sorter.sort_vec_by_key(ctx, &mut data, |x| x.sort_key());
+                    }
+                    Use::Reused => {
+                        sorter.sort_vec_by_key(ctx, &mut data, |x| x.sort_key());
+                    }
+                    Use::ReusedSlice => {
+                        sorter.sort_by_key(ctx, &mut data, |x| x.sort_key());
+                    }
+                    Use::FreshPages => {
+                        let mut fresh = vec![T::zeroed(); data.len()];
+                        pages::populate(&mut fresh);
+                        std::hint::black_box(&mut fresh);
+                    }
                 }
                 times.push(t.elapsed().as_secs_f64());
             }
@@ -242,6 +259,9 @@ fn time_bsp<T: Item>(
     };
     // Every processor holds the slowest times (all_reduce above).
     let per_rep = outs[0].0.clone();
+    if how == Use::FreshPages {
+        return (upper_median(per_rep), true); // nothing sorted to check
+    }
     let all: Vec<T> = outs.into_iter().flat_map(|(_, d)| d).collect();
     (upper_median(per_rep), check(&all))
 }
@@ -333,6 +353,7 @@ where
         ("bsp", Use::OneShot),
         ("bsp_reused", Use::Reused),
         ("bsp_slice", Use::ReusedSlice),
+        ("fresh_pages", Use::FreshPages),
     ];
     for (name, how) in ours {
         if wanted(name) {
