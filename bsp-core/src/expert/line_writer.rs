@@ -257,6 +257,10 @@ impl<'a, T: Pod> LineWriter<'a, T> {
     /// If `bin` is out of range.
     #[inline(always)]
     pub fn push(&mut self, bin: usize, x: T) -> Result<(), T> {
+        let bins = self.windows.len();
+        if bin >= bins {
+            bin_out_of_range(bin, bins);
+        }
         let size = std::mem::size_of::<T>();
         if size == 0 {
             // Nothing to write, and no window ever fills.
@@ -275,10 +279,6 @@ impl<'a, T: Pod> LineWriter<'a, T> {
                 w.at = w.at.add(size);
             }
             return Ok(());
-        }
-        let bins = self.fills.len();
-        if bin >= bins {
-            bin_out_of_range(bin, bins);
         }
         // SAFETY: the writer combines, so its three vectors have a slot
         // per bin, and `bin` is in range; `&mut self` borrows them all,
@@ -348,7 +348,7 @@ impl<'a, T: Pod> LineWriter<'a, T> {
             }
             return;
         }
-        let bins = self.fills.len();
+        let bins = self.windows.len();
         let (fills, lines) = (self.fills.as_mut_ptr(), self.lines.as_mut_ptr());
         let windows = self.windows.as_mut_ptr();
         for piece in prefetch::lines(keys) {
@@ -782,6 +782,14 @@ mod tests {
     fn a_push_to_a_bin_out_of_range_panics() {
         let mut writer = LineWriter::<u64>::new(2);
         let _ = writer.push(2, 7);
+    }
+
+    #[test]
+    #[should_panic(expected = "bin 4 of a line writer of 4 bins")]
+    fn a_push_of_elements_not_combined_to_a_bin_out_of_range_panics() {
+        // 3-byte elements never share a line evenly: the plain path.
+        let mut writer = LineWriter::<[u8; 3]>::new(4);
+        let _ = writer.push(4, [1, 2, 3]);
     }
 
     #[test]
