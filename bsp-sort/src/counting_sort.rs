@@ -195,11 +195,6 @@ impl<T: Pod + Send> Engine<T> {
         digit: impl Fn(&T) -> usize + Copy,
         delivery: Delivery,
     ) {
-        assert!(
-            (1..=self.max_radix).contains(&r),
-            "bsp-sort: radix {r} outside 1..={}",
-            self.max_radix
-        );
         self.rank(ctx, source, r, digit);
         // Step 6.
         if self.staged(delivery, ctx.nprocs(), r) {
@@ -218,11 +213,7 @@ impl<T: Pod + Send> Engine<T> {
         r: usize,
         digit: impl Fn(&T) -> usize,
     ) {
-        assert!(
-            (1..=self.max_radix).contains(&r),
-            "bsp-sort: radix {r} outside 1..={}",
-            self.max_radix
-        );
+        self.check_radix(r);
         self.counts.clear();
         self.counts.resize(r, 0);
         ctx.label("sort: count digits");
@@ -234,14 +225,19 @@ impl<T: Pod + Send> Engine<T> {
     /// caller made (and hands over): `counts[d]` local keys have digit d.
     pub(crate) fn rank_counted(&mut self, ctx: &mut Ctx, counts: Vec<u64>) {
         let r = counts.len();
+        self.check_radix(r);
+        self.counts = counts;
+        ctx.label("sort: count digits");
+        self.ranks(ctx, r);
+    }
+
+    /// Panics unless `r` digits fit the count matrix registered.
+    fn check_radix(&self, r: usize) {
         assert!(
             (1..=self.max_radix).contains(&r),
             "bsp-sort: radix {r} outside 1..={}",
             self.max_radix
         );
-        self.counts = counts;
-        ctx.label("sort: count digits");
-        self.ranks(ctx, r);
     }
 
     /// Steps 2 to 5: from the local counts to `my_start` and `global_start`.
