@@ -1,7 +1,10 @@
 //! Side-by-side sort benchmark: this project's distributed radix sort
 //! (threads transport) against the sorters a Rust user would pick instead,
-//! on the same inputs in one run; median of several repetitions, with
-//! ratios to `bsp`.
+//! on the same inputs in one run. The repetitions are interleaved: each
+//! round times every sorter once (starting one further along the list
+//! each round), and a row's ratio to `bsp` is the median of its ratios
+//! within a round, so that a shared host's drift slows both sides of a
+//! ratio alike. Times are medians over the rounds.
 //!
 //! ```text
 //! cargo run --release -p bsp-benchmarks --example bench_sort -- --n 16777216,67108864 --procs 2
@@ -33,7 +36,8 @@ usage: bench_sort [options]
   --procs P           processors for bsp and threads for the parallel peers (default 2)
   --dist D[,D..]      distributions among R,S,C,N,G (default R,S)
   --kind K[,K..]      keys (u32) and/or pairs (u32 key + u32 payload) (default keys,pairs)
-  --reps R            repetitions, the median is reported (default 5)
+  --reps R            rounds, each timing every sorter once; the medians of the
+                      times and of the per-round ratios are reported (default 5)
   --only NAME[,..]    run only these sorters (bsp: one-shot; bsp_reused: a kept
                       sorter on a Vec; bsp_slice: a kept sorter on a slice;
                       fresh_pages: not a sort, the time to map n/p fresh
@@ -147,26 +151,18 @@ fn parse_opts() -> Opts {
     opts
 }
 
-/// Times `sort` on a fresh copy of `input` `reps` times; returns the median
-/// and whether every output was right.
-fn time_peer<T: Item>(
+/// Times `sort` once on a fresh copy of `input`; returns the seconds and
+/// whether the output was right (checked, and freed, untimed).
+fn time_peer_once<T: Item>(
     input: &[T],
-    reps: usize,
     check: &dyn Fn(&[T]) -> bool,
     sort: &dyn Fn(&mut Vec<T>),
 ) -> (f64, bool) {
-    let mut ok = true;
-    let times = (0..reps)
-        .map(|_| {
-            let mut v = input.to_vec();
-            let t = Instant::now();
-            sort(&mut v);
-            let s = t.elapsed().as_secs_f64();
-            ok &= check(&v);
-            s
-        })
-        .collect();
-    (upper_median(times), ok)
+    let mut v = input.to_vec();
+    let t = Instant::now();
+    sort(&mut v);
+    let s = t.elapsed().as_secs_f64();
+    (s, check(&v))
 }
 
 /// How the benchmark calls this project's sort.
@@ -187,9 +183,16 @@ enum Use {
     FreshPages,
 }
 
-/// This project's sort at p processors, called as `how` says. Times are
-/// the slowest processor's.
-fn time_bsp<T: Item>(
+/// This project's sort at p processors, called as `how` says, once, in a
+/// runtime of its own; returns the slowest processor's seconds and whether
+/// the output was right (checked, and freed, untimed, as the peers' are in
+/// [`time_peer_once`]: keeping outputs would leave the next repetition
+/// only memory the process never used).
+///
+/// A kept sorter is registered and sorts once before the timed sort, so
+/// that its buffers are mapped as a sorter's are after its first use; a
+/// one-shot sorter is registered inside the timed region.
+fn time_bsp_once<T: Item>(
     input: &[T],
     args: &Opts,
     how: Use,
@@ -198,69 +201,98 @@ fn time_bsp<T: Item>(
     let reuse = matches!(how, Use::Reused | Use::ReusedSlice);
     let p = args.procs;
     let rt = Runtime::from_env().with_procs(p).with_router(args.router);
-    let one_run = |reps: usize| {
-        rt.run(|ctx| {
+    let outs = rt
+        .run(|ctx| {
             let range = block_range(ctx.pid(), p, input.len());
             let mut data = input[range.clone()].to_vec();
-            // A kept sorter is registered once, before the timed region;
-            // a one-shot one inside it, and kept past it, as a kept one is.
-            let mut sorter = reuse.then(|| RadixSorter::new(ctx, data.len()));
-            let mut times = Vec::new();
-            for rep in 0..reps {
-                if rep > 0 {
-                    data.copy_from_slice(&input[range.clone()]);
-                }
-                ctx.sync();
-                let t = Instant::now();
-                match how {
-                    Use::OneShot => {
-                        let one_shot = sorter.insert(RadixSorter::new(ctx, data.len()));
-                        one_shot.sort_vec_by_key(ctx, &mut data, |x| x.sort_key());
-                    }
-                    Use::Reused => {
-                        let kept = sorter.as_mut().expect("a kept sorter");
-                        kept.sort_vec_by_key(ctx, &mut data, |x| x.sort_key());
-                    }
-                    Use::ReusedSlice => {
-                        let kept = sorter.as_mut().expect("a kept sorter");
-                        kept.sort_by_key(ctx, &mut data, |x| x.sort_key());
-                    }
-                    Use::FreshPages => {
-                        let mut fresh = vec![T::zeroed(); data.len()];
-                        pages::populate(&mut fresh);
-                        std::hint::black_box(&mut fresh);
-                    }
-                }
-                times.push(t.elapsed().as_secs_f64());
+            let mut sorter = None;
+            if reuse {
+                let kept = sorter.insert(RadixSorter::new(ctx, data.len()));
+                sort_as(how, kept, ctx, &mut data);
+                data.copy_from_slice(&input[range.clone()]);
             }
-            all_reduce(ctx, &mut times, &Max); // the slowest processor's
-            (times, data)
+            ctx.sync();
+            let t = Instant::now();
+            match how {
+                Use::FreshPages => {
+                    let mut fresh = vec![T::zeroed(); data.len()];
+                    pages::populate(&mut fresh);
+                    std::hint::black_box(&mut fresh);
+                }
+                Use::OneShot => {
+                    let one_shot = sorter.insert(RadixSorter::new(ctx, data.len()));
+                    sort_as(how, one_shot, ctx, &mut data);
+                }
+                Use::Reused | Use::ReusedSlice => {
+                    let kept = sorter.as_mut().expect("a kept sorter");
+                    sort_as(how, kept, ctx, &mut data);
+                }
+            }
+            let mut time = [t.elapsed().as_secs_f64()];
+            all_reduce(ctx, &mut time, &Max); // the slowest processor's
+            (time[0], data)
         })
         .expect("bsp run failed")
-        .into_vec()
+        .into_vec();
+    let seconds = outs[0].0; // every processor holds the slowest time
+    let ok = how == Use::FreshPages || {
+        let all: Vec<T> = outs.into_iter().flat_map(|(_, d)| d).collect();
+        check(&all)
     };
-    // A kept sorter sorts every repetition in one run; otherwise each
-    // repetition has a fresh runtime (so registrations do not pile up),
-    // and its output is checked and freed before the next, as the peers'
-    // are in `time_peer`: keeping every repetition's output would leave
-    // the next one only memory that the process never used.
-    let (runs, reps_per_run) = if reuse {
-        (1, args.reps)
-    } else {
-        (args.reps, 1)
+    (seconds, ok)
+}
+
+/// Sorts `data` with `sorter` as `how` says: a `Vec` whose buffer the
+/// sorter borrows, or a slice (`ReusedSlice`).
+fn sort_as<T: Item>(how: Use, sorter: &mut RadixSorter<T>, ctx: &mut Ctx, data: &mut Vec<T>) {
+    match how {
+        Use::ReusedSlice => sorter.sort_by_key(ctx, data, |x| x.sort_key()),
+        _ => sorter.sort_vec_by_key(ctx, data, |x| x.sort_key()),
     };
-    let mut per_rep = Vec::new();
-    let mut ok = true;
-    for _ in 0..runs {
-        let outs = one_run(reps_per_run);
-        // Every processor holds the slowest times (all_reduce above).
-        per_rep.extend_from_slice(&outs[0].0);
-        if how != Use::FreshPages {
-            let all: Vec<T> = outs.into_iter().flat_map(|(_, d)| d).collect();
-            ok &= check(&all);
+}
+
+/// One row of a case: its name and one timed repetition (seconds, and
+/// whether the output was right).
+struct Contender<'a> {
+    name: &'a str,
+    once: Box<dyn Fn() -> (f64, bool) + 'a>,
+}
+
+/// A row's result: the median seconds, the median over rounds of its
+/// time over the first row's in the same round, and whether every output
+/// was right.
+struct Row {
+    name: String,
+    seconds: f64,
+    vs_first: f64,
+    ok: bool,
+}
+
+/// Runs `reps` rounds of the contenders, each round one repetition of
+/// every contender, starting one further along the list each round: a
+/// host whose speed drifts during the run then slows every row alike,
+/// and a row's ratio to the first is taken within each round.
+fn interleave(contenders: &[Contender<'_>], reps: usize, progress: &dyn Fn(&str)) -> Vec<Row> {
+    let k = contenders.len();
+    let mut times = vec![Vec::with_capacity(reps); k];
+    let mut ok = vec![true; k];
+    for round in 0..reps {
+        for j in 0..k {
+            let c = (round + j) % k;
+            progress(contenders[c].name);
+            let (s, good) = (contenders[c].once)();
+            times[c].push(s);
+            ok[c] &= good;
         }
     }
-    (upper_median(per_rep), ok)
+    (0..k)
+        .map(|c| Row {
+            name: contenders[c].name.to_owned(),
+            seconds: upper_median(times[c].clone()),
+            vs_first: upper_median((0..reps).map(|r| times[c][r] / times[0][r]).collect()),
+            ok: ok[c],
+        })
+        .collect()
 }
 
 fn run_case<T>(
@@ -345,76 +377,78 @@ where
             .as_ref()
             .is_none_or(|o| o.iter().any(|w| w == name))
     };
-    let mut rows: Vec<(String, f64, bool)> = Vec::new();
     let ours = [
         ("bsp", Use::OneShot),
         ("bsp_reused", Use::Reused),
         ("bsp_slice", Use::ReusedSlice),
         ("fresh_pages", Use::FreshPages),
     ];
-    for (name, how) in ours {
-        if wanted(name) {
-            progress.step(format!("{kind} [{dist}] n = {n}: {name}"));
-            let (s, ok) = time_bsp(&input, args, how, &stable_ok);
-            rows.push((name.to_owned(), s, ok));
-        }
+    let (input, stable_ok, keys_ok) = (&input, &stable_ok, &keys_ok);
+    let mut contenders: Vec<Contender<'_>> = Vec::new();
+    for (name, how) in ours.into_iter().filter(|(name, _)| wanted(name)) {
+        contenders.push(Contender {
+            name,
+            once: Box::new(move || time_bsp_once(input, args, how, stable_ok)),
+        });
     }
-    for (name, stable, sort) in &peers {
-        if wanted(name) {
-            let check: &dyn Fn(&[T]) -> bool = if *stable { &stable_ok } else { &keys_ok };
-            progress.step(format!("{kind} [{dist}] n = {n}: {name}"));
-            let (s, ok) = time_peer(&input, args.reps, check, sort.as_ref());
-            rows.push(((*name).to_owned(), s, ok));
-        }
+    for (name, stable, sort) in peers.iter().filter(|(name, _, _)| wanted(name)) {
+        let check: &dyn Fn(&[T]) -> bool = if *stable { stable_ok } else { keys_ok };
+        contenders.push(Contender {
+            name,
+            once: Box::new(move || time_peer_once(input, check, sort.as_ref())),
+        });
     }
+    let rows = interleave(&contenders, args.reps, &|name| {
+        progress.step(format!("{kind} [{dist}] n = {n}: {name}"));
+    });
     progress.tick();
     progress.suspend(|| print_rows(args, kind, dist, n, p, &rows));
-    rows.iter().all(|r| r.2)
+    rows.iter().all(|r| r.ok)
 }
 
-/// Prints one case's table (or JSON lines).
-fn print_rows(
-    args: &Opts,
-    kind: &str,
-    dist: Dist,
-    n: usize,
-    p: usize,
-    rows: &[(String, f64, bool)],
-) {
-    let base = rows.first().map_or(f64::NAN, |r| r.1);
+/// Prints one case's table (or JSON lines): each row's median time and
+/// the median of its per-round ratios to the first row's time (`bsp`,
+/// unless `--only` leaves it out).
+fn print_rows(args: &Opts, kind: &str, dist: Dist, n: usize, p: usize, rows: &[Row]) {
+    let first = rows.first().map_or("", |r| r.name.as_str());
     if !args.json {
         println!(
-            "\n{kind}, dist [{dist}], n = {n}, p = {p}, median of {}",
+            "\n{kind}, dist [{dist}], n = {n}, p = {p}, median of {} interleaved rounds",
             args.reps
         );
         println!(
-            "{:<26}{:>12}{:>14}{:>12}",
-            "sorter", "seconds", "Mkeys/s", "vs bsp"
+            "{:<26}{:>12}{:>14}{:>14}",
+            "sorter",
+            "seconds",
+            "Mkeys/s",
+            format!("vs {first}")
         );
     }
-    for (name, s, ok) in rows {
-        let rate = n as f64 / s;
+    for row in rows {
+        let rate = n as f64 / row.seconds;
         if args.json {
             println!(
                 "{}",
                 json!({
-                    "sorter": name,
+                    "sorter": row.name,
                     "kind": kind,
                     "dist": dist.to_string(),
                     "n": n,
                     "procs": p,
-                    "seconds": s,
+                    "seconds": row.seconds,
                     "keys_per_second": rate,
-                    "time_vs_bsp": s / base,
-                    "correct": ok,
+                    "time_vs_bsp": row.vs_first,
+                    "correct": row.ok,
                 })
             );
         } else {
-            let flag = if *ok { "" } else { "  WRONG OUTPUT" };
+            let flag = if row.ok { "" } else { "  WRONG OUTPUT" };
             println!(
-                "{name:<26}{s:>12.4}{:>14.1}{:>11.2}x{flag}",
+                "{:<26}{:>12.4}{:>14.1}{:>13.2}x{flag}",
+                row.name,
+                row.seconds,
                 rate / 1e6,
-                s / base
+                row.vs_first
             );
         }
     }
