@@ -38,6 +38,8 @@ usage: bench_sort [options]
   --kind K[,K..]      keys (u32) and/or pairs (u32 key + u32 payload) (default keys,pairs)
   --reps R            rounds, each timing every sorter once; the medians of the
                       times and of the per-round ratios are reported (default 5)
+  --base NAME         the row the ratios are against (default bsp, or the
+                      first row where bsp does not run)
   --only NAME[,..]    run only these sorters (bsp: one-shot; bsp_reused: a kept
                       sorter on a Vec; bsp_slice: a kept sorter on a slice;
                       fresh_pages: not a sort, the time to map n/p fresh
@@ -117,6 +119,7 @@ struct Opts {
     kinds: Vec<String>,
     reps: usize,
     only: Option<Vec<String>>,
+    base: String,
     router: Router,
     json: bool,
 }
@@ -124,7 +127,7 @@ struct Opts {
 fn parse_opts() -> Opts {
     let args = Args::parse(HELP, &["json"]);
     args.reject_unknown(&[
-        "n", "procs", "dist", "kind", "reps", "only", "router", "stores", "json",
+        "n", "procs", "dist", "kind", "reps", "only", "base", "router", "stores", "json",
     ]);
     args.apply_stores();
     let kinds: Vec<String> = args.list("kind", &["keys".to_owned(), "pairs".to_owned()]);
@@ -142,6 +145,7 @@ fn parse_opts() -> Opts {
         kinds,
         reps: args.list("reps", &[5])[0],
         only: args.opt::<String>("only").map(|_| args.list("only", &[])),
+        base: args.get("base", "bsp".to_owned()),
         router: args.get("router", Router::TwoPhase),
         json: args.flag("json"),
     };
@@ -259,20 +263,25 @@ struct Contender<'a> {
 }
 
 /// A row's result: the median seconds, the median over rounds of its
-/// time over the first row's in the same round, and whether every output
+/// time over the base row's in the same round, and whether every output
 /// was right.
 struct Row {
     name: String,
     seconds: f64,
-    vs_first: f64,
+    vs_base: f64,
     ok: bool,
 }
 
 /// Runs `reps` rounds of the contenders, each round one repetition of
 /// every contender, starting one further along the list each round: a
 /// host whose speed drifts during the run then slows every row alike,
-/// and a row's ratio to the first is taken within each round.
-fn interleave(contenders: &[Contender<'_>], reps: usize, progress: &dyn Fn(&str)) -> Vec<Row> {
+/// and a row's ratio to the `base` row is taken within each round.
+fn interleave(
+    contenders: &[Contender<'_>],
+    base: usize,
+    reps: usize,
+    progress: &dyn Fn(&str),
+) -> Vec<Row> {
     let k = contenders.len();
     let mut times = vec![Vec::with_capacity(reps); k];
     let mut ok = vec![true; k];
@@ -289,7 +298,7 @@ fn interleave(contenders: &[Contender<'_>], reps: usize, progress: &dyn Fn(&str)
         .map(|c| Row {
             name: contenders[c].name.to_owned(),
             seconds: upper_median(times[c].clone()),
-            vs_first: upper_median((0..reps).map(|r| times[c][r] / times[0][r]).collect()),
+            vs_base: upper_median((0..reps).map(|r| times[c][r] / times[base][r]).collect()),
             ok: ok[c],
         })
         .collect()
@@ -398,19 +407,27 @@ where
             once: Box::new(move || time_peer_once(input, check, sort.as_ref())),
         });
     }
-    let rows = interleave(&contenders, args.reps, &|name| {
+    let base = contenders
+        .iter()
+        .position(|c| c.name == args.base)
+        .unwrap_or(0);
+    let rows = interleave(&contenders, base, args.reps, &|name| {
         progress.step(format!("{kind} [{dist}] n = {n}: {name}"));
     });
     progress.tick();
-    progress.suspend(|| print_rows(args, kind, dist, n, p, &rows));
+    let base = rows.get(base).map_or("", |r| r.name.as_str());
+    progress.suspend(|| print_rows(args, (kind, dist, n, p), base, &rows));
     rows.iter().all(|r| r.ok)
 }
 
 /// Prints one case's table (or JSON lines): each row's median time and
-/// the median of its per-round ratios to the first row's time (`bsp`,
-/// unless `--only` leaves it out).
-fn print_rows(args: &Opts, kind: &str, dist: Dist, n: usize, p: usize, rows: &[Row]) {
-    let first = rows.first().map_or("", |r| r.name.as_str());
+/// the median of its per-round ratios to the `base` row's time.
+fn print_rows(
+    args: &Opts,
+    (kind, dist, n, p): (&str, Dist, usize, usize),
+    base: &str,
+    rows: &[Row],
+) {
     if !args.json {
         println!(
             "\n{kind}, dist [{dist}], n = {n}, p = {p}, median of {} interleaved rounds",
@@ -421,7 +438,7 @@ fn print_rows(args: &Opts, kind: &str, dist: Dist, n: usize, p: usize, rows: &[R
             "sorter",
             "seconds",
             "Mkeys/s",
-            format!("vs {first}")
+            format!("vs {base}")
         );
     }
     for row in rows {
@@ -437,7 +454,8 @@ fn print_rows(args: &Opts, kind: &str, dist: Dist, n: usize, p: usize, rows: &[R
                     "procs": p,
                     "seconds": row.seconds,
                     "keys_per_second": rate,
-                    "time_vs_bsp": row.vs_first,
+                    "base": base,
+                    "time_vs_base": row.vs_base,
                     "correct": row.ok,
                 })
             );
@@ -448,7 +466,7 @@ fn print_rows(args: &Opts, kind: &str, dist: Dist, n: usize, p: usize, rows: &[R
                 row.name,
                 row.seconds,
                 rate / 1e6,
-                row.vs_first
+                row.vs_base
             );
         }
     }
