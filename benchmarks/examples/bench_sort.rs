@@ -2,9 +2,9 @@
 //! (threads transport) against the sorters a Rust user would pick instead,
 //! on the same inputs in one run. The repetitions are interleaved: each
 //! round times every sorter once (starting one further along the list
-//! each round), and a row's ratio to `bsp` is the median of its ratios
-//! within a round, so that a shared host's drift slows both sides of a
-//! ratio alike. Times are medians over the rounds.
+//! each round), and a row's ratio to the base row (`bsp`, or `--base`) is
+//! the median of its ratios within a round, so that a shared host's drift
+//! slows both sides of a ratio alike. Times are medians over the rounds.
 //!
 //! ```text
 //! cargo run --release -p bsp-benchmarks --example bench_sort -- --n 16777216,67108864 --procs 2
