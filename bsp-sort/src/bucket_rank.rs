@@ -34,6 +34,9 @@ const DEFAULT_BUCKET_BITS: u32 = 10;
 
 /// The bucket widths, in bits, that [`BucketRanker::tune`] tries.
 const TUNED_BUCKET_BITS: RangeInclusive<u32> = 8..=MAX_BUCKET_BITS;
+/// Ranks per width in [`BucketRanker::tune`]: the store policy's two
+/// trials and one more with the faster way.
+const TUNE_ROUNDS: usize = 3;
 
 /// The widest bucket digit, in bits: 2^11 buckets.
 const MAX_BUCKET_BITS: u32 = 11;
@@ -185,10 +188,11 @@ impl BucketRanker {
     /// every processor passes its own keys, and all keep the same width,
     /// chosen by the slowest processor's times.
     ///
-    /// Each width ranks three times and counts its fastest time: the
-    /// scatter's store policy ([`bsp_core::expert::stores`]) tries one way
-    /// in the first, the other in the second, and the third takes the
-    /// faster again, so that one slow run does not decide. Afterwards the
+    /// Each width ranks three times, in three rounds over the widths, and
+    /// counts its fastest time: the scatter's store policy
+    /// ([`bsp_core::expert::stores`]) tries one way in a width's first
+    /// rank, the other in its second, and the third takes the faster
+    /// again, so that one slow run does not decide. Afterwards the
     /// ranker holds the ranks of `keys` under the last width tried; rank
     /// again before asking for them.
     ///
@@ -213,7 +217,7 @@ impl BucketRanker {
     /// # Cost
     ///
     /// Up to twelve [`rank`](BucketRanker::rank)s, each after a sync,
-    /// and one all-gather of a word per width.
+    /// and one all-gather of a word per width and processor.
     pub fn tune(&mut self, ctx: &mut Ctx, keys: &[u32]) -> u32 {
         // Widths with their shifts, which shrink as the widths grow: two
         // widths with the same shift bucket alike, and the first is kept.
@@ -224,20 +228,29 @@ impl BucketRanker {
         if widths.len() < 2 {
             return self.bucket_bits;
         }
-        let mut best = (u64::MAX, self.bucket_bits);
-        for (bits, _) in widths {
-            self.set_bucket_bits(bits);
-            let mut fastest = u64::MAX;
-            for _ in 0..3 {
+        // Round-robin over the widths, so that a host whose speed drifts
+        // during the tune slows every width alike.
+        let mut fastest = vec![u64::MAX; widths.len()];
+        for _ in 0..TUNE_ROUNDS {
+            for (time, &(bits, _)) in fastest.iter_mut().zip(&widths) {
+                self.set_bucket_bits(bits);
                 ctx.label("tune: start line");
                 ctx.sync();
                 let start = Instant::now();
                 self.rank(ctx, keys);
-                fastest = fastest.min(start.elapsed().as_nanos() as u64);
+                *time = (*time).min(start.elapsed().as_nanos() as u64);
             }
-            ctx.label("tune: times");
-            let slowest = self.gather.all_gather(ctx, &[fastest]);
-            let slowest = slowest.into_iter().max().unwrap_or(u64::MAX);
+        }
+        ctx.label("tune: times");
+        let rows = self.gather.all_gather(ctx, &fastest);
+        let mut best = (u64::MAX, self.bucket_bits);
+        for (i, &(bits, _)) in widths.iter().enumerate() {
+            // The slowest processor's best time with this width.
+            let slowest = rows
+                .chunks_exact(widths.len())
+                .map(|row| row[i])
+                .max()
+                .unwrap_or(u64::MAX);
             if slowest < best.0 {
                 best = (slowest, bits);
             }
