@@ -52,7 +52,7 @@ pub(crate) static REFUSE_MAPS: std::sync::atomic::AtomicBool =
     std::sync::atomic::AtomicBool::new(false);
 
 /// How many serials of freed regions [`Freed`] tells.
-const RECENT: usize = 16;
+pub(crate) const RECENT: usize = 16;
 
 /// What this process has freed: how many regions, and the serials of the
 /// last [`RECENT`] or fewer, held inline so that taking a copy (once per

@@ -8,9 +8,12 @@
 //! [`DirectPut::put_direct`] checks that the announced ranges are in bounds and
 //! pairwise disjoint over all writers, and then, on the threads transport,
 //! lends every writer mutable slices of the destinations' memory, so that
-//! each element is written exactly once, straight to its final place. Under
-//! MPI the same call stages the writes in a local buffer and delivers them
-//! with one irregular all-to-all; the results and the errors are the same.
+//! each element is written exactly once, straight to its final place. So
+//! it is under MPI on one node where every destination's part is memory
+//! the ranks map (a large coarray made by [`Ctx::coarray`]): each rank maps
+//! the others' parts and writes into them. Otherwise MPI stages the writes
+//! in a local buffer and delivers them with one irregular all-to-all; the
+//! results and the errors are the same.
 
 use std::sync::{Arc, Mutex};
 
@@ -182,7 +185,12 @@ pub trait DirectPut {
     ///
     /// On the threads transport the slices are the destinations' memory
     /// itself, so every element is written once, in place: no send buffer,
-    /// no copy at the receiver. Under MPI the slices of a processor's own
+    /// no copy at the receiver. So they are under MPI with every rank on
+    /// one node, where every processor's part of `to` is memory the
+    /// ranks map (a part of 32 KiB or more made by
+    /// [`coarray`](Ctx::coarray); not one handed over as a vector): each
+    /// rank maps the others' parts into its memory, once per part, and
+    /// writes there. Otherwise, under MPI, the slices of a processor's own
     /// pieces are its part itself; the others are a buffer laid out by
     /// destination (kept from one direct put to the next, so that its pages
     /// are faulted in once per run), whose regions are sent as they are
@@ -235,9 +243,12 @@ pub trait DirectPut {
     /// A sync (l, plus the h-relation of anything requested before it),
     /// then l for the exchange of the pieces (h = 16 bytes per piece) and
     /// two more barriers (3l). On threads the elements are written once by
-    /// their writer; under MPI they add an h-relation of their size (with
-    /// lengths known from the pieces, so no exchange of counts) and one
-    /// copy at the receiver. The direct writes are not counted in
+    /// their writer; so they are under MPI into mapped parts, after two
+    /// more all-gathers (2l) that share where the parts lie (a part is
+    /// mapped into another rank once, at its first such put). Otherwise,
+    /// under MPI, they add an h-relation of their size (with lengths known
+    /// from the pieces, so no exchange of counts) and one copy at the
+    /// receiver. The direct writes are not counted in
     /// [`stats`](Ctx::stats).
     fn put_direct<T: Pod + Send, R>(
         &mut self,
@@ -282,10 +293,21 @@ impl DirectPut for Ctx {
         ];
         let rows = self.collective(|c| c.allgather(&row));
         self.check_rows(&rows, &row);
-        let result = if shared {
-            self.write_in_place(id, &rows, pieces, &mut opened, write)
+        // Where each processor's part lies in this process: on threads the
+        // addresses of the rows; under MPI on one node, where every part
+        // is memory the other ranks map, this process's mappings of them.
+        let bases: Option<Vec<usize>> = if shared {
+            Some(rows.chunks(ROW).map(|r| r[4] as usize).collect())
+        } else if self.caps.maps_memory {
+            let bytes = part.len() * std::mem::size_of::<T>();
+            let at = part.as_ptr().cast::<u8>();
+            self.collective(|c| c.map_parts((at, bytes)))
         } else {
-            self.write_staged(id, pieces, &mut opened, write)
+            None
+        };
+        let result = match bases {
+            Some(bases) => self.write_in_place(id, &bases, pieces, &mut opened, write),
+            None => self.write_staged(id, pieces, &mut opened, write),
         };
         let local = opened.local.take().expect("present");
         self.registry.put_back(id, local);
@@ -396,12 +418,13 @@ impl Ctx {
         claims
     }
 
-    /// Threads: the pieces are checked, then written in the destinations'
-    /// memory.
+    /// Threads, and MPI where every part is mapped memory: the pieces are
+    /// checked, then written in the destinations' memory, whose addresses
+    /// in this process `bases` gives in pid order.
     fn write_in_place<T: Pod + Send, R>(
         &mut self,
         id: u32,
-        rows: &[u64],
+        bases: &[usize],
         pieces: &[DirectPiece],
         opened: &mut Opened<T>,
         write: impl FnOnce(&Ctx, &mut [&mut [T]]) -> R,
@@ -414,14 +437,16 @@ impl Ctx {
                 if piece.len == 0 {
                     return &mut [][..];
                 }
-                let base: *mut T =
-                    std::ptr::with_exposed_provenance_mut(rows[piece.dst * ROW + 4] as usize);
+                let base: *mut T = std::ptr::with_exposed_provenance_mut(bases[piece.dst]);
                 // SAFETY: `base` is the start of processor `piece.dst`'s
-                // local part of the coarray (a `Vec<T>` of the same `T`: the
+                // local part of the coarray (`T`s of the same `T`: the
                 // sync above checked the registrations, the rows the id and
-                // element size), which that processor took out of its
-                // registry before the row exchange and does not touch, move
-                // or free until every processor has passed the barrier at
+                // element size), as this process sees it: the part itself
+                // on threads, this process's shared mapping of its memory
+                // file under MPI (kept mapped until its owner reports it
+                // freed). Its owner took it out of its registry before the
+                // row exchange and does not touch, move
+                // or free it until every processor has passed the barrier at
                 // the end of this call (or ever, if the run is aborted: see
                 // `Opened`). Its owner checked that this range lies inside
                 // the part and overlaps no other piece of any processor, and

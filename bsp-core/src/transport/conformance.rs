@@ -232,6 +232,63 @@ fn an_exchange_into_mapped_memory_lands_where_mappings_are_refused() {
     });
 }
 
+/// `map_parts` of memory that other processes map: where the transport
+/// gives addresses (MPI on one node), every processor writes a byte of
+/// every other's part through them, and each finds the bytes there after
+/// a collective; where it gives none, every processor agrees. Parts that
+/// are not all mapped, or mappings refused, give none anywhere.
+#[cfg(all(feature = "mpi", target_os = "linux"))]
+#[test]
+fn mapped_parts_are_written_through_the_addresses_given() {
+    use crate::shared_memory::REFUSE_MAPS;
+    use std::sync::atomic::Ordering::Relaxed;
+    on_every_transport(|comm| {
+        let (me, p) = (comm.pid(), comm.nprocs());
+        let region = crate::shared_memory::Region::zeroed(p).expect("memfd_create");
+        let part = (region.bytes().as_ptr(), p);
+        let bases = comm.map_parts(part).expect("not aborted");
+        let agreed = comm
+            .allgather(&[u64::from(bases.is_some())])
+            .expect("not aborted");
+        assert!(
+            agreed.iter().all(|&w| w == agreed[0]),
+            "processors disagree"
+        );
+        // Under MPI on one node the ranks may map each other's memory (the
+        // exchange tests above assume it too).
+        let maps = comm.capabilities().maps_memory;
+        assert!(bases.is_some() || !maps, "no addresses on one node");
+        if let Some(bases) = bases {
+            assert_eq!(bases.len(), p);
+            assert_eq!(bases[me], part.0 as usize);
+            for (q, &base) in bases.iter().enumerate().filter(|&(q, _)| q != me) {
+                let at: *mut u8 = std::ptr::with_exposed_provenance_mut(base + me);
+                // SAFETY: `base` maps processor q's p-byte region, of which
+                // only this processor writes byte `me`, and q reads it only
+                // after the all-gather below.
+                unsafe { at.write(byte(me, q, 0)) };
+            }
+            comm.allgather(&[]).expect("not aborted");
+            for (q, &b) in region.bytes().iter().enumerate() {
+                let want = if q == me { 0 } else { byte(q, me, 0) };
+                assert_eq!(b, want, "byte {q} of processor {me}'s part");
+            }
+        }
+        // One processor's part on the heap: no addresses for anyone.
+        let heap = vec![0u8; p];
+        let part = if me == 0 {
+            (heap.as_ptr(), p)
+        } else {
+            (region.bytes().as_ptr(), p)
+        };
+        assert!(comm.map_parts(part).expect("not aborted").is_none());
+        REFUSE_MAPS.store(true, Relaxed);
+        let refused = comm.map_parts((region.bytes().as_ptr(), p));
+        REFUSE_MAPS.store(false, Relaxed);
+        assert!(refused.expect("not aborted").is_none());
+    });
+}
+
 /// Bytes of the landing buffer of `exchange_into_once`: what every other
 /// processor sends this one, and 8 bytes of gap after each.
 fn landing_len(comm: &dyn Comm) -> usize {

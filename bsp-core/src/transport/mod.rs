@@ -344,6 +344,23 @@ pub(crate) trait Comm: Send {
         }
         Ok(())
     }
+    /// Where every processor's `part` (the address and byte length of one
+    /// region of its memory, each processor its own) lies in this
+    /// process, so that this processor can write into the others' parts
+    /// itself: the addresses in pid order (this processor's own as given),
+    /// where every part lies in memory that this process can map, and
+    /// `None` otherwise (every processor answers alike). A transport
+    /// whose processors share one address space, or cannot map each
+    /// other's memory, answers `None` without a collective; otherwise
+    /// every processor calls this at the same point of the protocol.
+    ///
+    /// The addresses stay valid while the parts' owners keep them where
+    /// they are; what may be written there, and when, is the caller's
+    /// protocol (`put_direct`'s claims and barriers).
+    fn map_parts(&mut self, part: (*const u8, usize)) -> Result<Option<Vec<usize>>, Aborted> {
+        let _ = part;
+        Ok(None)
+    }
     /// What this transport can do, for the policy above it (see
     /// [`Capabilities`]); fixed for the communicator's life (the context
     /// reads it once).

@@ -438,6 +438,10 @@ impl Comm for MpiComm {
         Ok(())
     }
 
+    fn map_parts(&mut self, part: (*const u8, usize)) -> Result<Option<Vec<usize>>, Aborted> {
+        self.map_peer_parts(part)
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             shares_memory: false,

@@ -51,7 +51,7 @@ use super::MpiComm;
 use crate::error::{Error, ErrorKind};
 use crate::segments::{one_segment, segments_len, SegmentReader, Segments};
 use crate::shared_memory::{self, Freed, Peers, Place};
-use crate::transport::{Blocks, Comm, Scatter};
+use crate::transport::{Aborted, Blocks, Comm, Scatter};
 
 /// The most pieces one `process_vm_readv` call takes on either side
 /// (Linux's `IOV_MAX`).
@@ -117,6 +117,77 @@ pub(super) fn probe(comm: &impl Communicator, me: usize) -> Option<Pull> {
         peers: Peers::default(),
         last: None,
     })
+}
+
+/// Words of a rank's row in [`MpiComm::map_peer_parts`]: whether its part
+/// lies in mapped memory, the part's place (descriptor, serial, offset)
+/// and byte length, what the rank has freed (count, how many serials
+/// follow) and those serials.
+const PART_ROW: usize = 7 + shared_memory::RECENT;
+
+impl MpiComm {
+    /// `Comm::map_parts` on this transport: every rank's part mapped into
+    /// this process, where every part lies in a memory file and every rank
+    /// may map every other's (the probe of the exchange by pulls). Two
+    /// all-gathers: the parts' places, then whether every rank mapped
+    /// them all.
+    pub(super) fn map_peer_parts(
+        &mut self,
+        part: (*const u8, usize),
+    ) -> Result<Option<Vec<usize>>, Aborted> {
+        if !(self.shares_window() && self.publishes_with_rows()) {
+            return Ok(None);
+        }
+        let me = self.pid;
+        if self.pull.is_none() {
+            self.pull = Some(probe(self.comm(), me));
+        }
+        if !matches!(self.pull, Some(Some(_))) {
+            return Ok(None);
+        }
+        let mut row = [0u64; PART_ROW];
+        if let Some(place) = shared_memory::locate(part.0, part.1) {
+            let freed = shared_memory::freed();
+            let recent = freed.recent();
+            row[..7].copy_from_slice(&[
+                1,
+                place.fd as u64,
+                place.serial,
+                place.offset,
+                part.1 as u64,
+                freed.count,
+                recent.len() as u64,
+            ]);
+            row[7..7 + recent.len()].copy_from_slice(recent);
+        }
+        let rows = Comm::allgather(self, &row)?;
+        if rows.chunks(PART_ROW).any(|r| r[0] == 0) {
+            return Ok(None);
+        }
+        let Some(Some(pull)) = self.pull.as_mut() else {
+            unreachable!("bsp: probed above")
+        };
+        let mut addresses = vec![0usize; self.nprocs];
+        let mut mapped = true;
+        for (q, r) in rows.chunks(PART_ROW).enumerate() {
+            if q == me {
+                addresses[q] = part.0.expose_provenance();
+                continue;
+            }
+            let place = Place {
+                fd: r[1] as i32,
+                serial: r[2],
+                offset: r[3],
+            };
+            let freed = Freed::new(r[5], r[7..7 + r[6] as usize].iter().copied());
+            match pull.peers.map(pull.pids[q], &freed, place, r[4] as usize) {
+                Ok(at) => addresses[q] = at.expose_provenance(),
+                Err(_) => mapped = false,
+            }
+        }
+        let all = Comm::allgather(self, &[u64::from(mapped)])?;
+        Ok(all.iter().all(|&w| w == 1).then_some(addresses))
+    }
 }
 
 impl MpiComm {
