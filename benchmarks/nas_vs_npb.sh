@@ -8,7 +8,9 @@
 # NPB 3.4's IS built for the classes outside this repository (this
 # script only runs them). CLASSES defaults to "B C", REPS
 # (runs of each program per class, alternating) to 3. Prints every run's
-# Mop/s and, per class, the best of each with its ratio to bsp's; writes
+# Mop/s and, per class, the best and median of each with the ratios of
+# the bests, and each bsp run against its NPB peer's run beside it (the
+# median of those is the target's reading); writes
 # the runs as JSON lines to benchmarks/data/nas_vs_npb.jsonl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,14 +48,24 @@ for class in $CLASSES; do
 done
 python3 - "$OUT" <<'PY'
 import json, sys
+from statistics import median
 rows = [json.loads(l) for l in open(sys.argv[1])]
+THREADS, MPI = "bsp nas_is", "bsp nas_is, MPI, 2 processes"
+PEERS = {THREADS: "NPB 3.4 IS, OpenMP, 2 threads", MPI: "NPB 3.4 IS, MPI, 2 processes"}
 for c in sorted({r["class"] for r in rows}):
-    best = {}
+    runs = {}
     for r in rows:
         if r["class"] == c:
-            best[r["implementation"]] = max(best.get(r["implementation"], 0), r["mops"])
-    mine, mine_mpi = best["bsp nas_is"], best["bsp nas_is, MPI, 2 processes"]
-    print(f"class {c}, best of runs (bsp threads / this, bsp under MPI / this):")
+            runs.setdefault(r["implementation"], {})[r["run"]] = r["mops"]
+    best = {impl: max(by_run.values()) for impl, by_run in runs.items()}
+    mid = {impl: median(by_run.values()) for impl, by_run in runs.items()}
+    print(f"class {c}, best and median of runs (bsp threads / this, bsp under MPI / this, best against best):")
     for impl, m in best.items():
-        print(f"  {impl:32} {m:8.1f} Mop/s   {mine / m:5.2f}x   {mine_mpi / m:5.2f}x")
+        print(f"  {impl:32} {m:8.1f} Mop/s (median {mid[impl]:7.1f})   "
+              f"{best[THREADS] / m:5.2f}x   {best[MPI] / m:5.2f}x")
+    # The target's reading: each bsp run against its peer's run beside it.
+    for mine, peer in PEERS.items():
+        ratios = [runs[mine][k] / runs[peer][k] for k in sorted(runs[mine]) if k in runs[peer]]
+        shown = ", ".join(f"{x:.2f}" for x in ratios)
+        print(f"  {mine} / {peer}, run by run: {shown}; median {median(ratios):.2f}x")
 PY
