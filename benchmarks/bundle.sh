@@ -54,8 +54,10 @@ echo "== the OpenMP floor program, statically linked"
 # (The linker warns about dlopen in libgomp: only offloading calls it.)
 gcc -O2 -fopenmp -static benchmarks/floor/omp_barrier.c -o "$OUT/omp_barrier"
 strip "$OUT/omp_barrier"
+gcc -O3 -fopenmp -static benchmarks/floor/nas_is_floor.c -o "$OUT/nas_is_floor"
+strip "$OUT/nas_is_floor"
 
-for name in "${STATIC[@]}" omp_barrier; do
+for name in "${STATIC[@]}" omp_barrier nas_is_floor; do
     if ldd "$OUT/$name" 2>&1 | grep -q "=>"; then
         echo "bundle.sh: $OUT/$name is dynamically linked" >&2
         exit 1

@@ -10,8 +10,8 @@
 #
 # BIN_DIR is what benchmarks/bundle.sh writes (the many-core machine builds
 # nothing): bsp's harnesses bench_floor, bspbench, bench_router, bench_sort,
-# bench_collectives and the example nas_is, statically linked; omp_barrier,
-# the floor program of benchmarks/floor/; optionally is.B.x (NPB 3.4 IS
+# bench_collectives and the example nas_is, statically linked; omp_barrier
+# and nas_is_floor, the floor programs of benchmarks/floor/; optionally is.B.x (NPB 3.4 IS
 # class B, OpenMP, built outside this repository and put there by hand);
 # and optionally mpi/, the MPI builds of bspbench, bench_router and
 # bench_mpi with an Open MPI runtime and its launcher, mpi/run.
@@ -136,6 +136,11 @@ done
 # 5. NAS IS class B against NPB 3.4 IS (OpenMP), one after the other.
 for p in "${PROCS[@]}"; do
     step nas.txt "$(t_nas "$p")" "$BIN/nas_is" --class B --procs "$p" --json
+    # The same ranking in plain C (benchmarks/floor/nas_is_floor.c), at
+    # 2^9 and NPB's 2^10 buckets.
+    for bits in 9 10; do
+        OMP_NUM_THREADS=$p step nas.txt "$(t_nas "$p")" "$BIN/nas_is_floor" B "$bits"
+    done
     if [ "$HAVE_NPB" -eq 1 ]; then
         echo "NPB OpenMP threads=$p" >>"$OUT/nas.txt"
         OMP_NUM_THREADS=$p step nas.txt "$(t_nas "$p")" "$BIN/is.B.x"
