@@ -300,7 +300,10 @@ impl DirectPut for Ctx {
             Some(rows.chunks(ROW).map(|r| r[4] as usize).collect())
         } else if self.caps.maps_memory {
             let bytes = part.len() * std::mem::size_of::<T>();
-            let at = part.as_ptr().cast::<u8>();
+            // From the part's mutable pointer, as on threads: this
+            // processor's own pieces are written through the address it
+            // comes back as.
+            let at = part.as_mut_ptr().cast::<u8>().cast_const();
             self.collective(|c| c.map_parts((at, bytes)))
         } else {
             None
