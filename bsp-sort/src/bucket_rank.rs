@@ -278,7 +278,10 @@ impl BucketRanker {
     ///
     /// Two supersteps: an all-gather of the bucket counts (h = 2^10·p
     /// words) and one direct put of the keys (h = n/p keys, each written
-    /// once on threads). Local work O(n/p + max_key/p).
+    /// once on threads, and under MPI on one node). Local work O(n/p +
+    /// max_key/p). The first rank, and one whose busiest processor
+    /// receives more keys than any before, registers a receive coarray
+    /// with an eighth more room than that (collective, like the rank).
     pub fn rank(&mut self, ctx: &mut Ctx, keys: &[u32]) {
         let (p, me) = (ctx.nprocs(), ctx.pid());
         let (shift, buckets) = (self.shift, self.buckets);
