@@ -471,7 +471,9 @@ impl BucketRanker {
     ///
     /// # Cost
     ///
-    /// Local.
+    /// Local; under MPI on one node O(n/p), since
+    /// [`Ctx::release`](bsp_core::Ctx::release) copies a mapped receive
+    /// coarray out before freeing it.
     pub fn release(self, ctx: &mut Ctx) {
         ctx.release(self.recv);
         self.gather.release(ctx);
