@@ -119,7 +119,8 @@ struct Opts {
     kinds: Vec<String>,
     reps: usize,
     only: Option<Vec<String>>,
-    base: String,
+    /// `--base`, where given.
+    base: Option<String>,
     router: Router,
     json: bool,
 }
@@ -145,7 +146,7 @@ fn parse_opts() -> Opts {
         kinds,
         reps: args.list("reps", &[5])[0],
         only: args.opt::<String>("only").map(|_| args.list("only", &[])),
-        base: args.get("base", "bsp".to_owned()),
+        base: args.opt::<String>("base"),
         router: args.get("router", Router::TwoPhase),
         json: args.flag("json"),
     };
@@ -222,7 +223,8 @@ fn time_bsp_once<T: Item>(
             match how {
                 Use::FreshPages => {
                     // Freed after the clock stops, as a sort's buffers are.
-                    let fresh = mapped.insert(vec![T::zeroed(); data.len()]);
+                    // Zeroed as the sort's engine makes its buffers.
+                    let fresh = mapped.insert(bytemuck::zeroed_vec::<T>(data.len()));
                     pages::populate(fresh);
                     std::hint::black_box(fresh);
                 }
@@ -325,32 +327,26 @@ fn run_case<T>(
 where
     T: Item + rdst::RadixKey + Radixable<u32>,
 {
-    let keys: Vec<u32> = (0..args.procs)
+    let input: Vec<T> = (0..args.procs)
         .flat_map(|q| dist.keys_u32(q, args.procs, n))
-        .collect();
-    let input: Vec<T> = keys
-        .iter()
         .enumerate()
-        .map(|(i, &k)| T::make(k, i))
+        .map(|(i, k)| T::make(k, i))
         .collect();
     let mut reference = input.clone();
     reference.sort_by_key(|x| x.sort_key());
-    // Whether `part` is the sorted output from position `at` on: the
-    // same records (a stable sort), or the same keys.
+    // Whether `part` is the sorted output from position `at` on, each
+    // element `same` as the reference's: the same records (a stable
+    // sort), or the same keys.
+    let matches = |part: &[T], at: usize, same: fn(&T, &T) -> bool| {
+        (reference.get(at..at + part.len()))
+            .is_some_and(|want| want.iter().zip(part).all(|(a, b)| same(a, b)))
+    };
     let stable_ok = |part: &[T], at: usize| {
-        reference.get(at..at + part.len()).is_some_and(|want| {
-            want.iter()
-                .zip(part)
-                .all(|(a, b)| bytemuck::bytes_of(a) == bytemuck::bytes_of(b))
+        matches(part, at, |a, b| {
+            bytemuck::bytes_of(a) == bytemuck::bytes_of(b)
         })
     };
-    let keys_ok = |part: &[T], at: usize| {
-        reference.get(at..at + part.len()).is_some_and(|want| {
-            want.iter()
-                .zip(part)
-                .all(|(a, b)| a.sort_key() == b.sort_key())
-        })
-    };
+    let keys_ok = |part: &[T], at: usize| matches(part, at, |a, b| a.sort_key() == b.sort_key());
     let p = args.procs;
     type Peer<'a, T> = (&'a str, bool, Box<dyn Fn(&mut Vec<T>) + 'a>);
     let peers: Vec<Peer<'_, T>> = vec![
@@ -421,10 +417,14 @@ where
             once: Box::new(move || time_peer_once(input, check, sort.as_ref())),
         });
     }
-    let base = contenders
-        .iter()
-        .position(|c| c.name == args.base)
-        .unwrap_or(0);
+    let named = |name: &str| contenders.iter().position(|c| c.name == name);
+    let base = match &args.base {
+        Some(name) => named(name).unwrap_or_else(|| {
+            eprintln!("bench_sort: --base {name}: no sorter of that name runs (see --only)");
+            std::process::exit(2)
+        }),
+        None => named("bsp").unwrap_or(0),
+    };
     let rows = interleave(&contenders, base, args.reps, &|name| {
         progress.step(format!("{kind} [{dist}] n = {n}: {name}"));
     });
