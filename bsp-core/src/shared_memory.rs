@@ -82,6 +82,22 @@ impl Freed {
         &self.serials[..self.known]
     }
 
+    /// How it travels to another process: the count, the number of
+    /// serials known, then the serials ([`read`](Freed::read) reads it).
+    pub(crate) fn words(&self) -> impl Iterator<Item = u64> + '_ {
+        [self.count, self.known as u64]
+            .into_iter()
+            .chain(self.recent().iter().copied())
+    }
+
+    /// What [`words`](Freed::words) wrote, taken a word at a time from
+    /// `next`.
+    pub(crate) fn read(mut next: impl FnMut() -> u64) -> Freed {
+        let count = next();
+        let known = next();
+        Freed::new(count, (0..known).map(|_| next()))
+    }
+
     fn remember(&mut self, serial: u64) {
         if self.known == RECENT {
             self.serials.rotate_left(1);

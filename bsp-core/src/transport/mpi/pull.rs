@@ -126,6 +126,16 @@ pub(super) fn probe(comm: &impl Communicator, me: usize) -> Option<Pull> {
 const PART_ROW: usize = 7 + shared_memory::RECENT;
 
 impl MpiComm {
+    /// Whether this communicator's ranks may read and map each other's
+    /// memory: the probe, made (collectively) at the first call.
+    fn can_pull(&mut self) -> bool {
+        if self.pull.is_none() {
+            let me = self.pid;
+            self.pull = Some(probe(self.comm(), me));
+        }
+        matches!(self.pull, Some(Some(_)))
+    }
+
     /// `Comm::map_parts` on this transport: every rank's part mapped into
     /// this process, where every part lies in a memory file and every rank
     /// may map every other's (the probe of the exchange by pulls). Two
@@ -138,27 +148,23 @@ impl MpiComm {
         if !(self.shares_window() && self.publishes_with_rows()) {
             return Ok(None);
         }
-        let me = self.pid;
-        if self.pull.is_none() {
-            self.pull = Some(probe(self.comm(), me));
-        }
-        if !matches!(self.pull, Some(Some(_))) {
+        if !self.can_pull() {
             return Ok(None);
         }
+        let me = self.pid;
         let mut row = [0u64; PART_ROW];
         if let Some(place) = shared_memory::locate(part.0, part.1) {
-            let freed = shared_memory::freed();
-            let recent = freed.recent();
-            row[..7].copy_from_slice(&[
+            let head = [
                 1,
                 place.fd as u64,
                 place.serial,
                 place.offset,
                 part.1 as u64,
-                freed.count,
-                recent.len() as u64,
-            ]);
-            row[7..7 + recent.len()].copy_from_slice(recent);
+            ];
+            let freed = shared_memory::freed();
+            for (word, value) in row.iter_mut().zip(head.into_iter().chain(freed.words())) {
+                *word = value;
+            }
         }
         let rows = Comm::allgather(self, &row)?;
         if rows.chunks(PART_ROW).any(|r| r[0] == 0) {
@@ -179,7 +185,8 @@ impl MpiComm {
                 serial: r[2],
                 offset: r[3],
             };
-            let freed = Freed::new(r[5], r[7..7 + r[6] as usize].iter().copied());
+            let mut rest = r[5..].iter().copied();
+            let freed = Freed::read(|| rest.next().unwrap_or(0));
             match pull.peers.map(pull.pids[q], &freed, place, r[4] as usize) {
                 Ok(at) => addresses[q] = at.expose_provenance(),
                 Err(_) => mapped = false,
@@ -204,10 +211,7 @@ impl MpiComm {
         into: &Scatter,
     ) -> bool {
         let me = self.pid;
-        if self.pull.is_none() {
-            self.pull = Some(probe(self.comm(), me));
-        }
-        if !matches!(self.pull, Some(Some(_))) {
+        if !self.can_pull() {
             return false;
         }
         // What the last exchange learned serves this one only if it
@@ -407,12 +411,8 @@ impl Mail {
         let mut words = Vec::with_capacity(pairs.len() + 3 + 5 * places.len());
         words.push(pairs.len() as u64 / 2);
         words.extend(pairs);
-        words.extend([
-            places.len() as u64,
-            freed.count,
-            freed.recent().len() as u64,
-        ]);
-        words.extend(freed.recent());
+        words.push(places.len() as u64);
+        words.extend(freed.words());
         for (place, len, at) in places {
             words.extend([place.fd as u64, place.serial, place.offset, len, at]);
         }
@@ -427,9 +427,8 @@ impl Mail {
             .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")));
         let mut next = || words.next().expect("bsp: a short pull list");
         let pairs = (0..next()).map(|_| (next(), next())).collect();
-        let (count, freed_count) = (next(), next());
-        let known = next();
-        let freed = Freed::new(freed_count, (0..known).map(|_| next()));
+        let count = next();
+        let freed = Freed::read(&mut next);
         let places = (0..count)
             .map(|_| {
                 let (fd, serial, offset) = (next() as i32, next(), next());
