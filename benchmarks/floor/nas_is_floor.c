@@ -82,8 +82,7 @@ int main(int argc, char **argv)
     uint32_t *moved = malloc(n * sizeof *moved);
     uint32_t *rank = malloc(max_key * sizeof *rank);
     uint64_t *count = calloc((size_t)threads * buckets, sizeof *count);
-    uint64_t *total = calloc(buckets + 1, sizeof *total);
-    if (!keys || !moved || !rank || !count || !total) {
+    if (!keys || !moved || !rank || !count) {
         fprintf(stderr, "nas_is_floor: out of memory\n");
         return 1;
     }
@@ -104,6 +103,7 @@ int main(int argc, char **argv)
         memset(moved + lo, 0, (hi - lo) * sizeof *moved); /* map the pages */
         uint64_t *mine = count + (size_t)t * buckets;
         uint32_t **cursor = malloc(buckets * sizeof *cursor);
+        uint64_t *starts = malloc((buckets + 1) * sizeof *starts); /* this thread's copy */
         double start = 0;
         for (int it = 0; it <= ITERATIONS; it++) {
 #pragma omp barrier
@@ -120,17 +120,15 @@ int main(int argc, char **argv)
                 mine[keys[i] >> shift]++;
 #pragma omp barrier
             /* 2. Bucket starts and owners (every thread alike, redundantly). */
-            uint64_t at = 0;
+            starts[0] = 0;
             for (size_t b = 0; b < buckets; b++) {
                 uint64_t sum = 0;
                 for (int q = 0; q < threads; q++) {
                     if (q == t)
-                        cursor[b] = moved + at + sum;
+                        cursor[b] = moved + starts[b] + sum;
                     sum += count[(size_t)q * buckets + b];
                 }
-                if (t == 0)
-                    total[b] = at;
-                at += sum;
+                starts[b + 1] = starts[b] + sum;
             }
             /* Thread q takes the buckets up to where the running total
              * reaches (q + 1) N / T; this thread keeps its own run. */
@@ -141,9 +139,7 @@ int main(int argc, char **argv)
                     from_bucket = b;
                 uint64_t goal = (uint64_t)n * (q + 1) / threads;
                 while (b < buckets) {
-                    uint64_t bucket = 0;
-                    for (int r = 0; r < threads; r++)
-                        bucket += count[(size_t)r * buckets + b];
+                    uint64_t bucket = starts[b + 1] - starts[b];
                     if (seen + bucket > goal && q < threads - 1)
                         break;
                     seen += bucket;
@@ -152,8 +148,6 @@ int main(int argc, char **argv)
                 if (q == t)
                     to_bucket = b;
             }
-            if (t == 0)
-                total[buckets] = n;
 #pragma omp barrier
             /* 3. Move every key to its bucket's place. */
             for (size_t i = lo; i < hi; i++) {
@@ -162,11 +156,11 @@ int main(int argc, char **argv)
             }
 #pragma omp barrier
             /* 4. Count this thread's buckets, value by value, into ranks. */
-            uint32_t running = (uint32_t)total[from_bucket];
+            uint32_t running = (uint32_t)starts[from_bucket];
             for (size_t c = from_bucket; c < to_bucket; c++) {
                 uint32_t *win = rank + c * window;
                 memset(win, 0, window * sizeof *win);
-                const uint32_t *from = moved + total[c], *to = moved + total[c + 1];
+                const uint32_t *from = moved + starts[c], *to = moved + starts[c + 1];
                 for (const uint32_t *k = from; k < to; k++)
                     win[*k & (window - 1)]++;
                 for (size_t v = 0; v < window; v++) {
@@ -180,6 +174,7 @@ int main(int argc, char **argv)
         if (t == 0)
             seconds = omp_get_wtime() - start;
         free(cursor);
+        free(starts);
     }
 
     /* Every value's rank against a sequential count of the final keys. */
