@@ -391,8 +391,8 @@ impl BucketRanker {
     /// node its memory is then a file the other ranks map, and the direct
     /// put of the keys writes straight into it, as on threads, without a
     /// send buffer or a copy at the receiver. NAS IS class B at p = 2
-    /// under `mpirun` ran at 853–908 Mop/s, against 586–646 with a vector
-    /// (AMD-2c, BENCHMARKS.md section 13j).
+    /// under `mpirun`, 2^9 buckets, five alternated rounds: 588–723 Mop/s
+    /// against 420–559 with a vector (AMD-2c, BENCHMARKS.md section 13j).
     fn make_room(&mut self, ctx: &mut Ctx, most: usize) {
         if most <= self.room {
             return;
