@@ -5,6 +5,11 @@
 //! each round), and a row's ratio to the base row (`bsp`, or `--base`) is
 //! the median of its ratios within a round, so that a shared host's drift
 //! slows both sides of a ratio alike. Times are medians over the rounds.
+//! With `--isolate`, each repetition runs in a process of its own (this
+//! program again), so that what one row costs does not depend on the
+//! memory that the rows before it freed. Outputs are checked in O(n):
+//! keys in order (records of equal keys in input order for the stable
+//! sorts) and the same elements as the input, by an order-free digest.
 //!
 //! ```text
 //! cargo run --release -p bsp-benchmarks --example bench_sort -- --n 16777216,67108864 --procs 2
@@ -47,8 +52,18 @@ usage: bench_sort [options]
                       bsp ~ bsp_reused + fresh_pages can be read in one run)
   --router two-phase|direct   router for bsp (default two-phase)
   --stores auto|lines|plain   how bsp's scatters store (default auto)
+  --isolate           time every repetition of every sorter in a process of its
+                      own (this program run again), so that no row's memory
+                      depends on what the rows before it freed (see BENCHMARKS.md)
   --json              one JSON object per line instead of tables
   --help              this text";
+
+/// The flag with which `--isolate` runs this program again for one
+/// repetition of one sorter (`--only NAME`, one case): it prints the
+/// seconds and whether the output was right, as `CHILD_LINE seconds ok`.
+const CHILD_FLAG: &str = "child";
+/// The start of a child's answer on its standard output.
+const CHILD_LINE: &str = "bench_sort child:";
 
 /// A u32 key with a u32 payload.
 #[repr(C)]
@@ -88,6 +103,9 @@ impl rdst::RadixKey for Rec {
 trait Item: Pod + Send + Sync + PartialOrd + std::fmt::Debug {
     fn sort_key(&self) -> u32;
     fn make(key: u32, index: usize) -> Self;
+    /// The whole element as one word, ordered as a stable sort orders
+    /// the inputs that `make` builds: by key, then by input index.
+    fn word(&self) -> u64;
 }
 
 impl Item for u32 {
@@ -96,6 +114,9 @@ impl Item for u32 {
     }
     fn make(key: u32, _: usize) -> Self {
         key
+    }
+    fn word(&self) -> u64 {
+        u64::from(*self)
     }
 }
 
@@ -109,6 +130,55 @@ impl Item for Rec {
             val: index as u32,
         }
     }
+    fn word(&self) -> u64 {
+        u64::from(self.key) << 32 | u64::from(self.val)
+    }
+}
+
+/// What any sort of an input must keep: its length and an order-free
+/// digest of its elements (the sum of a mix of each element's word).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Digest {
+    len: usize,
+    sum: u64,
+}
+
+impl Digest {
+    fn of<T: Item>(parts: &[&[T]]) -> Digest {
+        let elements = parts.iter().flat_map(|part| part.iter());
+        Digest {
+            len: parts.iter().map(|part| part.len()).sum(),
+            sum: elements.fold(0, |sum: u64, x| sum.wrapping_add(mix(x.word()))),
+        }
+    }
+}
+
+/// A 64-bit mix (splitmix64's finaliser): equal sums of mixed words from
+/// two different multisets are a 2^-64 chance, not a pattern of inputs.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Whether `parts`, read in order, are a sort of the input of digest
+/// `input`: the same elements, keys never decreasing, and where `stable`
+/// the elements of equal keys in input order (their words increase).
+/// O(n), without a reference sort.
+fn sorted_from<T: Item>(parts: &[&[T]], input: Digest, stable: bool) -> bool {
+    let rank = |x: &T| {
+        if stable {
+            x.word()
+        } else {
+            u64::from(x.sort_key())
+        }
+    };
+    let mut ranks = parts.iter().flat_map(|part| part.iter()).map(rank);
+    let first = ranks.next().unwrap_or(0);
+    let in_order = ranks
+        .try_fold(first, |prev, r| (r >= prev).then_some(r))
+        .is_some();
+    in_order && Digest::of(parts) == input
 }
 
 /// What the benchmark needs from the command line.
@@ -123,12 +193,18 @@ struct Opts {
     base: Option<String>,
     router: Router,
     json: bool,
+    isolate: bool,
+    /// Where this run is one repetition for `--isolate`.
+    child: bool,
+    /// `--router` and `--stores` as given, for the children.
+    passed_on: Vec<String>,
 }
 
 fn parse_opts() -> Opts {
-    let args = Args::parse(HELP, &["json"]);
+    let args = Args::parse(HELP, &["json", "isolate", CHILD_FLAG]);
     args.reject_unknown(&[
         "n", "procs", "dist", "kind", "reps", "only", "base", "router", "stores", "json",
+        "isolate", CHILD_FLAG,
     ]);
     args.apply_stores();
     let kinds: Vec<String> = args.list("kind", &["keys".to_owned(), "pairs".to_owned()]);
@@ -149,26 +225,39 @@ fn parse_opts() -> Opts {
         base: args.opt::<String>("base"),
         router: args.get("router", Router::TwoPhase),
         json: args.flag("json"),
+        isolate: args.flag("isolate"),
+        child: args.flag(CHILD_FLAG),
+        passed_on: ["router", "stores"]
+            .into_iter()
+            .filter_map(|name| {
+                let value = args.opt::<String>(name)?;
+                Some([format!("--{name}"), value])
+            })
+            .flatten()
+            .collect(),
     };
     if opts.procs == 0 || opts.reps == 0 {
         args.fail("--procs and --reps must be at least 1");
+    }
+    if opts.child && opts.only.as_ref().is_none_or(|only| only.len() != 1) {
+        args.fail("--child runs one sorter: give it with --only");
     }
     opts
 }
 
 /// Times `sort` once on a fresh copy of `input`; returns the seconds and
 /// whether the output was right (checked, and freed, untimed). `check`
-/// says whether a part of the output is right from a position on.
+/// says whether the output, in parts, is right.
 fn time_peer_once<T: Item>(
     input: &[T],
-    check: &dyn Fn(&[T], usize) -> bool,
+    check: &dyn Fn(&[&[T]]) -> bool,
     sort: &dyn Fn(&mut Vec<T>),
 ) -> (f64, bool) {
     let mut v = input.to_vec();
     let t = Instant::now();
     sort(&mut v);
     let s = t.elapsed().as_secs_f64();
-    (s, v.len() == input.len() && check(&v, 0))
+    (s, check(&[&v]))
 }
 
 /// How the benchmark calls this project's sort.
@@ -202,7 +291,7 @@ fn time_bsp_once<T: Item>(
     input: &[T],
     args: &Opts,
     how: Use,
-    check: &dyn Fn(&[T], usize) -> bool,
+    check: &dyn Fn(&[&[T]]) -> bool,
 ) -> (f64, bool) {
     let reuse = matches!(how, Use::Reused | Use::ReusedSlice);
     let p = args.procs;
@@ -243,19 +332,11 @@ fn time_bsp_once<T: Item>(
         })
         .expect("bsp run failed")
         .into_vec();
-    let seconds = outs[0].0; // every processor holds the slowest time
-                             // Each processor's part checked where it lies, in pid order: no copy
-                             // of the whole output (which the peers' checks do not make either).
-    let ok = how == Use::FreshPages || {
-        let mut at = 0;
-        let mut right = true;
-        for (_, part) in &outs {
-            right &= check(part, at);
-            at += part.len();
-        }
-        right && at == input.len()
-    };
-    (seconds, ok)
+    // Every processor holds the slowest time. The parts are checked where
+    // they lie, in pid order, without a copy of the whole output.
+    let seconds = outs[0].0;
+    let parts: Vec<&[T]> = outs.iter().map(|(_, part)| &part[..]).collect();
+    (seconds, how == Use::FreshPages || check(&parts))
 }
 
 /// Sorts `data` with `sorter` as `how` says: a `Vec` whose buffer the
@@ -316,6 +397,33 @@ fn interleave(
         .collect()
 }
 
+/// One repetition of sorter `name` on case (`kind`, `dist`, `n`), run
+/// by this program in a process of its own (`--isolate`): the seconds
+/// and whether the output was right, as the child reports them.
+fn time_in_child(args: &Opts, (kind, dist, n): (&str, Dist, usize), name: &str) -> (f64, bool) {
+    let exe = std::env::current_exe().expect("bench_sort: cannot find its own executable");
+    let output = std::process::Command::new(exe)
+        .args(["--n", &n.to_string(), "--procs", &args.procs.to_string()])
+        .args(["--dist", &dist.to_string(), "--kind", kind, "--only", name])
+        .args(["--reps", "1", "--json", &format!("--{CHILD_FLAG}")])
+        .args(&args.passed_on)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .expect("bench_sort: cannot run a child");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let answer = stdout.lines().find_map(|line| {
+        let mut words = line.strip_prefix(CHILD_LINE)?.split_whitespace();
+        Some((words.next()?.parse().ok()?, words.next()?.parse().ok()?))
+    });
+    answer.unwrap_or_else(|| {
+        eprintln!(
+            "bench_sort: the child for {name} ({kind} [{dist}], n = {n}) gave no answer ({})",
+            output.status
+        );
+        std::process::exit(1)
+    })
+}
+
 fn run_case<T>(
     args: &Opts,
     kind: &str,
@@ -327,26 +435,19 @@ fn run_case<T>(
 where
     T: Item + rdst::RadixKey + Radixable<u32>,
 {
-    let input: Vec<T> = (0..args.procs)
-        .flat_map(|q| dist.keys_u32(q, args.procs, n))
-        .enumerate()
-        .map(|(i, k)| T::make(k, i))
-        .collect();
-    let mut reference = input.clone();
-    reference.sort_by_key(|x| x.sort_key());
-    // Whether `part` is the sorted output from position `at` on, each
-    // element `same` as the reference's: the same records (a stable
-    // sort), or the same keys.
-    let matches = |part: &[T], at: usize, same: fn(&T, &T) -> bool| {
-        (reference.get(at..at + part.len()))
-            .is_some_and(|want| want.iter().zip(part).all(|(a, b)| same(a, b)))
+    // Under `--isolate` the children build the input, each its own.
+    let input: Vec<T> = if args.isolate {
+        Vec::new()
+    } else {
+        (0..args.procs)
+            .flat_map(|q| dist.keys_u32(q, args.procs, n))
+            .enumerate()
+            .map(|(i, k)| T::make(k, i))
+            .collect()
     };
-    let stable_ok = |part: &[T], at: usize| {
-        matches(part, at, |a, b| {
-            bytemuck::bytes_of(a) == bytemuck::bytes_of(b)
-        })
-    };
-    let keys_ok = |part: &[T], at: usize| matches(part, at, |a, b| a.sort_key() == b.sort_key());
+    let digest = Digest::of(&[&input]);
+    let stable_ok = move |parts: &[&[T]]| sorted_from(parts, digest, true);
+    let keys_ok = move |parts: &[&[T]]| sorted_from(parts, digest, false);
     let p = args.procs;
     type Peer<'a, T> = (&'a str, bool, Box<dyn Fn(&mut Vec<T>) + 'a>);
     let peers: Vec<Peer<'_, T>> = vec![
@@ -411,11 +512,23 @@ where
         });
     }
     for (name, stable, sort) in peers.iter().filter(|(name, _, _)| wanted(name)) {
-        let check: &dyn Fn(&[T], usize) -> bool = if *stable { stable_ok } else { keys_ok };
+        let check: &dyn Fn(&[&[T]]) -> bool = if *stable { stable_ok } else { keys_ok };
         contenders.push(Contender {
             name,
             once: Box::new(move || time_peer_once(input, check, sort.as_ref())),
         });
+    }
+    if args.child {
+        // One repetition of the one sorter `--only` names, for a parent.
+        let (seconds, ok) = contenders.first().map_or((0.0, false), |c| (c.once)());
+        println!("{CHILD_LINE} {seconds} {ok}");
+        return ok;
+    }
+    if args.isolate {
+        for c in &mut contenders {
+            let name = c.name;
+            c.once = Box::new(move || time_in_child(args, (kind, dist, n), name));
+        }
     }
     let named = |name: &str| contenders.iter().position(|c| c.name == name);
     let base = match &args.base {
