@@ -381,7 +381,7 @@ pub fn all_to_all_hypercube<T: Pod + Send>(ctx: &mut Ctx, data: &[T]) -> Vec<T> 
         blocks = Some(gathered);
         done |= bit;
     }
-    ctx.release(inbox);
+    ctx.discard(inbox);
     // Every block held is now for this processor, sorted by (destination,
     // source): in source order, as the result wants them.
     debug_assert!(held.iter().enumerate().all(|(n, &key)| key == (me, n)));

@@ -443,5 +443,5 @@ pub fn all_reduce_hypercube<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &mut [
             data.copy_from_slice(ctx.local(&inbox));
         }
     }
-    ctx.release(inbox);
+    ctx.discard(inbox);
 }

@@ -187,7 +187,7 @@ fn parts_hypercube<T: Pod + Send, O: Op<T>>(ctx: &mut Ctx, data: &[T], op: &O) -
             (below, total)
         }
     };
-    ctx.release(inbox);
+    ctx.discard(inbox);
     parts
 }
 

@@ -502,12 +502,12 @@ impl Registry {
         &mut self,
         id: u32,
         superstep: usize,
-    ) -> Result<Vec<T>, Unusable> {
+    ) -> Result<Part<T>, Unusable> {
         self.array::<T>(id)?;
         let Entry::Array(storage) = self.release(id, superstep) else {
             unreachable!("checked above")
         };
-        Ok(Part::<T>::of(storage).expect("checked above").into_vec())
+        Ok(Part::<T>::of(storage).expect("checked above"))
     }
 
     /// Releases queue `id` in `superstep`, dropping the messages not taken.
@@ -610,7 +610,10 @@ mod tests {
         assert_eq!(a.inbox(x).err(), Some(Unusable::Foreign));
         assert_eq!(a.array::<u32>(99).unwrap_err(), Unusable::Foreign);
         a.array_mut::<u32>(x).unwrap()[0] = 7;
-        assert_eq!(a.release_array::<u32>(x, 3).unwrap(), vec![7, 2, 3]);
+        assert_eq!(
+            a.release_array::<u32>(x, 3).unwrap().into_vec(),
+            vec![7, 2, 3]
+        );
         assert_eq!(a.array::<u32>(x).unwrap_err(), Unusable::Released(3));
         assert_eq!(a.name_of(q), "queue<u8>");
         assert_eq!(a.history(), "coarray<u32>, queue<u8>, release #0");

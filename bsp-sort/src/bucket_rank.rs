@@ -399,7 +399,7 @@ impl BucketRanker {
         }
         self.room = most + most / 8;
         let old = std::mem::replace(&mut self.recv, ctx.coarray::<u32>(self.room));
-        ctx.release(old);
+        ctx.discard(old);
     }
 
     /// The key values whose ranks this processor knows (after a
@@ -471,11 +471,9 @@ impl BucketRanker {
     ///
     /// # Cost
     ///
-    /// Local; under MPI on one node O(n/p), since
-    /// [`Ctx::release`](bsp_core::Ctx::release) copies a mapped receive
-    /// coarray out before freeing it.
+    /// Local: frees the receive buffer (about n/p keys) and p·2^11 words.
     pub fn release(self, ctx: &mut Ctx) {
-        ctx.release(self.recv);
+        ctx.discard(self.recv);
         self.gather.release(ctx);
     }
 }

@@ -21,7 +21,7 @@
 
 use bsp_core::expert::line_writer::LineWriter;
 use bsp_core::expert::{pages, prefetch, whole, DirectPiece, DirectPut};
-use bsp_core::{Coarray, Ctx};
+use bsp_core::{Coarray, Ctx, Transport};
 use bytemuck::Pod;
 
 use crate::cache_size;
@@ -87,6 +87,10 @@ pub(crate) struct Engine<T> {
     /// registration so that every processor sizes digits alike (under MPI
     /// on unlike hosts too).
     pub(crate) cache_bytes: u64,
+    /// Whether `cur` and `next` are vectors, which
+    /// [`swap_current`](Engine::swap_current) trades without a copy (not
+    /// under MPI on one node, where they are memory the ranks map).
+    pub(crate) swappable: bool,
     /// The local sequence after the last pass.
     pub(crate) cur: Coarray<T>,
     /// Where the keys of the running pass land.
@@ -120,11 +124,19 @@ impl<T: Pod + Send> Engine<T> {
     pub(crate) fn new(ctx: &mut Ctx, local_len: usize, max_radix: usize) -> Self {
         assert!(max_radix >= 1, "bsp-sort: the radix must be at least 1");
         let p = ctx.nprocs();
-        // Vectors, not `coarray`'s memory that MPI peers map: the passes
-        // swap them with the caller's vectors (`swap_current`) and the
-        // release hands one back, each without a copy only for a vector.
-        let cur = ctx.coarray_from(bytemuck::zeroed_vec::<T>(local_len));
-        let next = ctx.coarray_from(bytemuck::zeroed_vec::<T>(local_len));
+        // Under MPI on one node, memory the other ranks map (`coarray`),
+        // so that a direct put writes each key straight into its place
+        // there too; elsewhere vectors, which `swap_current` trades with
+        // a caller's vector without a copy.
+        let mapped = ctx.transport() != Transport::Threads && ctx.on_one_node();
+        let buffer = |ctx: &mut Ctx| {
+            if mapped {
+                ctx.coarray::<T>(local_len)
+            } else {
+                ctx.coarray_from(bytemuck::zeroed_vec::<T>(local_len))
+            }
+        };
+        let (cur, next) = (buffer(ctx), buffer(ctx));
         let tran = ctx.coarray::<u64>(p * max_radix.div_ceil(p));
         let scans = ctx.coarray::<u64>(2 * max_radix);
         let gather = GatherArea::new(ctx, p.max(4));
@@ -137,6 +149,7 @@ impl<T: Pod + Send> Engine<T> {
         Engine {
             bounds,
             cache_bytes,
+            swappable: !mapped,
             cur,
             next,
             cur_mapped: false,
@@ -402,10 +415,10 @@ impl<T: Pod + Send> Engine<T> {
     /// Releases every coarray of the engine (collective).
     pub(crate) fn release(self, ctx: &mut Ctx) {
         for a in [self.cur, self.next] {
-            ctx.release(a);
+            ctx.discard(a);
         }
-        ctx.release(self.tran);
-        ctx.release(self.scans);
+        ctx.discard(self.tran);
+        ctx.discard(self.scans);
         self.gather.release(ctx);
     }
 

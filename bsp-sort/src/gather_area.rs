@@ -21,7 +21,7 @@ impl GatherArea {
 
     /// Releases the area (collective).
     pub(crate) fn release(self, ctx: &mut Ctx) {
-        ctx.release(self.area);
+        ctx.discard(self.area);
     }
 
     /// Every processor contributes `row` (the same length everywhere, at

@@ -308,15 +308,15 @@ impl<T: Pod + Send> Engine<T> {
                 sort_segment(seg, &mut tmp, &mut counts, local, radix);
             }
         }
-        let sorted = ctx.release(area);
         for s in straddlers.iter().filter(|s| s.leader == me) {
             for q in owner(s.start)..=owner(s.end - 1) {
                 let (a, b) = (s.start.max(bounds[q]), s.end.min(bounds[q + 1]));
-                let part = &sorted[s.at + (a - s.start)..s.at + (b - s.start)];
-                ctx.put(q, &cur, a - bounds[q], part);
+                let part = s.at + (a - s.start)..s.at + (b - s.start);
+                ctx.put_from(q, &cur, a - bounds[q], &area, part);
             }
         }
         ctx.sync();
+        ctx.discard(area);
         if let Some(out) = out {
             let keys = ctx.local(&cur);
             for part in straddlers.iter().filter_map(|s| s.part_in(lo, hi)) {

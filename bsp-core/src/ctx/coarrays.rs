@@ -238,6 +238,43 @@ impl Ctx {
     /// [`coarray`](Ctx::coarray) under MPI on one node, O(n): the part is
     /// copied into the returned vector.
     pub fn release<T: Pod + Send>(&mut self, a: Coarray<T>) -> Vec<T> {
+        self.release_part(a).into_vec()
+    }
+
+    /// Releases `a` as [`release`](Ctx::release) does, and drops its
+    /// local part instead of handing it back: for a coarray whose contents
+    /// are no longer wanted (a receive buffer, scratch space).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = bsp_core::run(2, |ctx| {
+    ///     let scratch = ctx.coarray::<u64>(1 << 16);
+    ///     ctx.put(1 - ctx.pid(), &scratch, 0, &[7]);
+    ///     ctx.sync();
+    ///     let got = ctx.local(&scratch)[0];
+    ///     ctx.discard(scratch);
+    ///     got
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out.all(), Some(&[7, 7][..]));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// As [`release`](Ctx::release).
+    ///
+    /// # Cost
+    ///
+    /// Local, O(1) plus freeing the memory, whatever made the part (where
+    /// `release` copies a mapped part out, this copies nothing).
+    pub fn discard<T: Pod + Send>(&mut self, a: Coarray<T>) {
+        drop(self.release_part(a));
+    }
+
+    /// Takes `a` out of the registry for [`release`](Ctx::release) and
+    /// [`discard`](Ctx::discard).
+    fn release_part<T: Pod + Send>(&mut self, a: Coarray<T>) -> Part<T> {
         let id = self.id_of(&a);
         if self.lending.contains(&id) {
             let msg = format!(
