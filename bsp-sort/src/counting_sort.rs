@@ -21,7 +21,7 @@
 
 use bsp_core::expert::line_writer::LineWriter;
 use bsp_core::expert::{pages, prefetch, whole, DirectPiece, DirectPut};
-use bsp_core::{Coarray, Ctx, Transport};
+use bsp_core::{Coarray, Ctx};
 use bytemuck::Pod;
 
 use crate::cache_size;
@@ -87,10 +87,6 @@ pub(crate) struct Engine<T> {
     /// registration so that every processor sizes digits alike (under MPI
     /// on unlike hosts too).
     pub(crate) cache_bytes: u64,
-    /// Whether `cur` and `next` are vectors, which
-    /// [`swap_current`](Engine::swap_current) trades without a copy (not
-    /// under MPI on one node, where they are memory the ranks map).
-    pub(crate) swappable: bool,
     /// The local sequence after the last pass.
     pub(crate) cur: Coarray<T>,
     /// Where the keys of the running pass land.
@@ -124,19 +120,14 @@ impl<T: Pod + Send> Engine<T> {
     pub(crate) fn new(ctx: &mut Ctx, local_len: usize, max_radix: usize) -> Self {
         assert!(max_radix >= 1, "bsp-sort: the radix must be at least 1");
         let p = ctx.nprocs();
-        // Under MPI on one node, memory the other ranks map (`coarray`),
-        // so that a direct put writes each key straight into its place
-        // there too; elsewhere vectors, which `swap_current` trades with
-        // a caller's vector without a copy.
-        let mapped = ctx.transport() != Transport::Threads && ctx.on_one_node();
-        let buffer = |ctx: &mut Ctx| {
-            if mapped {
-                ctx.coarray::<T>(local_len)
-            } else {
-                ctx.coarray_from(bytemuck::zeroed_vec::<T>(local_len))
-            }
-        };
-        let (cur, next) = (buffer(ctx), buffer(ctx));
+        // Vectors, not `coarray`'s memory that MPI peers map: the passes
+        // swap them with the caller's vectors (`swap_current`), without a
+        // copy only for a vector. (Mapped buffers, written in place by the direct puts under
+        // `mpirun`, left a kept sorter of 2^26 keys level, 0.245-0.258 s
+        // against 0.238-0.279: the sorted keys must then be copied out of
+        // them; AMD-2c, BENCHMARKS.md section 13k.)
+        let cur = ctx.coarray_from(bytemuck::zeroed_vec::<T>(local_len));
+        let next = ctx.coarray_from(bytemuck::zeroed_vec::<T>(local_len));
         let tran = ctx.coarray::<u64>(p * max_radix.div_ceil(p));
         let scans = ctx.coarray::<u64>(2 * max_radix);
         let gather = GatherArea::new(ctx, p.max(4));
@@ -149,7 +140,6 @@ impl<T: Pod + Send> Engine<T> {
         Engine {
             bounds,
             cache_bytes,
-            swappable: !mapped,
             cur,
             next,
             cur_mapped: false,

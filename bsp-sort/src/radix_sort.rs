@@ -263,11 +263,6 @@ impl<T: Pod + Send> RadixSorter<T> {
     /// sorted keys come back in one of the sorter's buffers, and `data`'s
     /// old buffer stays with the sorter). The fastest way to sort.
     ///
-    /// Under MPI with every rank on one node, the sorter's buffers are
-    /// memory the ranks map (so that each key is written straight into
-    /// its place on the rank that receives it), which a `Vec` cannot
-    /// hold; there this sorts `data` in place, as `sort_by_key` does.
-    ///
     /// # Examples
     ///
     /// ```
@@ -294,9 +289,6 @@ impl<T: Pod + Send> RadixSorter<T> {
         data: &mut Vec<T>,
         key: impl Fn(&T) -> K + Copy,
     ) -> SortInfo {
-        if !self.engine.swappable {
-            return self.sort_by_key(ctx, data, key);
-        }
         let (mut info, counted) = self.plan(ctx, data, key);
         if info.passes.is_empty() {
             return info;
