@@ -133,6 +133,125 @@ fn a_direct_put_into_a_large_coarray_lands_in_place() {
     });
 }
 
+/// Processor j's part for the kept-range tests: `keeping_len(j, large)`
+/// elements, of which it keeps `keeping_len / 2 + j..` (its own data, read
+/// by its writer) and the others write the front.
+fn keeping_len(j: usize, large: bool) -> usize {
+    if large {
+        (1 << 13) + 5 * j // u64s: 64 KiB and more, memory the ranks map under MPI
+    } else {
+        9 + 3 * j
+    }
+}
+
+/// The first element processor j keeps.
+fn kept_from(j: usize, large: bool) -> usize {
+    keeping_len(j, large) / 2 + j
+}
+
+/// What writer `s` writes at element `i` of `dst`'s front: a value that
+/// depends on what it read in its own kept range (element `i % kept`).
+fn keeping_value(s: usize, dst: usize, i: usize, large: bool) -> u64 {
+    let (from, len) = (kept_from(s, large), keeping_len(s, large));
+    let read = initial(s, from + i % (len - from));
+    read ^ value(s, dst, i)
+}
+
+/// The part's elements before the put.
+fn initial(j: usize, i: usize) -> u64 {
+    value(j, j, i) + 1
+}
+
+#[test]
+fn a_kept_range_is_read_while_the_rest_is_written() {
+    on_runtimes(120, &[1, 2, 3, 5], |rt| {
+        for large in [false, true] {
+            check(
+                rt,
+                move |ctx| {
+                    let (s, p) = (ctx.pid(), ctx.nprocs());
+                    let n = keeping_len(s, large);
+                    let a = if large {
+                        let a = ctx.coarray::<u64>(n);
+                        for (i, x) in ctx.local_mut(&a).iter_mut().enumerate() {
+                            *x = initial(s, i);
+                        }
+                        a
+                    } else {
+                        ctx.coarray_from((0..n).map(|i| initial(s, i)).collect())
+                    };
+                    // Writer s writes its share of every processor's front.
+                    let pieces: Vec<DirectPiece> = (0..p)
+                        .map(|dst| {
+                            let front = kept_from(dst, large);
+                            let (b, e) = (front * s / p, front * (s + 1) / p);
+                            DirectPiece {
+                                dst,
+                                offset: b,
+                                len: e - b,
+                            }
+                        })
+                        .collect();
+                    let kept = kept_from(s, large)..n;
+                    ctx.put_direct_keeping(&a, &pieces, kept, |_, kept, slices| {
+                        for (piece, slice) in pieces.iter().zip(slices.iter_mut()) {
+                            for (k, x) in slice.iter_mut().enumerate() {
+                                let i = piece.offset + k;
+                                *x = kept[i % kept.len()] ^ value(s, piece.dst, i);
+                            }
+                        }
+                    });
+                    ctx.local(&a).to_vec()
+                },
+                move |p, j| {
+                    let front = kept_from(j, large);
+                    (0..keeping_len(j, large))
+                        .map(|i| {
+                            if i < front {
+                                let s = (0..p).find(|&s| i < front * (s + 1) / p).unwrap();
+                                keeping_value(s, j, i, large)
+                            } else {
+                                initial(j, i)
+                            }
+                        })
+                        .collect::<Vec<u64>>()
+                },
+            );
+        }
+    });
+}
+
+#[test]
+fn a_piece_over_a_kept_range_or_a_kept_range_past_the_end_ends_the_run() {
+    if under_mpi() {
+        return;
+    }
+    // Processor 1 writes element 3 of processor 0, which keeps 2..4.
+    let err = error_of(2, |ctx| {
+        let a = ctx.coarray::<u32>(4);
+        let pieces = [DirectPiece {
+            dst: 0,
+            offset: 3,
+            len: ctx.pid(),
+        }];
+        let kept = if ctx.pid() == 0 { 2..4 } else { 0..0 };
+        ctx.put_direct_keeping(&a, &pieces, kept, |_, _, _| ());
+    });
+    out_of_bounds(
+        &err,
+        1,
+        1,
+        "elements 3..4 of coarray #0 on processor 0, which processor 0 keeps reading",
+    );
+    // Processor 1 keeps elements past its part.
+    let err = error_of(2, |ctx| {
+        let a = ctx.coarray::<u32>(4);
+        let kept = if ctx.pid() == 1 { 3..6 } else { 0..0 };
+        ctx.put_direct_keeping(&a, &[], kept, |_, _, _| ());
+    });
+    out_of_bounds(&err, 1, 1, "processor 1 keeps elements 3..6");
+}
+
 /// What processor `j`'s part holds after the direct puts of every
 /// writer's `pieces(p, s, seed)`, each element `value` converted by `to`,
 /// over a part of `fill`.

@@ -15,6 +15,7 @@
 //! in a local buffer and delivers them with one irregular all-to-all; the
 //! results and the errors are the same.
 
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use bytemuck::Pod;
@@ -140,29 +141,40 @@ fn words_of(segments: &[Bytes]) -> Vec<u64> {
 
 /// Checks the claims on one processor's part, `local_len` elements long:
 /// `claims` lists, by writer pid ascending, the (offset, length) words of
-/// each writer. Returns the verdict words.
-fn judge(claims: &[(usize, Vec<u64>)], local_len: usize) -> [u64; VERDICT] {
+/// each writer; `kept`, the range the part's owner keeps reading
+/// ([`DirectPut::put_direct_keeping`]), which no claim may overlap.
+/// Returns the verdict words.
+fn judge(claims: &[(usize, Vec<u64>)], local_len: usize, kept: &Range<usize>) -> [u64; VERDICT] {
+    let local = local_len as u64;
+    if kept.end > local_len {
+        return [4, 0, kept.start as u64, kept.len() as u64, 0, local];
+    }
+    // (offset, length, writer, whether it is the kept range)
     let mut ranges = Vec::new();
+    if !kept.is_empty() {
+        ranges.push((kept.start as u64, kept.len() as u64, u64::MAX, true));
+    }
     for (writer, words) in claims {
         for pair in words.chunks_exact(2) {
             let (offset, len) = (pair[0], pair[1]);
             if len == 0 {
                 continue;
             }
-            if offset
-                .checked_add(len)
-                .is_none_or(|end| end > local_len as u64)
-            {
-                return [1, *writer as u64, offset, len, 0, local_len as u64];
+            if offset.checked_add(len).is_none_or(|end| end > local) {
+                return [1, *writer as u64, offset, len, 0, local];
             }
-            ranges.push((offset, len, *writer as u64));
+            ranges.push((offset, len, *writer as u64, false));
         }
     }
     ranges.sort_unstable();
     for w in ranges.windows(2) {
-        let ((a, la, wa), (b, lb, wb)) = (w[0], w[1]);
+        let ((a, la, wa, ka), (b, lb, wb, kb)) = (w[0], w[1]);
         if a + la > b {
-            return [2, wb.max(wa), b, lb, wa.min(wb), local_len as u64];
+            return match (ka, kb) {
+                (true, _) => [3, wb, b, lb, 0, local],
+                (_, true) => [3, wa, a, la, 0, local],
+                _ => [2, wb.max(wa), b, lb, wa.min(wb), local],
+            };
         }
     }
     [0; VERDICT]
@@ -256,6 +268,53 @@ pub trait DirectPut {
         pieces: &[DirectPiece],
         write: impl FnOnce(&Ctx, &mut [&mut [T]]) -> R,
     ) -> R;
+
+    /// [`put_direct`](DirectPut::put_direct) into a coarray whose local
+    /// part the writer also reads: `write` gets, besides the slices of its
+    /// pieces, elements `kept` of this processor's own part of `to`,
+    /// which no piece of any processor may overlap (checked with the
+    /// pieces). A pass that moves keys within the memory they occupy uses
+    /// it: each processor reads the keys it still has to send from the
+    /// part of its buffer that it keeps, while the others write into the
+    /// part it has already read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_core::expert::{DirectPiece, DirectPut};
+    ///
+    /// // Each processor sends the last two elements of its part to the
+    /// // first two of the next one's, reading them where they are.
+    /// let out = bsp_core::run(3, |ctx| {
+    ///     let (s, p) = (ctx.pid(), ctx.nprocs());
+    ///     let a = ctx.coarray_from(vec![10 * s as u32, 10 * s as u32 + 1, 10 * s as u32 + 2, 10 * s as u32 + 3]);
+    ///     let pieces = [DirectPiece { dst: (s + 1) % p, offset: 0, len: 2 }];
+    ///     ctx.put_direct_keeping(&a, &pieces, 2..4, |_, kept, slices| {
+    ///         slices[0].copy_from_slice(kept);
+    ///     });
+    ///     ctx.local(&a).to_vec()
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out.get(0), Some(&vec![22, 23, 2, 3]));
+    /// assert_eq!(out.get(1), Some(&vec![2, 3, 12, 13]));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// As [`put_direct`](DirectPut::put_direct); also ends the run with
+    /// [`ErrorKind::OutOfBounds`] when `kept` runs past this processor's
+    /// part, or a piece overlaps the range its destination keeps.
+    ///
+    /// # Cost
+    ///
+    /// As [`put_direct`](DirectPut::put_direct).
+    fn put_direct_keeping<T: Pod + Send, R>(
+        &mut self,
+        to: &Coarray<T>,
+        pieces: &[DirectPiece],
+        kept: Range<usize>,
+        write: impl FnOnce(&Ctx, &[T], &mut [&mut [T]]) -> R,
+    ) -> R;
 }
 
 impl DirectPut for Ctx {
@@ -264,6 +323,30 @@ impl DirectPut for Ctx {
         to: &Coarray<T>,
         pieces: &[DirectPiece],
         write: impl FnOnce(&Ctx, &mut [&mut [T]]) -> R,
+    ) -> R {
+        self.direct(to, pieces, 0..0, |ctx, _, slices| write(ctx, slices))
+    }
+
+    fn put_direct_keeping<T: Pod + Send, R>(
+        &mut self,
+        to: &Coarray<T>,
+        pieces: &[DirectPiece],
+        kept: Range<usize>,
+        write: impl FnOnce(&Ctx, &[T], &mut [&mut [T]]) -> R,
+    ) -> R {
+        self.direct(to, pieces, kept, write)
+    }
+}
+
+impl Ctx {
+    /// [`DirectPut::put_direct_keeping`], and with nothing kept
+    /// [`DirectPut::put_direct`].
+    fn direct<T: Pod + Send, R>(
+        &mut self,
+        to: &Coarray<T>,
+        pieces: &[DirectPiece],
+        kept: Range<usize>,
+        write: impl FnOnce(&Ctx, &[T], &mut [&mut [T]]) -> R,
     ) -> R {
         for piece in pieces {
             self.check_pid("put_direct", piece.dst);
@@ -309,16 +392,14 @@ impl DirectPut for Ctx {
             None
         };
         let result = match bases {
-            Some(bases) => self.write_in_place(id, &bases, pieces, &mut opened, write),
-            None => self.write_staged(id, pieces, &mut opened, write),
+            Some(bases) => self.write_in_place(id, &bases, pieces, kept, &mut opened, write),
+            None => self.write_staged(id, pieces, kept, &mut opened, write),
         };
         let local = opened.local.take().expect("present");
         self.registry.put_back(id, local);
         result
     }
-}
 
-impl Ctx {
     /// Ends the run unless every processor called `put_direct` on the same
     /// coarray of the same element type.
     fn check_rows(&mut self, rows: &[u64], mine: &[u64; ROW]) {
@@ -373,19 +454,39 @@ impl Ctx {
         };
         let v = &all[dst * VERDICT..(dst + 1) * VERDICT];
         let (writer, start, end) = (v[1] as usize, v[2], v[2] as u128 + v[3] as u128);
-        let message = if v[0] == 1 {
-            format!(
-                "put_direct from processor {writer} writes elements {start}..{end} of \
-                 coarray #{id} on processor {dst}, whose local length is {}",
-                v[5]
-            )
-        } else {
-            format!(
-                "put_direct pieces overlap on processor {dst}: processor {writer} writes \
-                 elements {start}..{end} of coarray #{id}, part of which processor {} also \
-                 writes; the pieces of a direct put must be disjoint",
-                v[4]
-            )
+        let (message, writer) = match v[0] {
+            1 => (
+                format!(
+                    "put_direct from processor {writer} writes elements {start}..{end} of \
+                     coarray #{id} on processor {dst}, whose local length is {}",
+                    v[5]
+                ),
+                writer,
+            ),
+            3 => (
+                format!(
+                    "put_direct_keeping: processor {writer} writes elements {start}..{end} of \
+                     coarray #{id} on processor {dst}, which processor {dst} keeps reading"
+                ),
+                writer,
+            ),
+            4 => (
+                format!(
+                    "put_direct_keeping: processor {dst} keeps elements {start}..{end} of \
+                     coarray #{id}, whose local length there is {}",
+                    v[5]
+                ),
+                dst,
+            ),
+            _ => (
+                format!(
+                    "put_direct pieces overlap on processor {dst}: processor {writer} writes \
+                     elements {start}..{end} of coarray #{id}, part of which processor {} \
+                     also writes; the pieces of a direct put must be disjoint",
+                    v[4]
+                ),
+                writer,
+            ),
         };
         let error = Error::at(ErrorKind::OutOfBounds, writer, self.superstep, message);
         self.comm.abort(error)
@@ -400,6 +501,7 @@ impl Ctx {
         id: u32,
         pieces: &[DirectPiece],
         local_len: usize,
+        kept: &Range<usize>,
     ) -> Vec<(usize, Vec<u64>)> {
         let me = self.pid;
         let mut by_destination = claims_by_destination(pieces, self.nprocs);
@@ -417,7 +519,7 @@ impl Ctx {
             .collect();
         // Received by sender ascending: this processor's own go in between.
         claims.insert(claims.partition_point(|(src, _)| *src < me), (me, own));
-        self.agree_on_pieces(judge(&claims, local_len), id);
+        self.agree_on_pieces(judge(&claims, local_len, kept), id);
         claims
     }
 
@@ -429,11 +531,24 @@ impl Ctx {
         id: u32,
         bases: &[usize],
         pieces: &[DirectPiece],
+        kept: Range<usize>,
         opened: &mut Opened<T>,
-        write: impl FnOnce(&Ctx, &mut [&mut [T]]) -> R,
+        write: impl FnOnce(&Ctx, &[T], &mut [&mut [T]]) -> R,
     ) -> R {
         let local_len = opened.local.as_ref().map_or(0, |l| l.len());
-        self.check_claims(id, pieces, local_len);
+        self.check_claims(id, pieces, local_len, &kept);
+        let kept: &[T] = if kept.is_empty() {
+            &[]
+        } else {
+            let base: *const T = std::ptr::with_exposed_provenance(bases[self.pid]);
+            // SAFETY: `base` is this processor's own part of the coarray,
+            // taken out of its registry (see below), and `kept` lies
+            // inside it and overlaps no piece of any processor: checked
+            // and agreed on above. So nothing writes these elements while
+            // the slice lives (inside `write`, like the pieces' slices),
+            // and they are initialised `T: Pod` values.
+            unsafe { std::slice::from_raw_parts(base.add(kept.start), kept.len()) }
+        };
         let mut slices: Vec<&mut [T]> = pieces
             .iter()
             .map(|piece| {
@@ -462,7 +577,7 @@ impl Ctx {
                 unsafe { std::slice::from_raw_parts_mut(base.add(piece.offset), piece.len) }
             })
             .collect();
-        let result = write(self, &mut slices);
+        let result = write(self, kept, &mut slices);
         drop(slices);
         // Every writer has finished once everyone has passed this barrier.
         self.collective(|c| c.allgather(&[]));
@@ -482,13 +597,14 @@ impl Ctx {
         &mut self,
         id: u32,
         pieces: &[DirectPiece],
+        keep: Range<usize>,
         opened: &mut Opened<T>,
-        write: impl FnOnce(&Ctx, &mut [&mut [T]]) -> R,
+        write: impl FnOnce(&Ctx, &[T], &mut [&mut [T]]) -> R,
     ) -> R {
         let (me, p) = (self.pid, self.nprocs);
         let size = std::mem::size_of::<T>();
         let local_len = opened.local.as_ref().map_or(0, |l| l.len());
-        let claims = self.check_claims(id, pieces, local_len);
+        let claims = self.check_claims(id, pieces, local_len, &keep);
         // Where each destination's region of the stage starts. This
         // processor's own pieces are written in its part directly (their
         // claims have passed), so they take no room.
@@ -534,18 +650,28 @@ impl Ctx {
                 rest = tail;
             }
             // (A piece of no elements writes nothing, wherever it points.)
-            let mut own: Vec<usize> = (0..pieces.len())
+            // The kept range is cut out with them, as a piece numbered
+            // `pieces.len()`.
+            let mut own: Vec<(usize, usize, usize)> = (0..pieces.len())
                 .filter(|&i| pieces[i].dst == me && pieces[i].len > 0)
+                .map(|i| (pieces[i].offset, pieces[i].len, i))
                 .collect();
-            own.sort_by_key(|&i| pieces[i].offset);
-            let (mut rest, mut at) = (&mut local[..], 0);
-            for &i in &own {
-                let (_, from) = std::mem::take(&mut rest).split_at_mut(pieces[i].offset - at);
-                let (head, tail) = from.split_at_mut(pieces[i].len);
-                cut[i] = head;
-                (rest, at) = (tail, pieces[i].offset + pieces[i].len);
+            if !keep.is_empty() {
+                own.push((keep.start, keep.len(), pieces.len()));
             }
-            write(self, &mut cut)
+            own.sort_unstable();
+            let (mut rest, mut at) = (&mut local[..], 0);
+            let mut kept_part: &[T] = &[];
+            for (offset, len, i) in own {
+                let (_, from) = std::mem::take(&mut rest).split_at_mut(offset - at);
+                let (head, tail) = from.split_at_mut(len);
+                match cut.get_mut(i) {
+                    Some(slot) => *slot = head,
+                    None => kept_part = head,
+                }
+                (rest, at) = (tail, offset + len);
+            }
+            write(self, kept_part, &mut cut)
         };
         // (A fresh stage of zero-sized elements is no bytes at all.)
         let stage = if kept {
