@@ -90,19 +90,24 @@ pub(crate) struct Engine<T> {
     /// The local sequence after the last pass.
     pub(crate) cur: Coarray<T>,
     /// Where the keys of the running pass land.
-    next: Coarray<T>,
+    pub(crate) next: Coarray<T>,
     /// Whether the memory of `cur` and of `next` has been mapped (written
     /// once, or populated): a direct delivery maps `next` in one call
     /// first where it has not (see [`bsp_core::expert::pages`]).
-    cur_mapped: bool,
-    next_mapped: bool,
+    pub(crate) cur_mapped: bool,
+    pub(crate) next_mapped: bool,
+    /// Whether no pass has written `next` yet (a sorter's first sort, the
+    /// only sort of a one-shot one): a sort on a `Vec` then moves its top
+    /// digit in halves, to map only half of it
+    /// ([`Engine::top_in_halves`]); the next sort maps the rest.
+    pub(crate) next_untouched: bool,
     tran: Coarray<u64>,
     scans: Coarray<u64>,
     gather: GatherArea,
     max_radix: usize,
     /// Reused buffer of the staged delivery.
     stage: Vec<T>,
-    counts: Vec<u64>,
+    pub(crate) counts: Vec<u64>,
     /// Global position of this processor's first key of each digit.
     my_start: Vec<u64>,
     /// Number of keys, over all processors, with a smaller digit.
@@ -144,6 +149,7 @@ impl<T: Pod + Send> Engine<T> {
             next,
             cur_mapped: false,
             next_mapped: false,
+            next_untouched: true,
             tran,
             scans,
             gather,
@@ -161,6 +167,11 @@ impl<T: Pod + Send> Engine<T> {
 
     pub(crate) fn total_len(&self) -> usize {
         *self.bounds.last().unwrap()
+    }
+
+    /// The digits of the last ranking.
+    pub(crate) fn counts_len(&self) -> usize {
+        self.counts.len()
     }
 
     pub(crate) fn gather(&self) -> GatherArea {
@@ -354,6 +365,7 @@ impl<T: Pod + Send> Engine<T> {
         });
         std::mem::swap(&mut self.cur, &mut self.next);
         std::mem::swap(&mut self.cur_mapped, &mut self.next_mapped);
+        self.next_untouched = false;
     }
 
     /// Step 6, one put per destination, then a merge at the receiver.
@@ -400,6 +412,7 @@ impl<T: Pod + Send> Engine<T> {
             .collect();
         merge_runs(&runs, out, digit);
         self.stage = stage;
+        self.next_untouched = false;
     }
 
     /// Releases every coarray of the engine (collective).
@@ -523,7 +536,7 @@ fn group<T: Pod>(keys: &[T], out: &mut [T], next_slot: &mut [usize], digit: impl
 /// `counts[d]` keys have digit d. Through a [`LineWriter`] where the keys
 /// spread over many digits (it writes whole lines without reading them
 /// first), with plain stores where a few digits take most keys.
-fn scatter<T: Pod>(
+pub(crate) fn scatter<T: Pod>(
     keys: &[T],
     slices: &mut [&mut [T]],
     first_piece: &[usize],

@@ -52,6 +52,7 @@ pub mod nas;
 mod radix_sort;
 mod sample_sort;
 mod top_first;
+mod top_halves;
 
 pub use counting_sort::CountingSort;
 pub use key::RadixKey;

@@ -8,6 +8,7 @@ use crate::counting_sort::{count, Delivery, Engine, Source};
 use crate::digit_pass::{plan, DigitPass};
 use crate::key::RadixKey;
 use crate::top_first::{balanced, top_plan, TopPlan};
+use crate::top_halves::front_len;
 
 /// The widest digit the automatic choice uses.
 const MAX_AUTO_BITS: u32 = 11;
@@ -326,15 +327,37 @@ impl<T: Pod + Send> RadixSorter<T> {
             let TopPlan { top: pass, local } = top;
             let mask = (1u64 << pass.bits) - 1;
             let digit = move |x: &T| ((key(x).radix() >> pass.shift) & mask) as usize;
-            match counted.and_then(|c| c.of(pass)) {
-                Some(counts) => self.engine.rank_counted(ctx, counts),
-                None => self.engine.rank(ctx, first, 1 << pass.bits, digit),
-            }
+            let front = match counted.and_then(|c| c.of(pass)) {
+                Some((counts, front)) => {
+                    self.engine.rank_counted(ctx, counts);
+                    Some(front)
+                }
+                None => {
+                    self.engine.rank(ctx, first, 1 << pass.bits, digit);
+                    None
+                }
+            };
             let forced = self.options.order == DigitOrder::TopFirst;
             let p = ctx.nprocs();
             if forced || balanced(self.engine.global_start(), self.engine.total_len(), p) {
-                self.engine.deliver_direct(ctx, first, digit);
                 let radix = move |x: &T| key(x).radix();
+                if data.is_none() && self.halves_pay(ctx) {
+                    // The first sort of a `Vec`: the top pass in halves
+                    // maps half the receive buffer.
+                    let front = front.unwrap_or_else(|| {
+                        let keys = ctx.local(&self.engine.cur);
+                        let mut front = vec![0; 1 << pass.bits];
+                        count(&keys[..front_len(keys.len())], &mut front, digit);
+                        front
+                    });
+                    if self.engine.top_in_halves(ctx, &front, digit, &local, radix) {
+                        info.passes = local;
+                        info.passes.push(pass);
+                        info.top_first = true;
+                        return Placed::InEngine;
+                    }
+                }
+                self.engine.deliver_direct(ctx, first, digit);
                 self.engine
                     .sort_buckets(ctx, &local, radix, data.as_deref_mut());
                 info.passes = local;
@@ -354,6 +377,22 @@ impl<T: Pod + Send> RadixSorter<T> {
             self.run_pass(ctx, source, *pass, key);
         }
         Placed::InEngine
+    }
+
+    /// Whether the top digit's pass goes in two halves
+    /// ([`Engine::top_in_halves`]): in a sorter's first sort, whose
+    /// receive buffer has never been written (the same on every
+    /// processor), where the counts the halves exchange (2R words from
+    /// each processor) are small beside the keys. A one-shot sort of a
+    /// `Vec` thus maps half as much fresh memory; a kept sorter maps the
+    /// rest in its second sort, and moves the top digit at once from then
+    /// on (in two halves, its later sorts took 0.31–0.39 s for 2^26 pairs
+    /// at p = 2 against 0.27–0.30 at once: AMD-2c, BENCHMARKS.md section
+    /// 13k).
+    fn halves_pay(&self, ctx: &Ctx) -> bool {
+        let words = 2 * self.engine.counts_len() * ctx.nprocs();
+        let bytes = self.engine.total_len() / ctx.nprocs() * std::mem::size_of::<T>();
+        self.engine.next_untouched && 8 * words * 16 <= bytes
     }
 
     /// The top-first plan, when the options allow it and it may pay.
@@ -484,17 +523,22 @@ impl<T: Pod + Send> RadixSorter<T> {
             let hi = 64 - sample.leading_zeros();
             let bits = hi.min(MAX_AUTO_BITS);
             let (shift, mask) = (hi - bits, (1u64 << bits) - 1);
-            let mut counts = vec![0; 1 << bits];
+            let mut front = vec![0; 1 << bits];
             let mut seen = 0;
-            count(data, &mut counts, |x| {
+            let (head, tail) = data.split_at(front_len(data.len()));
+            let mut digit = |x: &T| {
                 let r = key(x).radix();
                 seen |= r ^ first;
                 ((r >> shift) & mask) as usize
-            });
+            };
+            count(head, &mut front, &mut digit);
+            let mut counts = front.clone();
+            count(tail, &mut counts, &mut digit);
             let counted = TopCounts {
                 shift,
                 bits,
                 counts,
+                front,
             };
             (seen, Some(counted))
         } else {
@@ -583,27 +627,32 @@ struct TopCounts {
     shift: u32,
     bits: u32,
     counts: Vec<u64>,
+    /// The same counts over the first [`front_len`] keys only.
+    front: Vec<u64>,
 }
 
 impl TopCounts {
-    /// The counts of `pass`'s digit, where it is the top of the counted
-    /// bits or all of them (it then ends where they end): each of its
-    /// digits sums 2^(bits − pass.bits) neighbouring counts. `None`
-    /// otherwise (the keys varied above the sample's highest bit, or the
-    /// digit is wider).
-    fn of(self, pass: DigitPass) -> Option<Vec<u64>> {
+    /// The counts of `pass`'s digit, over all keys and over the front,
+    /// where it is the top of the counted bits or all of them (it then
+    /// ends where they end): each of its digits sums 2^(bits − pass.bits)
+    /// neighbouring counts. `None` otherwise (the keys varied above the
+    /// sample's highest bit, or the digit is wider).
+    fn of(self, pass: DigitPass) -> Option<(Vec<u64>, Vec<u64>)> {
         if pass.shift + pass.bits != self.shift + self.bits || pass.bits > self.bits {
             return None;
         }
         let fold = self.bits - pass.bits;
         if fold == 0 {
-            return Some(self.counts);
+            return Some((self.counts, self.front));
         }
-        let mut counts = vec![0; 1 << pass.bits];
-        for (j, c) in self.counts.iter().enumerate() {
-            counts[j >> fold] += c;
-        }
-        Some(counts)
+        let folded = |counts: &[u64]| {
+            let mut folded = vec![0; 1 << pass.bits];
+            for (j, c) in counts.iter().enumerate() {
+                folded[j >> fold] += c;
+            }
+            folded
+        };
+        Some((folded(&self.counts), folded(&self.front)))
     }
 }
 
@@ -725,11 +774,12 @@ mod tests {
 
     #[test]
     fn counted_top_bits_stand_in_for_a_top_digit_that_ends_where_they_end() {
-        // Bits 21..32 counted: 2^11 counts, count j = j.
+        // Bits 21..32 counted: 2^11 counts, count j = j, front count j = 2j.
         let counted = || TopCounts {
             shift: 21,
             bits: 11,
             counts: (0..1 << 11).collect(),
+            front: (0..1 << 11).map(|j| 2 * j).collect(),
         };
         let all = counted()
             .of(DigitPass {
@@ -737,9 +787,9 @@ mod tests {
                 bits: 11,
             })
             .unwrap();
-        assert_eq!(all, counted().counts);
+        assert_eq!(all, (counted().counts, counted().front));
         // The top 10 bits: neighbouring pairs summed.
-        let ten = counted()
+        let (ten, ten_front) = counted()
             .of(DigitPass {
                 shift: 22,
                 bits: 10,
@@ -747,6 +797,7 @@ mod tests {
             .unwrap();
         assert_eq!(ten.len(), 1 << 10);
         assert_eq!(ten[..3], [1, 5, 9]);
+        assert_eq!(ten_front[..3], [2, 10, 18]);
         // Ending elsewhere (the keys varied above the sample) or wider.
         assert_eq!(
             counted().of(DigitPass {

@@ -18,7 +18,7 @@
 //! so that this stays a small correction.
 
 use bsp_core::expert::prefetch;
-use bsp_core::Ctx;
+use bsp_core::{Coarray, Ctx};
 use bytemuck::Pod;
 
 use crate::counting_sort::Engine;
@@ -65,18 +65,20 @@ pub(crate) fn balanced(starts: &[u64], total: usize, p: usize) -> bool {
 }
 
 /// A straddling bucket: its global range and its leader.
-struct Straddler {
-    start: usize,
-    end: usize,
-    leader: usize,
+pub(crate) struct Straddler {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) leader: usize,
     /// Where it lies in the leader's gather area.
-    at: usize,
+    pub(crate) at: usize,
+    /// Its top digit.
+    pub(crate) digit: usize,
 }
 
 impl Straddler {
     /// The global positions of its part on the processor that holds
     /// `lo..hi`, or `None` where it has none.
-    fn part_in(&self, lo: usize, hi: usize) -> Option<std::ops::Range<usize>> {
+    pub(crate) fn part_in(&self, lo: usize, hi: usize) -> Option<std::ops::Range<usize>> {
         let (a, b) = (self.start.max(lo), self.end.min(hi));
         (a < b).then_some(a..b)
     }
@@ -236,28 +238,12 @@ impl<T: Pod + Send> Engine<T> {
         radix: impl Fn(&T) -> u64 + Copy,
         mut out: Option<&mut [T]>,
     ) {
-        let (p, me) = (ctx.nprocs(), ctx.pid());
+        let me = ctx.pid();
         let total = self.total_len();
         let starts = self.global_start().to_vec();
         let bounds = self.bounds.clone();
         let (lo, hi) = (bounds[me], bounds[me + 1]);
-        let owner = |g: usize| bounds.partition_point(|&b| b <= g) - 1;
-        // The straddling buckets, the same list on every processor.
-        let mut straddlers = Vec::new();
-        let mut led = vec![0usize; p];
-        for d in 0..starts.len() {
-            let (start, end) = (starts[d] as usize, bucket_end(&starts, d, total));
-            if end > start && owner(start) != owner(end - 1) {
-                let leader = owner(start);
-                straddlers.push(Straddler {
-                    start,
-                    end,
-                    leader,
-                    at: led[leader],
-                });
-                led[leader] += end - start;
-            }
-        }
+        let (straddlers, led) = self.straddlers();
         // Local sorts of the buckets (or parts of them) that lie here and
         // do not straddle.
         ctx.label("sort: local buckets");
@@ -301,6 +287,59 @@ impl<T: Pod + Send> Engine<T> {
             }
         }
         ctx.sync();
+        self.sort_straddlers(ctx, &straddlers, area, local, radix);
+        if let Some(out) = out {
+            let keys = ctx.local(&cur);
+            for part in straddlers.iter().filter_map(|s| s.part_in(lo, hi)) {
+                let here = part.start - lo..part.end - lo;
+                out[here.clone()].copy_from_slice(&keys[here]);
+            }
+        }
+    }
+}
+
+impl<T: Pod + Send> Engine<T> {
+    /// The buckets that straddle processor boundaries, the same list on
+    /// every processor, and how many keys each processor gathers as the
+    /// leader of some.
+    pub(crate) fn straddlers(&self) -> (Vec<Straddler>, Vec<usize>) {
+        let (starts, bounds, total) = (self.global_start(), &self.bounds, self.total_len());
+        let owner = |g: usize| bounds.partition_point(|&b| b <= g) - 1;
+        let mut straddlers = Vec::new();
+        let mut led = vec![0usize; bounds.len() - 1];
+        for d in 0..starts.len() {
+            let (start, end) = (starts[d] as usize, bucket_end(starts, d, total));
+            if end > start && owner(start) != owner(end - 1) {
+                let leader = owner(start);
+                straddlers.push(Straddler {
+                    start,
+                    end,
+                    leader,
+                    at: led[leader],
+                    digit: d,
+                });
+                led[leader] += end - start;
+            }
+        }
+        (straddlers, led)
+    }
+
+    /// After the straddling buckets' parts were gathered in their leaders'
+    /// `area`: each leader sorts its buckets there and sends the parts
+    /// back to the current sequences of the processors that hold them
+    /// (one superstep); releases the area.
+    pub(crate) fn sort_straddlers(
+        &self,
+        ctx: &mut Ctx,
+        straddlers: &[Straddler],
+        area: Coarray<T>,
+        local: &[DigitPass],
+        radix: impl Fn(&T) -> u64 + Copy,
+    ) {
+        let me = ctx.pid();
+        let bounds = &self.bounds;
+        let owner = |g: usize| bounds.partition_point(|&b| b <= g) - 1;
+        let (mut tmp, mut counts) = (Vec::new(), Vec::new());
         {
             let gathered = ctx.local_mut(&area);
             for s in straddlers.iter().filter(|s| s.leader == me) {
@@ -312,18 +351,11 @@ impl<T: Pod + Send> Engine<T> {
             for q in owner(s.start)..=owner(s.end - 1) {
                 let (a, b) = (s.start.max(bounds[q]), s.end.min(bounds[q + 1]));
                 let part = s.at + (a - s.start)..s.at + (b - s.start);
-                ctx.put_from(q, &cur, a - bounds[q], &area, part);
+                ctx.put_from(q, &self.cur, a - bounds[q], &area, part);
             }
         }
         ctx.sync();
         ctx.discard(area);
-        if let Some(out) = out {
-            let keys = ctx.local(&cur);
-            for part in straddlers.iter().filter_map(|s| s.part_in(lo, hi)) {
-                let here = part.start - lo..part.end - lo;
-                out[here.clone()].copy_from_slice(&keys[here]);
-            }
-        }
     }
 }
 
