@@ -114,7 +114,7 @@ for src in examples/*.rs benchmarks/examples/*.rs; do
         bench_access) args=(--n 100000 --reps 1) ;;
         bench_k_level) args=(--bytes 8,5000 --reps 1) ;;
         histogram) args=(--n 1000000 --bins 1000 --dist zipf --reps 1) ;;
-        radix_sort) args=(--n 1000003 --dist S --bits 64 --rounds 2) ;;
+        radix_sort) args=(--n 2000003 --dist R --bits 64 --rounds 2) ;;
         nas_is) args=(--class S) ;;
         prefix_sum) args=(--n 100003) ;;
         word_count) args=(--words 100000) ;;

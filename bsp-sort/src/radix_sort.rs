@@ -667,11 +667,17 @@ enum Placed {
     InSlice,
 }
 
-/// Sorts the processors' keys together: a one-shot [`RadixSorter`].
+/// Sorts the processors' keys together: a one-shot [`RadixSorter`] on
+/// each processor's `Vec`, whose buffer it borrows (as
+/// [`RadixSorter::sort_vec`]; to sort a slice, keep a sorter and call
+/// [`RadixSorter::sort`]).
 ///
 /// Collective. Registers its buffers on every call and releases them at
 /// the end; a program that sorts repeatedly saves that work (and the page
-/// faults of fresh memory) by keeping a [`RadixSorter`].
+/// faults of fresh memory) by keeping a [`RadixSorter`]. Taking the top
+/// digit first, it maps only about half a receive buffer: the top digit
+/// moves in two halves, the second into the part of the input already
+/// read.
 ///
 /// # Examples
 ///
@@ -691,16 +697,16 @@ enum Placed {
 ///
 /// # Cost
 ///
-/// As [`RadixSorter::new`] plus [`RadixSorter::sort_by_key`].
-pub fn radix_sort<K: RadixKey + Pod + Send>(ctx: &mut Ctx, data: &mut [K]) -> SortInfo {
-    let mut sorter = RadixSorter::new(ctx, data.len());
-    let info = sorter.sort(ctx, data);
-    sorter.release(ctx);
-    info
+/// As [`RadixSorter::new`] plus [`RadixSorter::sort_vec_by_key`]; taking
+/// the top digit first, one superstep more (an all-gather of 2R words per
+/// processor) and a copy of each bucket out of the cache.
+pub fn radix_sort<K: RadixKey + Pod + Send>(ctx: &mut Ctx, data: &mut Vec<K>) -> SortInfo {
+    radix_sort_by_key(ctx, data, |k| *k)
 }
 
 /// Sorts the processors' records together, stably, by `key`: a one-shot
-/// [`RadixSorter`] (see [`radix_sort`] for when to keep one instead).
+/// [`RadixSorter`] on each processor's `Vec` (see [`radix_sort`] for when
+/// to keep one instead).
 ///
 /// # Examples
 ///
@@ -723,14 +729,14 @@ pub fn radix_sort<K: RadixKey + Pod + Send>(ctx: &mut Ctx, data: &mut [K]) -> So
 ///
 /// # Cost
 ///
-/// As [`RadixSorter::new`] plus [`RadixSorter::sort_by_key`].
+/// As [`radix_sort`].
 pub fn radix_sort_by_key<T: Pod + Send, K: RadixKey>(
     ctx: &mut Ctx,
-    data: &mut [T],
+    data: &mut Vec<T>,
     key: impl Fn(&T) -> K + Copy,
 ) -> SortInfo {
     let mut sorter = RadixSorter::new(ctx, data.len());
-    let info = sorter.sort_by_key(ctx, data, key);
+    let info = sorter.sort_vec_by_key(ctx, data, key);
     sorter.release(ctx);
     info
 }
