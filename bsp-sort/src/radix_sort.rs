@@ -386,9 +386,10 @@ impl<T: Pod + Send> RadixSorter<T> {
     /// each processor) are small beside the keys. A one-shot sort of a
     /// `Vec` thus maps half as much fresh memory; a kept sorter maps the
     /// rest in its second sort, and moves the top digit at once from then
-    /// on (in two halves, its later sorts took 0.31–0.39 s for 2^26 pairs
-    /// at p = 2 against 0.27–0.30 at once: AMD-2c, BENCHMARKS.md section
-    /// 13k).
+    /// on: in two halves, a kept sorter's sorts of 2^26 pairs at p = 2
+    /// took 0.35–0.47 s against 0.27–0.31 at once (three alternated
+    /// runs, each repetition in a process of its own; AMD-2c,
+    /// BENCHMARKS.md section 13l).
     fn halves_pay(&self, ctx: &Ctx) -> bool {
         let words = 2 * self.engine.counts_len() * ctx.nprocs();
         let bytes = self.engine.total_len() / ctx.nprocs() * std::mem::size_of::<T>();
