@@ -822,6 +822,88 @@ mod tests {
         );
     }
 
+    /// Sorts `[key, input index]` records of every processor with a new
+    /// sorter's `sort_vec_by_key`, the top digit first, then again with
+    /// the same sorter (the top digit at once); checks both results
+    /// against a stable sequential sort and returns whether the first top
+    /// pass went in halves (its superstep's label).
+    fn first_vec_sort(p: usize, key: fn(usize, usize) -> u32) -> bool {
+        let len = |q: usize| (1 << 17) + 1000 * q;
+        let input = |q: usize| -> Vec<[u32; 2]> {
+            let before: usize = (0..q).map(len).sum();
+            (0..len(q))
+                .map(|i| [key(q, i), (before + i) as u32])
+                .collect()
+        };
+        let options = RadixOptions {
+            order: DigitOrder::TopFirst,
+            digit_bits: Some(8),
+            ..RadixOptions::default()
+        };
+        let out = bsp_core::run(p, |ctx| {
+            let mut recs = input(ctx.pid());
+            let mut sorter = RadixSorter::with_options(ctx, recs.len(), options);
+            let info = sorter.sort_vec_by_key(ctx, &mut recs, |r| r[0]);
+            assert!(info.top_first);
+            let label =
+                |s: &bsp_core::SuperstepStats| s.label.as_deref() == Some("sort: move the rest");
+            let halves = ctx.stats().supersteps.iter().any(label);
+            let mut again = input(ctx.pid());
+            sorter.sort_vec_by_key(ctx, &mut again, |r| r[0]);
+            assert_eq!(again, recs);
+            let halves_again = ctx.stats().supersteps.iter().filter(|s| label(s)).count();
+            assert_eq!(
+                halves_again,
+                usize::from(halves),
+                "the second sort moved in halves"
+            );
+            (recs, halves)
+        })
+        .unwrap();
+        let mut want: Vec<[u32; 2]> = (0..p).flat_map(input).collect();
+        want.sort_by_key(|r| r[0]);
+        let got: Vec<[u32; 2]> = out.iter().flat_map(|(recs, _)| recs.clone()).collect();
+        assert_eq!(got, want, "p = {p}");
+        assert!(out
+            .iter()
+            .enumerate()
+            .all(|(q, (recs, _))| recs.len() == len(q)));
+        let halves = out.iter().map(|(_, halves)| *halves).collect::<Vec<_>>();
+        assert!(
+            halves.iter().all(|&h| h == halves[0]),
+            "p = {p}: {halves:?}"
+        );
+        halves[0]
+    }
+
+    #[test]
+    fn a_first_vec_sort_moves_the_top_digit_in_halves_stably() {
+        // 20-bit keys at random: many equal keys, buckets cut by the
+        // processors' boundaries (which the lengths put anywhere).
+        let random =
+            |q: usize, i: usize| ((i ^ (q << 24)).wrapping_mul(2_654_435_761) >> 12) as u32;
+        for p in [1, 2, 3, 4] {
+            assert!(
+                first_vec_sort(p, random),
+                "p = {p}: the halves were not taken"
+            );
+        }
+    }
+
+    #[test]
+    fn where_the_halves_do_not_fit_the_sort_moves_the_top_digit_at_once() {
+        // Every front's keys below every rest's: the last processor would
+        // receive nothing but rests.
+        let split = |q: usize, i: usize| {
+            let small = i < front_len((1 << 17) + 1000 * q);
+            let low = ((i as u32).wrapping_mul(2_654_435_761) >> 13) & 0x7ffff;
+            low | if small { 0 } else { 1 << 19 }
+        };
+        for p in [2, 3] {
+            assert!(!first_vec_sort(p, split), "p = {p}: the halves were taken");
+        }
+    }
+
     #[test]
     fn keys_that_vary_above_the_sample_are_counted_again() {
         // 2^16 keys per processor (enough to count on the way), the first
