@@ -283,7 +283,12 @@ impl<T: Pod + Send> RadixSorter<T> {
     ///
     /// # Cost
     ///
-    /// As [`sort_by_key`](RadixSorter::sort_by_key), without the final copy.
+    /// As [`sort_by_key`](RadixSorter::sort_by_key), without the final
+    /// copy. A sorter's first sort of a `Vec`, taking the top digit first,
+    /// moves it in two halves so as to map only about half its receive
+    /// buffer: one superstep more (an all-gather of 2R words per
+    /// processor) and a copy of each bucket out of the cache; its second
+    /// sort maps the rest.
     pub fn sort_vec_by_key<K: RadixKey>(
         &mut self,
         ctx: &mut Ctx,
