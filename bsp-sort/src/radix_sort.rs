@@ -896,6 +896,16 @@ mod tests {
     }
 
     #[test]
+    fn two_buckets_over_every_processor_sort_stably_in_halves() {
+        // One varying bit: two buckets, each straddling processors (and
+        // at p = 3 and 4 covering one whole), all of one key apiece.
+        let two = |q: usize, i: usize| (((i * 7 + q) % 2) << 19) as u32;
+        for p in [1, 2, 3, 4] {
+            assert!(first_vec_sort(p, two), "p = {p}: the halves were not taken");
+        }
+    }
+
+    #[test]
     fn where_the_halves_do_not_fit_the_sort_moves_the_top_digit_at_once() {
         // Every front's keys below every rest's: the last processor would
         // receive nothing but rests.
