@@ -169,11 +169,6 @@ impl<T: Pod + Send> Engine<T> {
         *self.bounds.last().unwrap()
     }
 
-    /// The digits of the last ranking.
-    pub(crate) fn counts_len(&self) -> usize {
-        self.counts.len()
-    }
-
     pub(crate) fn gather(&self) -> GatherArea {
         self.gather
     }

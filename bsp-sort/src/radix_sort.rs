@@ -396,7 +396,7 @@ impl<T: Pod + Send> RadixSorter<T> {
     /// runs, each repetition in a process of its own; AMD-2c,
     /// BENCHMARKS.md section 13l).
     fn halves_pay(&self, ctx: &Ctx) -> bool {
-        let words = 2 * self.engine.counts_len() * ctx.nprocs();
+        let words = 2 * self.engine.counts.len() * ctx.nprocs();
         let bytes = self.engine.total_len() / ctx.nprocs() * std::mem::size_of::<T>();
         self.engine.next_untouched && 8 * words * 16 <= bytes
     }

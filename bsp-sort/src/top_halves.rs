@@ -24,6 +24,7 @@
 //! before it end no later than where that bucket's sorted keys begin,
 //! and writing a bucket overwrites only pieces already read.
 
+use bsp_algos::all_gather;
 use bsp_core::expert::{pages, DirectPiece, DirectPut};
 use bsp_core::{Coarray, Ctx};
 use bytemuck::Pod;
@@ -64,12 +65,12 @@ struct Plan {
     fresh: usize,
 }
 
-/// The plan for `r` digits, from every processor's counts (`rows`: per
-/// processor, its front's count of each digit, then its count of each
-/// digit), with the processors' global positions `bounds`; `None` where
+/// The plan for `r` digits, from every processor's counts (`rows[q]`:
+/// processor q's count of each digit in its front, then in all its
+/// keys), with the processors' global positions `bounds`; `None` where
 /// some processor would receive more keys in the second superstep than
 /// its front holds.
-fn plan(rows: &[u64], r: usize, bounds: &[usize], me: usize) -> Option<Plan> {
+fn plan(rows: &[Vec<u64>], r: usize, bounds: &[usize], me: usize) -> Option<Plan> {
     let p = bounds.len() - 1;
     let mut plan = Plan {
         send: [Vec::new(), Vec::new()],
@@ -81,8 +82,7 @@ fn plan(rows: &[u64], r: usize, bounds: &[usize], me: usize) -> Option<Plan> {
     let mut filled = vec![[0usize; 2]; p];
     let (mut g, mut dst) = (0usize, 0usize);
     for d in 0..r {
-        for q in 0..p {
-            let row = &rows[q * 2 * r..(q + 1) * 2 * r];
+        for (q, row) in rows.iter().enumerate() {
             let front = row[d] as usize;
             for (half, count) in [front, row[r + d] as usize - front].into_iter().enumerate() {
                 if q == me && count > 0 {
@@ -137,18 +137,12 @@ impl<T: Pod + Send> Engine<T> {
         local: &[DigitPass],
         radix: impl Fn(&T) -> u64 + Copy,
     ) -> bool {
-        let (p, me) = (ctx.nprocs(), ctx.pid());
+        let me = ctx.pid();
         let r = self.counts.len();
         ctx.label("sort: counts of the halves");
-        let table = ctx.coarray::<u64>(p * 2 * r);
         let row: Vec<u64> = front.iter().chain(&self.counts).copied().collect();
-        for q in 0..p {
-            ctx.put(q, &table, me * 2 * r, &row);
-        }
-        ctx.sync();
-        let plan = plan(ctx.local(&table), r, &self.bounds, me);
-        ctx.discard(table);
-        let Some(plan) = plan else {
+        let rows = all_gather(ctx, &row);
+        let Some(plan) = plan(&rows, r, &self.bounds, me) else {
             return false;
         };
         let len = self.local_len(me);
@@ -238,7 +232,7 @@ mod tests {
 
     /// Counts rows for `p` processors and `r` digits from each
     /// processor's digits, in order.
-    fn rows(digits: &[Vec<usize>], r: usize) -> Vec<u64> {
+    fn rows(digits: &[Vec<usize>], r: usize) -> Vec<Vec<u64>> {
         let mut rows = Vec::new();
         for keys in digits {
             let mut front = vec![0u64; r];
@@ -249,8 +243,8 @@ mod tests {
                     front[d] += 1;
                 }
             }
-            rows.extend(front);
-            rows.extend(all);
+            front.extend(all);
+            rows.push(front);
         }
         rows
     }
