@@ -346,25 +346,22 @@ impl<T: Pod + Send> RadixSorter<T> {
             let p = ctx.nprocs();
             if forced || balanced(self.engine.global_start(), self.engine.total_len(), p) {
                 let radix = move |x: &T| key(x).radix();
-                if data.is_none() && self.halves_pay(ctx) {
-                    // The first sort of a `Vec`: the top pass in halves
-                    // maps half the receive buffer.
+                // The first sort of a `Vec`: the top pass in halves maps
+                // half the receive buffer (where the halves fit).
+                let halved = data.is_none() && self.halves_pay(ctx) && {
                     let front = front.unwrap_or_else(|| {
                         let keys = ctx.local(&self.engine.cur);
                         let mut front = vec![0; 1 << pass.bits];
                         count(&keys[..front_len(keys.len())], &mut front, digit);
                         front
                     });
-                    if self.engine.top_in_halves(ctx, &front, digit, &local, radix) {
-                        info.passes = local;
-                        info.passes.push(pass);
-                        info.top_first = true;
-                        return Placed::InEngine;
-                    }
+                    self.engine.top_in_halves(ctx, &front, digit, &local, radix)
+                };
+                if !halved {
+                    self.engine.deliver_direct(ctx, first, digit);
+                    self.engine
+                        .sort_buckets(ctx, &local, radix, data.as_deref_mut());
                 }
-                self.engine.deliver_direct(ctx, first, digit);
-                self.engine
-                    .sort_buckets(ctx, &local, radix, data.as_deref_mut());
                 info.passes = local;
                 info.passes.push(pass);
                 info.top_first = true;
