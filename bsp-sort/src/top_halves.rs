@@ -25,7 +25,7 @@
 //! and writing a bucket overwrites only pieces already read.
 
 use bsp_algos::all_gather;
-use bsp_core::expert::{pages, DirectPiece, DirectPut};
+use bsp_core::expert::{pages, stream, DirectPiece, DirectPut};
 use bsp_core::{Coarray, Ctx};
 use bytemuck::Pod;
 
@@ -220,7 +220,8 @@ impl<T: Pod + Send> Engine<T> {
             }
             sort_segment(&mut gathered, &mut tmp, &mut counts, local, radix);
             let at = starts[d] as usize - lo;
-            ctx.local_mut(&cur)[at..at + gathered.len()].copy_from_slice(&gathered);
+            // Not read for ownership: the place is not in the cache.
+            stream::copy(&mut ctx.local_mut(&cur)[at..at + gathered.len()], &gathered);
         }
         self.sort_straddlers(ctx, &straddlers, area, local, radix);
     }

@@ -632,7 +632,7 @@ unsafe fn stream_line(from: *const u8, to: *mut u8) {
 
 /// Orders the non-temporal stores before any later store (another thread
 /// reading the windows learns of them through a later synchronisation).
-fn fence() {
+pub(super) fn fence() {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `sfence` needs SSE, which every x86-64 processor has.
     unsafe {

@@ -37,6 +37,8 @@
 //! * buffers mapped ahead of their first writes: [`pages::populate`] maps
 //!   a fresh buffer's pages in one request to the kernel instead of a
 //!   fault per page;
+//! * blocks copied out of the cache without reading their destination:
+//!   [`stream::copy`];
 //! * records stored whole: [`whole::copy`] moves an 8- or 16-byte element
 //!   with one store, where the compiler would copy it field by field.
 //!
@@ -57,6 +59,7 @@ pub mod line_writer;
 pub mod pages;
 pub mod prefetch;
 pub mod stores;
+pub mod stream;
 pub mod whole;
 
 pub use crate::area::Area;
