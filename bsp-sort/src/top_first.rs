@@ -17,7 +17,7 @@
 //! (no bucket above four times the average or half a processor's share),
 //! so that this stays a small correction.
 
-use bsp_core::expert::{prefetch, stream};
+use bsp_core::expert::prefetch;
 use bsp_core::{Coarray, Ctx};
 use bytemuck::Pod;
 
@@ -230,11 +230,7 @@ impl<T: Pod + Send> Engine<T> {
     /// straight into `out` took 0.27–0.36 s, its scattered stores missing
     /// the cache, and streaming each bucket out with non-temporal stores
     /// 0.25–0.31 s through a line writer, level with this copy as a bulk
-    /// copy of whole lines (AMD-2c, BENCHMARKS.md section 13g). The copy
-    /// is [`stream::copy`], which writes `out`'s whole lines without
-    /// reading them first: the local sorts with their copies took a median
-    /// 128 and 139 ms a processor in two runs, against 138 and 140 with a
-    /// plain copy (2^26 pairs; section 13m).
+    /// copy of whole lines (AMD-2c, BENCHMARKS.md section 13g).
     pub(crate) fn sort_buckets(
         &mut self,
         ctx: &mut Ctx,
@@ -276,7 +272,7 @@ impl<T: Pod + Send> Engine<T> {
                     radix,
                 );
                 if let Some(out) = out.as_deref_mut() {
-                    stream::copy(&mut out[range.clone()], &keys[range]);
+                    out[range.clone()].copy_from_slice(&keys[range]);
                 }
             }
         }
