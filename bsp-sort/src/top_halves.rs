@@ -18,7 +18,10 @@
 //! in the sequence. Reading them in source order, front before rest, gives
 //! the keys in their input order, so the sort stays stable. Each bucket is
 //! gathered from its pieces into the cache, sorted there by the lower
-//! digits, and copied to its place in the sequence. The buckets go from
+//! digits, and copied to its place in the sequence by non-temporal
+//! stores ([`stream::copy`]: the place is not in the cache, and a plain
+//! copy read each of its lines first, 24–28 ms a processor for 2^25
+//! pairs against 12–14; BENCHMARKS.md section 13m). The buckets go from
 //! the last to the first: the pieces in the sequence are laid out bucket
 //! by bucket from its start, so the pieces of a bucket and of those
 //! before it end no later than where that bucket's sorted keys begin,
@@ -128,7 +131,8 @@ impl<T: Pod + Send> Engine<T> {
     /// every processor).
     ///
     /// One superstep more than the pass in one (an all-gather of 2R words
-    /// per processor), and a copy of every bucket from the cache.
+    /// per processor), and a copy of every bucket from the cache, which
+    /// writes its place without reading it.
     pub(crate) fn top_in_halves(
         &mut self,
         ctx: &mut Ctx,
