@@ -605,22 +605,23 @@ const fn size_of_or_line<T>() -> usize {
 ///
 /// # Safety
 ///
-/// `from` must be valid for reading 64 bytes and aligned to 16, `to`
-/// valid for writing 64 bytes and aligned to 64.
+/// `from` must be valid for reading 64 bytes (any alignment: the loads
+/// are unaligned ones, as fast as aligned ones where the line is
+/// aligned), `to` valid for writing 64 bytes and aligned to 64.
 #[inline(always)]
-unsafe fn stream_line(from: *const u8, to: *mut u8) {
+pub(super) unsafe fn stream_line(from: *const u8, to: *mut u8) {
     #[cfg(target_arch = "x86_64")]
     {
-        use std::arch::x86_64::{__m128i, _mm_load_si128, _mm_stream_si128};
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
         let (from, to) = (from.cast::<__m128i>(), to.cast::<__m128i>());
         // SAFETY: SSE2 is part of x86-64; the four 16-byte loads and
-        // stores stay within the 64 bytes the caller vouches for, at the
-        // alignment it vouches for.
+        // stores stay within the 64 bytes the caller vouches for, the
+        // stores at the alignment it vouches for.
         unsafe {
-            _mm_stream_si128(to, _mm_load_si128(from));
-            _mm_stream_si128(to.add(1), _mm_load_si128(from.add(1)));
-            _mm_stream_si128(to.add(2), _mm_load_si128(from.add(2)));
-            _mm_stream_si128(to.add(3), _mm_load_si128(from.add(3)));
+            _mm_stream_si128(to, _mm_loadu_si128(from));
+            _mm_stream_si128(to.add(1), _mm_loadu_si128(from.add(1)));
+            _mm_stream_si128(to.add(2), _mm_loadu_si128(from.add(2)));
+            _mm_stream_si128(to.add(3), _mm_loadu_si128(from.add(3)));
         }
     }
     #[cfg(not(target_arch = "x86_64"))]

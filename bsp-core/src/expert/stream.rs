@@ -13,6 +13,7 @@
 
 use bytemuck::Pod;
 
+use super::line_writer::stream_line;
 use super::prefetch::LINE_BYTES;
 
 /// Copies `src` into `dst` (of the same length): the destination's whole
@@ -63,38 +64,15 @@ pub fn copy<T: Pod>(dst: &mut [T], src: &[T]) {
     dst[..head].copy_from_slice(&src[..head]);
     for k in 0..lines {
         let at = head + k * LINE_BYTES;
-        stream_line(&src[at..at + LINE_BYTES], &mut dst[at..at + LINE_BYTES]);
+        let (from, to) = (&src[at..at + LINE_BYTES], &mut dst[at..at + LINE_BYTES]);
+        // SAFETY: both slices are one line long (cut so above, and `src`
+        // is as long as `dst`); `to` starts a whole line of `dst` (`head`
+        // is the offset of its first aligned address), so it is aligned
+        // to 64.
+        unsafe { stream_line(from.as_ptr(), to.as_mut_ptr()) };
     }
     dst[tail..].copy_from_slice(&src[tail..]);
     super::line_writer::fence();
-}
-
-/// Writes the 64 bytes of `from` into `to`, a line-aligned line, with
-/// non-temporal stores.
-#[inline(always)]
-fn stream_line(from: &[u8], to: &mut [u8]) {
-    debug_assert!(from.len() == LINE_BYTES && to.len() == LINE_BYTES);
-    debug_assert!(to.as_ptr().align_offset(LINE_BYTES) == 0);
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
-        let (from, to) = (
-            from.as_ptr().cast::<__m128i>(),
-            to.as_mut_ptr().cast::<__m128i>(),
-        );
-        // SAFETY: SSE2 is part of x86-64. Both slices are 64 bytes (the
-        // caller cuts them so), so the four 16-byte loads and stores stay
-        // inside them; the loads are unaligned ones, and `to` is aligned
-        // to 64, as the stores need 16.
-        unsafe {
-            _mm_stream_si128(to, _mm_loadu_si128(from));
-            _mm_stream_si128(to.add(1), _mm_loadu_si128(from.add(1)));
-            _mm_stream_si128(to.add(2), _mm_loadu_si128(from.add(2)));
-            _mm_stream_si128(to.add(3), _mm_loadu_si128(from.add(3)));
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    to.copy_from_slice(from);
 }
 
 #[cfg(test)]
