@@ -4,11 +4,11 @@
 use bsp_core::Ctx;
 use bytemuck::Pod;
 
-use crate::counting_sort::{count, Delivery, Engine, Source};
+use crate::counting_sort::{Delivery, Engine, Source};
 use crate::digit_pass::{plan, DigitPass};
 use crate::key::RadixKey;
 use crate::top_first::{balanced, top_plan, TopPlan};
-use crate::top_halves::front_len;
+use crate::top_halves::count_with_front;
 
 /// The widest digit the automatic choice uses.
 const MAX_AUTO_BITS: u32 = 11;
@@ -332,8 +332,17 @@ impl<T: Pod + Send> RadixSorter<T> {
             let TopPlan { top: pass, local } = top;
             let mask = (1u64 << pass.bits) - 1;
             let digit = move |x: &T| ((key(x).radix() >> pass.shift) & mask) as usize;
+            // A first sort of a `Vec` may move the top digit in halves,
+            // which needs its counts over the front of the keys too.
+            let may_halve = data.is_none() && self.engine.next_untouched;
             let front = match counted.and_then(|c| c.of(pass)) {
                 Some((counts, front)) => {
+                    self.engine.rank_counted(ctx, counts);
+                    Some(front)
+                }
+                None if may_halve => {
+                    let keys = ctx.local(&self.engine.cur);
+                    let (counts, front) = count_with_front(keys, 1 << pass.bits, digit);
                     self.engine.rank_counted(ctx, counts);
                     Some(front)
                 }
@@ -348,14 +357,11 @@ impl<T: Pod + Send> RadixSorter<T> {
                 let radix = move |x: &T| key(x).radix();
                 // The first sort of a `Vec`: the top pass in halves maps
                 // half the receive buffer (where the halves fit).
-                let halved = data.is_none() && self.halves_pay(ctx) && {
-                    let front = front.unwrap_or_else(|| {
-                        let keys = ctx.local(&self.engine.cur);
-                        let mut front = vec![0; 1 << pass.bits];
-                        count(&keys[..front_len(keys.len())], &mut front, digit);
-                        front
-                    });
-                    self.engine.top_in_halves(ctx, &front, digit, &local, radix)
+                let halved = match front {
+                    Some(front) if may_halve && self.halves_pay(ctx) => {
+                        self.engine.top_in_halves(ctx, &front, digit, &local, radix)
+                    }
+                    _ => false,
                 };
                 if !halved {
                     self.engine.deliver_direct(ctx, first, digit);
@@ -381,11 +387,11 @@ impl<T: Pod + Send> RadixSorter<T> {
         Placed::InEngine
     }
 
-    /// Whether the top digit's pass goes in two halves
-    /// ([`Engine::top_in_halves`]): in a sorter's first sort, whose
-    /// receive buffer has never been written (the same on every
-    /// processor), where the counts the halves exchange (2R words from
-    /// each processor) are small beside the keys. A one-shot sort of a
+    /// Whether the top digit's pass in two halves
+    /// ([`Engine::top_in_halves`]) pays, in a sorter's first sort of a
+    /// `Vec` (whose receive buffer has never been written, the same on
+    /// every processor): where the counts the halves exchange (2R words
+    /// from each processor) are small beside the keys. A one-shot sort of a
     /// `Vec` thus maps half as much fresh memory; a kept sorter maps the
     /// rest in its second sort, and moves the top digit at once from then
     /// on: in two halves, a kept sorter's sorts of 2^26 pairs at p = 2
@@ -395,7 +401,7 @@ impl<T: Pod + Send> RadixSorter<T> {
     fn halves_pay(&self, ctx: &Ctx) -> bool {
         let words = 2 * self.engine.counts.len() * ctx.nprocs();
         let bytes = self.engine.total_len() / ctx.nprocs() * std::mem::size_of::<T>();
-        self.engine.next_untouched && 8 * words * 16 <= bytes
+        8 * words * 16 <= bytes
     }
 
     /// The top-first plan, when the options allow it and it may pay.
@@ -526,17 +532,12 @@ impl<T: Pod + Send> RadixSorter<T> {
             let hi = 64 - sample.leading_zeros();
             let bits = hi.min(MAX_AUTO_BITS);
             let (shift, mask) = (hi - bits, (1u64 << bits) - 1);
-            let mut front = vec![0; 1 << bits];
             let mut seen = 0;
-            let (head, tail) = data.split_at(front_len(data.len()));
-            let mut digit = |x: &T| {
+            let (counts, front) = count_with_front(data, 1 << bits, |x: &T| {
                 let r = key(x).radix();
                 seen |= r ^ first;
                 ((r >> shift) & mask) as usize
-            };
-            count(head, &mut front, &mut digit);
-            let mut counts = front.clone();
-            count(tail, &mut counts, &mut digit);
+            });
             let counted = TopCounts {
                 shift,
                 bits,
@@ -630,7 +631,8 @@ struct TopCounts {
     shift: u32,
     bits: u32,
     counts: Vec<u64>,
-    /// The same counts over the first [`front_len`] keys only.
+    /// The same counts over the first
+    /// [`front_len`](crate::top_halves::front_len) keys only.
     front: Vec<u64>,
 }
 
@@ -747,6 +749,7 @@ pub fn radix_sort_by_key<T: Pod + Send, K: RadixKey>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::top_halves::front_len;
 
     #[test]
     fn the_automatic_width_grows_with_the_keys() {

@@ -32,7 +32,7 @@ use bsp_core::expert::{pages, stream, DirectPiece, DirectPut};
 use bsp_core::{Coarray, Ctx};
 use bytemuck::Pod;
 
-use crate::counting_sort::{scatter, Engine};
+use crate::counting_sort::{count, scatter, Engine};
 use crate::digit_pass::DigitPass;
 use crate::top_first::sort_segment;
 
@@ -42,6 +42,22 @@ use crate::top_first::sort_segment;
 /// far from random.
 pub(crate) fn front_len(len: usize) -> usize {
     (len / 2 + len / 64).min(len)
+}
+
+/// The counts of `r` digits over all of `keys` and over their first
+/// [`front_len`] only, `(all, front)`, in one read: the front's keys are
+/// counted first and their counts carried on into the rest's.
+pub(crate) fn count_with_front<T>(
+    keys: &[T],
+    r: usize,
+    mut digit: impl FnMut(&T) -> usize,
+) -> (Vec<u64>, Vec<u64>) {
+    let (head, tail) = keys.split_at(front_len(keys.len()));
+    let mut front = vec![0; r];
+    count(head, &mut front, &mut digit);
+    let mut all = front.clone();
+    count(tail, &mut all, &mut digit);
+    (all, front)
 }
 
 /// One piece of a bucket on its receiver: `len` keys from `offset` on, in
