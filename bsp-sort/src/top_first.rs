@@ -303,14 +303,13 @@ impl<T: Pod + Send> Engine<T> {
     /// every processor, and how many keys each processor gathers as the
     /// leader of some.
     pub(crate) fn straddlers(&self) -> (Vec<Straddler>, Vec<usize>) {
-        let (starts, bounds, total) = (self.global_start(), &self.bounds, self.total_len());
-        let owner = |g: usize| bounds.partition_point(|&b| b <= g) - 1;
+        let (starts, total) = (self.global_start(), self.total_len());
         let mut straddlers = Vec::new();
-        let mut led = vec![0usize; bounds.len() - 1];
+        let mut led = vec![0usize; self.bounds.len() - 1];
         for d in 0..starts.len() {
             let (start, end) = (starts[d] as usize, bucket_end(starts, d, total));
-            if end > start && owner(start) != owner(end - 1) {
-                let leader = owner(start);
+            if end > start && self.owner(start) != self.owner(end - 1) {
+                let leader = self.owner(start);
                 straddlers.push(Straddler {
                     start,
                     end,
@@ -322,6 +321,11 @@ impl<T: Pod + Send> Engine<T> {
             }
         }
         (straddlers, led)
+    }
+
+    /// The processor that holds global position `g`.
+    fn owner(&self, g: usize) -> usize {
+        self.bounds.partition_point(|&b| b <= g) - 1
     }
 
     /// After the straddling buckets' parts were gathered in their leaders'
@@ -338,7 +342,6 @@ impl<T: Pod + Send> Engine<T> {
     ) {
         let me = ctx.pid();
         let bounds = &self.bounds;
-        let owner = |g: usize| bounds.partition_point(|&b| b <= g) - 1;
         let (mut tmp, mut counts) = (Vec::new(), Vec::new());
         {
             let gathered = ctx.local_mut(&area);
@@ -348,7 +351,7 @@ impl<T: Pod + Send> Engine<T> {
             }
         }
         for s in straddlers.iter().filter(|s| s.leader == me) {
-            for q in owner(s.start)..=owner(s.end - 1) {
+            for q in self.owner(s.start)..=self.owner(s.end - 1) {
                 let (a, b) = (s.start.max(bounds[q]), s.end.min(bounds[q + 1]));
                 let part = s.at + (a - s.start)..s.at + (b - s.start);
                 ctx.put_from(q, &self.cur, a - bounds[q], &area, part);

@@ -188,7 +188,7 @@ impl<T: Pod + Send> Engine<T> {
     /// its place in the current sequence; the straddling buckets through
     /// their leaders, as [`sort_buckets`](Engine::sort_buckets) does.
     fn sort_pieces(
-        &mut self,
+        &self,
         ctx: &mut Ctx,
         receive: &[Piece],
         local: &[DigitPass],
@@ -222,7 +222,7 @@ impl<T: Pod + Send> Engine<T> {
         }
         ctx.sync();
         ctx.label("sort: local buckets");
-        let starts = self.global_start().to_vec();
+        let starts = self.global_start();
         let (mut gathered, mut tmp, mut counts) = (Vec::new(), Vec::new(), Vec::new());
         let mut end = receive.len();
         while end > 0 {
