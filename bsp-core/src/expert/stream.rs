@@ -2,9 +2,9 @@
 //! reading that memory first.
 //!
 //! A plain store to a line the cache does not hold makes the processor
-//! read the line before it writes it, so copying a block into cold memory
-//! moves its bytes over the memory bus three times: the block's lines
-//! read for ownership, then written back. [`copy`] writes every whole
+//! read the line before it writes it, so copying a block from the cache
+//! into cold memory moves its bytes over the memory bus twice: the
+//! destination's lines read for ownership, then written back. [`copy`] writes every whole
 //! line of the destination with non-temporal stores instead, which send
 //! the line to memory without reading it. It pays where the source is
 //! in the cache and the destination is not (a bucket sorted in the
@@ -57,10 +57,6 @@ pub fn copy<T: Pod>(dst: &mut [T], src: &[T]) {
     let head = dst.as_ptr().align_offset(LINE_BYTES).min(dst.len());
     let lines = (dst.len() - head) / LINE_BYTES;
     let tail = head + lines * LINE_BYTES;
-    if lines == 0 {
-        dst.copy_from_slice(src);
-        return;
-    }
     dst[..head].copy_from_slice(&src[..head]);
     for k in 0..lines {
         let at = head + k * LINE_BYTES;
