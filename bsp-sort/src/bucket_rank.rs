@@ -6,10 +6,14 @@
 //! per iteration. Bucketing by the top bits first avoids both: the keys are
 //! counted into 2^10 buckets, the bucket counts are all-gathered, every
 //! processor takes a contiguous run of buckets holding about n/p keys, and
-//! each key is written once, with [`DirectPut::put_direct`](bsp_core::expert::DirectPut::put_direct), to its bucket's
-//! place on the processor that owns it; that processor then counts each
-//! bucket's keys over the bucket's few key values, in the cache, and
-//! knows the rank of every key value in its range.
+//! each key is written once, with
+//! [`DigitPut::put_direct_by_digit_low`](bsp_core::expert::DigitPut::put_direct_by_digit_low),
+//! to its bucket's place on the processor that owns it; that processor
+//! then counts each bucket's keys over the bucket's few key values, in the
+//! cache, and knows the rank of every key value in its range. A key's
+//! place says its bucket, so only its bits below the bucket digit move: 2
+//! bytes a key where the digit starts at bit 16 or lower (every NAS class
+//! up to C), where NPB moves 4.
 //!
 //! How many buckets is a trade between the two passes, and the best number
 //! depends on the machine: the fewer the buckets, the fewer lines the
@@ -76,8 +80,8 @@ pub struct BucketRanker {
     buckets: usize,
     gather: GatherArea,
     /// Where the keys of this processor's buckets land (the first
-    /// `received` elements).
-    recv: Coarray<u32>,
+    /// `received` elements), each as its bits below the bucket digit.
+    recv: Landing,
     /// The length of every processor's part of `recv`.
     room: usize,
     /// This processor's buckets.
@@ -118,7 +122,7 @@ impl BucketRanker {
             shift,
             buckets,
             gather: GatherArea::new(ctx, widest),
-            recv: ctx.coarray::<u32>(0),
+            recv: Landing::Low(ctx.coarray(0)),
             room: 0,
             mine: 0..0,
             values: 0..0,
@@ -278,7 +282,8 @@ impl BucketRanker {
     ///
     /// Two supersteps: an all-gather of the bucket counts (h = 2^10·p
     /// words) and one direct put of the keys (h = n/p keys, each written
-    /// once on threads, and under MPI on one node). Local work O(n/p +
+    /// once on threads, and under MPI on one node, as its bits below the
+    /// bucket digit: 2 bytes where they fit, else 4). Local work O(n/p +
     /// max_key/p). The first rank, and one whose busiest processor
     /// receives more keys than any before, registers a receive coarray
     /// with an eighth more room than that (collective, like the rank).
@@ -289,8 +294,11 @@ impl BucketRanker {
         // at or above it either has one, or lands (the digit's high bits
         // dropped) on a processor above that processor's key range, which
         // the local count below reports.
-        let counted = DigitCounts::new(keys, Digit::new(shift, self.bucket_bits));
-        if counted.counts()[buckets..].iter().any(|&c| c > 0) {
+        let digit = Digit::new(shift, self.bucket_bits);
+        let counted = DigitCounts::new(keys, digit);
+        if digit.has_bits_above(counted.bits_set())
+            || counted.counts()[buckets..].iter().any(|&c| c > 0)
+        {
             let k = keys.iter().find(|&&k| k >= self.max_key).copied();
             key_out_of_range(k.unwrap_or(self.max_key), self.max_key);
         }
@@ -343,42 +351,29 @@ impl BucketRanker {
         self.base = total[..self.mine.start].iter().sum();
         self.make_room(ctx, most);
         ctx.label("rank: move keys");
-        ctx.put_direct_by_digit(&self.recv, &counted, &pieces);
-        // Count each bucket's keys over its values, bucket by bucket, and
-        // turn the counts into exclusive prefix sums while the bucket's
-        // counters are in the cache, as NPB does: the keys arrived grouped
-        // by bucket, and a bucket's counters are 2^shift words. Counting
-        // every key first and summing all counters after took 8.5–9.1 ms a
-        // processor per class B iteration at p = 2, this way 5.2–5.6 ms
-        // (AMD-2b, 2026-11-27).
+        match &self.recv {
+            Landing::Low(recv) => ctx.put_direct_by_digit_low(recv, &counted, &pieces),
+            Landing::Whole(recv) => ctx.put_direct_by_digit_low(recv, &counted, &pieces),
+        }
         ctx.label("rank: local counts");
         let lo = (self.mine.start as u32) << shift;
         let hi = ((self.mine.end as u64) << shift).min(u64::from(self.max_key)) as u32;
         self.values = lo..hi.max(lo);
         // Every counter is zeroed with its bucket's window below.
         self.prefix.resize(self.values.len(), 0);
-        let received = &ctx.local(&self.recv)[..receive];
-        let (mut keys, mut at) = (received, 0u32);
-        for b in self.mine.clone() {
-            let (bucket, rest) = keys.split_at(total[b] as usize);
-            keys = rest;
-            let first = ((b as u32) << shift).max(lo);
-            let last = (((b as u64 + 1) << shift).min(u64::from(hi)) as u32).max(first);
-            let window = &mut self.prefix[(first - lo) as usize..(last - lo) as usize];
-            window.fill(0);
-            for &k in bucket {
-                match window.get_mut(k.wrapping_sub(first) as usize) {
-                    Some(count) => *count += 1,
-                    None => key_out_of_range(k, self.max_key),
-                }
+        let bucket_keys = &total[self.mine.clone()];
+        let (max_key, prefix) = (self.max_key, &mut self.prefix[..]);
+        match &self.recv {
+            Landing::Low(recv) => {
+                let received = &ctx.local(recv)[..receive];
+                count_buckets(received, bucket_keys, lo, shift, max_key, prefix);
             }
-            for c in window {
-                let count = *c;
-                *c = at;
-                at += count;
+            Landing::Whole(recv) => {
+                let received = &ctx.local(recv)[..receive];
+                count_buckets(received, bucket_keys, lo, shift, max_key, prefix);
             }
         }
-        self.received = received.len();
+        self.received = receive;
     }
 
     /// Registers a larger receive coarray where the processor that
@@ -393,13 +388,25 @@ impl BucketRanker {
     /// send buffer or a copy at the receiver. NAS IS class B at p = 2
     /// under `mpirun`, 2^9 buckets, five alternated rounds: 588–723 Mop/s
     /// against 420–559 with a vector (AMD-2c, BENCHMARKS.md section 13j).
+    ///
+    /// The keys land as their bits below the bucket digit, in 2 bytes
+    /// where those fit, so the coarray is registered again where a
+    /// [`tune`](BucketRanker::tune) moves the digit across bit 16.
     fn make_room(&mut self, ctx: &mut Ctx, most: usize) {
-        if most <= self.room {
+        let low = self.shift <= u16::BITS;
+        if most <= self.room && low == matches!(self.recv, Landing::Low(_)) {
             return;
         }
-        self.room = most + most / 8;
-        let old = std::mem::replace(&mut self.recv, ctx.coarray::<u32>(self.room));
-        ctx.discard(old);
+        self.room = self.room.max(most + most / 8);
+        let fresh = if low {
+            Landing::Low(ctx.coarray(self.room))
+        } else {
+            Landing::Whole(ctx.coarray(self.room))
+        };
+        match std::mem::replace(&mut self.recv, fresh) {
+            Landing::Low(old) => ctx.discard(old),
+            Landing::Whole(old) => ctx.discard(old),
+        }
     }
 
     /// The key values whose ranks this processor knows (after a
@@ -473,8 +480,71 @@ impl BucketRanker {
     ///
     /// Local: frees the receive buffer (about n/p keys) and p·2^11 words.
     pub fn release(self, ctx: &mut Ctx) {
-        ctx.discard(self.recv);
+        match self.recv {
+            Landing::Low(recv) => ctx.discard(recv),
+            Landing::Whole(recv) => ctx.discard(recv),
+        }
         self.gather.release(ctx);
+    }
+}
+
+/// Where a [`BucketRanker`]'s keys land: each key's bits below the bucket
+/// digit, which with its bucket (known from where it lands) give the key
+/// back. Two bytes a key where the bits fit, which halves the bytes the
+/// scatter writes and the local count reads: NAS IS class C at p = 2,
+/// 2^9 buckets, moved and counted its keys in 122–174 ms a processor per
+/// iteration against 169–209 with whole keys (AMD-2c, BENCHMARKS.md
+/// section 13n).
+enum Landing {
+    /// The bits below the digit, where the digit starts at bit 16 or lower.
+    Low(Coarray<u16>),
+    /// The bits below the digit, of a digit higher up.
+    Whole(Coarray<u32>),
+}
+
+/// Counts the keys of each of this processor's buckets over the bucket's
+/// values and turns the counts into exclusive prefix sums in `prefix`
+/// (the values from `lo` on), bucket by bucket, while the bucket's
+/// counters are in the cache, as NPB does: `received` holds each key's
+/// bits below the digit, grouped by bucket, `bucket_keys[i]` of them for
+/// the processor's i-th bucket, whose counters are 2^shift words. Counting
+/// every key first and summing all counters after took 8.5–9.1 ms a
+/// processor per class B iteration at p = 2, this way 5.2–5.6 ms (AMD-2b,
+/// 2026-11-27).
+///
+/// # Panics
+///
+/// Where a key lies at or above `max_key` (in the last bucket).
+fn count_buckets<E: Copy + Into<u32>>(
+    received: &[E],
+    bucket_keys: &[u64],
+    lo: u32,
+    shift: u32,
+    max_key: u32,
+    prefix: &mut [u32],
+) {
+    let (mut keys, mut at) = (received, 0u32);
+    let mut windows = prefix;
+    for (i, &count) in bucket_keys.iter().enumerate() {
+        let (bucket, rest) = keys.split_at(count as usize);
+        keys = rest;
+        // The bucket's values: 2^shift of them, fewer in the last bucket.
+        let first = lo + ((i as u32) << shift);
+        let (window, others) = windows.split_at_mut(windows.len().min(1 << shift));
+        windows = others;
+        window.fill(0);
+        for &low in bucket {
+            let low: u32 = low.into();
+            match window.get_mut(low as usize) {
+                Some(count) => *count += 1,
+                None => key_out_of_range(first + low, max_key),
+            }
+        }
+        for c in window {
+            let count = *c;
+            *c = at;
+            at += count;
+        }
     }
 }
 

@@ -550,51 +550,128 @@ fn counting_sort_pieces(
     pieces
 }
 
+/// Checks a put by `digit` of every processor's keys (`digit_keys` moved
+/// down by `down` bits) against a stable sort by the digit, over parts
+/// of n/p keys: of the whole keys, or with `low` of their bits below the
+/// digit, as `u16`.
+fn check_put_by_digit(rt: &Runtime, seed: u64, digit: bsp::expert::Digit, down: u32, low: bool) {
+    use bsp::expert::DigitCounts;
+    let keys_of = move |p: usize, s: usize| -> Vec<u32> {
+        digit_keys(p, s, seed).iter().map(|&k| k >> down).collect()
+    };
+    // Every processor's part holds n/p keys of all n, the last the rest.
+    let total = move |p: usize| (0..p).map(|s| keys_of(p, s).len()).sum::<usize>();
+    let part = move |p: usize, j: usize| {
+        let n = total(p);
+        if j + 1 == p {
+            n - n / p * (p - 1)
+        } else {
+            n / p
+        }
+    };
+    check(
+        rt,
+        |ctx| {
+            let (s, p) = (ctx.pid(), ctx.nprocs());
+            let keys = keys_of(p, s);
+            let counted = DigitCounts::new(&keys, digit);
+            let all: Vec<Vec<u64>> = (0..p)
+                .map(|q| DigitCounts::new(&keys_of(p, q), digit).counts().to_vec())
+                .collect();
+            assert_eq!(counted.counts(), &all[s][..]);
+            let pieces = counting_sort_pieces(&all, s, |j| part(p, j));
+            let landed: Vec<u32> = if low {
+                let a = ctx.coarray_from(vec![u16::MAX; part(p, s)]);
+                ctx.put_direct_by_digit_low(&a, &counted, &pieces);
+                ctx.local(&a).iter().map(|&k| u32::from(k)).collect()
+            } else {
+                let a = ctx.coarray_from(vec![u32::MAX; part(p, s)]);
+                ctx.put_direct_by_digit(&a, &counted, &pieces);
+                ctx.local(&a).to_vec()
+            };
+            (ctx.superstep(), landed)
+        },
+        |p, j| {
+            let mut sorted: Vec<u32> = (0..p).flat_map(|s| keys_of(p, s)).collect();
+            sorted.sort_by_key(|&k| digit.of(k)); // stable
+            if low {
+                sorted.iter_mut().for_each(|k| *k = digit.below(*k) as u32);
+            }
+            let first: usize = (0..j).map(|q| part(p, q)).sum();
+            (1, sorted[first..first + part(p, j)].to_vec())
+        },
+    );
+}
+
 #[test]
 fn a_put_by_digit_is_a_stable_counting_sort_over_all_processors() {
-    use bsp::expert::{Digit, DigitCounts};
+    use bsp::expert::Digit;
     on_runtimes(120, &[1, 2, 3, 5], |rt| {
         for seed in 1..5u64 {
             let digit = Digit::new(18 + seed as u32, 1 + seed as u32);
-            // Every processor's part holds n/p keys of all n, the last the rest.
-            let total = |p: usize| (0..p).map(|s| digit_keys(p, s, seed).len()).sum::<usize>();
-            let part = move |p: usize, j: usize| {
-                let n = total(p);
-                if j + 1 == p {
-                    n - n / p * (p - 1)
-                } else {
-                    n / p
-                }
-            };
-            check(
-                rt,
-                |ctx| {
-                    let (s, p) = (ctx.pid(), ctx.nprocs());
-                    let keys = digit_keys(p, s, seed);
-                    let counted = DigitCounts::new(&keys, digit);
-                    let all: Vec<Vec<u64>> = (0..p)
-                        .map(|q| {
-                            DigitCounts::new(&digit_keys(p, q, seed), digit)
-                                .counts()
-                                .to_vec()
-                        })
-                        .collect();
-                    assert_eq!(counted.counts(), &all[s][..]);
-                    let pieces = counting_sort_pieces(&all, s, |j| part(p, j));
-                    let a = ctx.coarray_from(vec![u32::MAX; part(p, s)]);
-                    ctx.put_direct_by_digit(&a, &counted, &pieces);
-                    (ctx.superstep(), ctx.local(&a).to_vec())
-                },
-                |p, j| {
-                    let mut sorted: Vec<u32> =
-                        (0..p).flat_map(|s| digit_keys(p, s, seed)).collect();
-                    sorted.sort_by_key(|&k| digit.of(k)); // stable
-                    let first: usize = (0..j).map(|q| part(p, q)).sum();
-                    (1, sorted[first..first + part(p, j)].to_vec())
-                },
-            );
+            check_put_by_digit(rt, seed, digit, 0, false);
         }
     });
+}
+
+#[test]
+fn a_put_by_digit_of_low_bits_writes_each_keys_bits_below_its_digit() {
+    use bsp::expert::Digit;
+    on_runtimes(120, &[1, 2, 3, 5], |rt| {
+        for seed in 1..5u64 {
+            // Keys below 2^(16 + bits), the digit their top bits.
+            let bits = seed as u32;
+            check_put_by_digit(rt, seed, Digit::new(16, bits), 16 - bits, true);
+        }
+    });
+}
+
+#[test]
+fn a_put_of_low_bits_that_would_lose_bits_ends_the_run_naming_the_writer() {
+    use bsp::expert::{Digit, DigitCounts};
+    if under_mpi() {
+        return;
+    }
+    // Processor 1 has a key with a bit above the digit's bits 4 to 5.
+    let err = error_of(2, |ctx| {
+        let keys = [3u32, 17, 40 + 64 * ctx.pid() as u32];
+        let counted = DigitCounts::new(&keys, Digit::new(4, 2));
+        let a = ctx.coarray::<u8>(8);
+        // Digit values 0, 1 and 2, one key each.
+        let pieces: Vec<DirectPiece> = (0..3)
+            .map(|d| DirectPiece {
+                dst: 0,
+                offset: 3 * ctx.pid() + d,
+                len: 1,
+            })
+            .collect();
+        ctx.put_direct_by_digit_low(&a, &counted, &pieces);
+    });
+    out_of_bounds(&err, 1, 0, "key 104 has bits above the digit (bits 4 to 5)");
+    // The bits below processor 0's digit, from bit 9 up, do not fit in
+    // a byte; processor 1's, from bit 8, do, and it has no keys.
+    let err = error_of(2, |ctx| {
+        ctx.sync();
+        let keys = if ctx.pid() == 0 {
+            vec![3u32 << 9]
+        } else {
+            vec![]
+        };
+        let counted = DigitCounts::new(&keys, Digit::new(9 - ctx.pid() as u32, 3));
+        let a = ctx.coarray::<u8>(8);
+        let pieces = [DirectPiece {
+            dst: 0,
+            offset: ctx.pid(),
+            len: 0,
+        }];
+        ctx.put_direct_by_digit_low(&a, &counted, &pieces);
+    });
+    out_of_bounds(
+        &err,
+        0,
+        1,
+        "the 9 bits below the digit do not fit in the 8 bits",
+    );
 }
 
 #[test]

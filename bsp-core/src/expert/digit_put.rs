@@ -38,10 +38,14 @@ mod sealed {
 /// use bsp_core::expert::DigitKey;
 ///
 /// assert_eq!(0x1234u16.word(), 0x1234);
+/// assert_eq!(u8::low_bits_of(0x1234), 0x34);
 /// ```
 pub trait DigitKey: Pod + Send + sealed::Sealed {
     /// The key as an unsigned 64-bit integer.
     fn word(self) -> u64;
+
+    /// The low bits of `word`, as many as this type holds.
+    fn low_bits_of(word: u64) -> Self;
 }
 
 macro_rules! digit_key {
@@ -51,6 +55,11 @@ macro_rules! digit_key {
             #[inline(always)]
             fn word(self) -> u64 {
                 self as u64
+            }
+
+            #[inline(always)]
+            fn low_bits_of(word: u64) -> Self {
+                word as $t
             }
         }
     )*};
@@ -116,6 +125,20 @@ impl Digit {
     pub fn of<K: DigitKey>(&self, key: K) -> usize {
         ((key.word() >> self.shift) & self.mask) as usize
     }
+
+    /// The bits of a key below the digit: `key mod 2^shift`.
+    #[inline(always)]
+    pub fn below<K: DigitKey>(&self, key: K) -> u64 {
+        key.word() & ((1 << self.shift) - 1)
+    }
+
+    /// Whether `bits` has a bit set above the digit (at `shift + bits`
+    /// or higher), where a key's digit and the bits below it do not
+    /// give the key back.
+    pub fn has_bits_above(&self, bits: u64) -> bool {
+        let top = self.shift + self.mask.count_ones();
+        bits.checked_shr(top).is_some_and(|high| high != 0)
+    }
 }
 
 /// Keys counted by a digit, ready for [`DigitPut::put_direct_by_digit`]: the
@@ -136,6 +159,8 @@ pub struct DigitCounts<'k, K> {
     keys: &'k [K],
     digit: Digit,
     counts: Vec<u64>,
+    /// Every bit set in some key: the OR of the keys.
+    bits_set: u64,
 }
 
 impl<'k, K: DigitKey> DigitCounts<'k, K> {
@@ -155,9 +180,11 @@ impl<'k, K: DigitKey> DigitCounts<'k, K> {
         // could overflow.
         let mut counts = vec![0u64; digit.values()];
         let mut running = vec![0u32; digit.values()];
+        let mut bits_set = 0;
         for chunk in keys.chunks(u32::MAX as usize) {
             for line in prefetch::lines(chunk) {
                 for &k in line {
+                    bits_set |= k.word();
                     let d = digit.of(k);
                     // SAFETY: `d` is at most the digit's mask, and `running`
                     // has `digit.values()` = mask + 1 entries.
@@ -172,6 +199,7 @@ impl<'k, K: DigitKey> DigitCounts<'k, K> {
             keys,
             digit,
             counts,
+            bits_set,
         }
     }
 
@@ -188,6 +216,23 @@ impl<'k, K: DigitKey> DigitCounts<'k, K> {
     /// The digit they were counted by.
     pub fn digit(&self) -> Digit {
         self.digit
+    }
+
+    /// Every bit set in at least one key (the OR of the keys, as words):
+    /// the highest key's bit length, say, or whether
+    /// [`Digit::has_bits_above`] the digit.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_core::expert::{Digit, DigitCounts};
+    ///
+    /// let counted = DigitCounts::new(&[5u32, 17, 3], Digit::new(4, 1));
+    /// assert_eq!(counted.bits_set(), 0b10111);
+    /// assert!(!counted.digit().has_bits_above(counted.bits_set()));
+    /// ```
+    pub fn bits_set(&self) -> u64 {
+        self.bits_set
     }
 }
 
@@ -262,6 +307,58 @@ pub trait DigitPut {
         counted: &DigitCounts<'_, K>,
         pieces: &[DirectPiece],
     );
+
+    /// [`put_direct_by_digit`](DigitPut::put_direct_by_digit) of each
+    /// key's bits below the digit ([`Digit::below`]) instead of the key,
+    /// as an `L`: where the pieces tell the receiver each key's digit (a
+    /// bucket per piece, say), the two give the key back, and a key of
+    /// 32 bits whose digit starts at bit 16 or lower moves as 2 bytes.
+    ///
+    /// Collective like `put_direct`, and the same as a sync.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_core::expert::{Digit, DigitCounts, DigitPut, DirectPiece};
+    ///
+    /// // Keys below 2^20 bucketed by their top 4 bits: each moves as its
+    /// // low 16 bits, and its piece says its bucket.
+    /// let out = bsp_core::run(1, |ctx| {
+    ///     let keys = [0x5_1234u32, 0x2_0042, 0x5_0007];
+    ///     let digit = Digit::new(16, 4);
+    ///     let counted = DigitCounts::new(&keys, digit);
+    ///     let mut pieces = Vec::new();
+    ///     let mut at = 0;
+    ///     for &count in counted.counts() {
+    ///         pieces.push(DirectPiece { dst: 0, offset: at, len: count as usize });
+    ///         at += count as usize;
+    ///     }
+    ///     let a = ctx.coarray::<u16>(3);
+    ///     ctx.put_direct_by_digit_low(&a, &counted, &pieces);
+    ///     ctx.local(&a).to_vec()
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out.all(), Some(&vec![vec![0x42, 0x1234, 0x7]][..]));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// Ends the run with [`ErrorKind::OutOfBounds`] naming this processor
+    /// where a key has bits above the digit ([`Digit::has_bits_above`]),
+    /// which would be lost, or `L` is narrower than the bits below the
+    /// digit; otherwise as
+    /// [`put_direct_by_digit`](DigitPut::put_direct_by_digit).
+    ///
+    /// # Cost
+    ///
+    /// That of [`put_direct_by_digit`](DigitPut::put_direct_by_digit),
+    /// with h counted in elements of `L`.
+    fn put_direct_by_digit_low<K: DigitKey, L: DigitKey>(
+        &mut self,
+        to: &Coarray<L>,
+        counted: &DigitCounts<'_, K>,
+        pieces: &[DirectPiece],
+    );
 }
 
 impl DigitPut for Ctx {
@@ -271,25 +368,74 @@ impl DigitPut for Ctx {
         counted: &DigitCounts<'_, K>,
         pieces: &[DirectPiece],
     ) {
-        let runs = match runs_of(&counted.counts, pieces) {
-            Ok(runs) => runs,
-            Err(why) => self.misuse(
+        put_by_digit(self, "put_direct_by_digit", to, counted, pieces, |k| k);
+    }
+
+    fn put_direct_by_digit_low<K: DigitKey, L: DigitKey>(
+        &mut self,
+        to: &Coarray<L>,
+        counted: &DigitCounts<'_, K>,
+        pieces: &[DirectPiece],
+    ) {
+        let digit = counted.digit;
+        let room = 8 * std::mem::size_of::<L>() as u32;
+        if digit.shift > room {
+            self.misuse(
                 ErrorKind::OutOfBounds,
-                format!("put_direct_by_digit: {why}"),
-            ),
-        };
-        self.put_direct(to, pieces, |_, slices| {
-            // `put_direct` lends one slice per piece, of the piece's
-            // length; the writes without a check rely on it, so it is
-            // checked here rather than assumed.
-            assert!(
-                slices.len() == pieces.len()
-                    && slices.iter().zip(pieces).all(|(s, p)| s.len() == p.len),
-                "bsp-core: put_direct lent slices that do not match the pieces"
+                format!(
+                    "put_direct_by_digit_low: the {} bits below the digit do not fit in the \
+                     {room} bits of the elements written",
+                    digit.shift
+                ),
             );
-            scatter(counted, &runs, slices);
+        }
+        if digit.has_bits_above(counted.bits_set) {
+            let key = counted
+                .keys
+                .iter()
+                .find(|&&k| digit.has_bits_above(k.word()));
+            let key = key.map_or(0, |k| k.word());
+            self.misuse(
+                ErrorKind::OutOfBounds,
+                format!(
+                    "put_direct_by_digit_low: key {key} has bits above the digit (bits {} to \
+                     {}), which its digit and low bits would not give back",
+                    digit.shift,
+                    digit.shift + digit.mask.count_ones() - 1
+                ),
+            );
+        }
+        put_by_digit(self, "put_direct_by_digit_low", to, counted, pieces, |k| {
+            L::low_bits_of(digit.below(k))
         });
     }
+}
+
+/// The direct put of both [`DigitPut`] methods, writing `as_element(key)`
+/// for each key; `method` names the caller in errors.
+fn put_by_digit<K: DigitKey, L: DigitKey>(
+    ctx: &mut Ctx,
+    method: &str,
+    to: &Coarray<L>,
+    counted: &DigitCounts<'_, K>,
+    pieces: &[DirectPiece],
+    as_element: impl Fn(K) -> L + Copy + Send,
+) {
+    let runs = match runs_of(&counted.counts, pieces) {
+        Ok(runs) => runs,
+        Err(why) => ctx.misuse(ErrorKind::OutOfBounds, format!("{method}: {why}")),
+    };
+    ctx.put_direct(to, pieces, |_, slices| {
+        // `put_direct` lends one slice per piece, of the piece's
+        // length; the writes without a check rely on it, so it is
+        // checked here rather than assumed.
+        assert!(
+            slices.len() == pieces.len()
+                && slices.iter().zip(pieces).all(|(s, p)| s.len() == p.len),
+            "bsp-core: put_direct lent slices that do not match the pieces"
+        );
+        scatter(counted, &runs, slices, as_element);
+    });
 }
 
 /// The run of pieces of every digit value, if the pieces hold exactly the
@@ -330,18 +476,24 @@ fn runs_of(counts: &[u64], pieces: &[DirectPiece]) -> Result<Vec<Run>, String> {
     Ok(runs)
 }
 
-/// Writes every key of `counted` to the next free element of its digit's
-/// pieces: the pieces of a one-piece digit directly, those of a digit
-/// split over several pieces through a local buffer.
-fn scatter<K: DigitKey>(counted: &DigitCounts<'_, K>, runs: &[Run], slices: &mut [&mut [K]]) {
+/// Writes `as_element(key)` for every key of `counted` to the next free
+/// element of its digit's pieces: the pieces of a one-piece digit
+/// directly, those of a digit split over several pieces through a local
+/// buffer.
+fn scatter<K: DigitKey, L: DigitKey>(
+    counted: &DigitCounts<'_, K>,
+    runs: &[Run],
+    slices: &mut [&mut [L]],
+    as_element: impl Fn(K) -> L + Copy,
+) {
     let digit = counted.digit;
     // The buffers of the digits split over several pieces, made before any
     // pointer into them is taken.
-    let mut split: Vec<(usize, Vec<K>)> = (runs.iter().enumerate())
+    let mut split: Vec<(usize, Vec<L>)> = (runs.iter().enumerate())
         .filter(|(_, run)| run.pieces > 1)
-        .map(|(d, _)| (d, vec![K::zeroed(); counted.counts[d] as usize]))
+        .map(|(d, _)| (d, vec![L::zeroed(); counted.counts[d] as usize]))
         .collect();
-    let choice = LineWriter::<K>::choose(&counted.counts);
+    let choice = LineWriter::<L>::choose(&counted.counts);
     if choice.lines() {
         // Whole lines written without being read first: each digit's
         // window is its one piece or its buffer, exactly `counts[d]` long.
@@ -357,14 +509,15 @@ fn scatter<K: DigitKey>(counted: &DigitCounts<'_, K>, runs: &[Run], slices: &mut
                 }
             }
         }
-        out.push_all(
+        out.push_all_as(
             counted.keys,
             move |&key| digit.of(key),
+            |&key| as_element(key),
             |_| panic!("bsp: a digit with more keys than counted"),
         );
         out.finish();
     } else {
-        scatter_by_cursors(counted, runs, slices, &mut split);
+        scatter_by_cursors(counted, runs, slices, &mut split, as_element);
     }
     choice.done();
     for (d, buffer) in split {
@@ -385,15 +538,16 @@ fn scatter<K: DigitKey>(counted: &DigitCounts<'_, K>, runs: &[Run], slices: &mut
 
 /// [`scatter`]'s loop where few digits take most keys: NPB's, one cursor
 /// per digit, a store and an increment per key, no check.
-fn scatter_by_cursors<K: DigitKey>(
+fn scatter_by_cursors<K: DigitKey, L: DigitKey>(
     counted: &DigitCounts<'_, K>,
     runs: &[Run],
-    slices: &mut [&mut [K]],
-    split: &mut [(usize, Vec<K>)],
+    slices: &mut [&mut [L]],
+    split: &mut [(usize, Vec<L>)],
+    as_element: impl Fn(K) -> L,
 ) {
     let digit = counted.digit;
     let mut buffers = split.iter_mut().map(|(_, buffer)| buffer.as_mut_ptr());
-    let mut cursor: Vec<*mut K> = (runs.iter())
+    let mut cursor: Vec<*mut L> = (runs.iter())
         .map(|run| match run.pieces {
             0 => std::ptr::NonNull::dangling().as_ptr(),
             1 => slices[run.first].as_mut_ptr(),
@@ -419,7 +573,7 @@ fn scatter_by_cursors<K: DigitKey>(
         // no keys has a dangling cursor that is never written or moved.
         unsafe {
             let at = cursor.add(d);
-            (*at).write(key);
+            (*at).write(as_element(key));
             *at = (*at).add(1);
         }
     }
@@ -483,7 +637,7 @@ mod tests {
             slices.push(head);
             rest = tail;
         }
-        scatter(&counted, &runs, &mut slices);
+        scatter(&counted, &runs, &mut slices, |k| k);
         let mut want = keys.clone();
         want.sort_by_key(|&k| counted.digit().of(k));
         assert_eq!(out, want);

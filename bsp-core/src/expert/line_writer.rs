@@ -335,12 +335,48 @@ impl<'a, T: Pod> LineWriter<'a, T> {
         &mut self,
         keys: &[T],
         bin_of: impl Fn(&T) -> usize,
+        next_window: impl FnMut(usize) -> &'a mut [T],
+    ) {
+        self.push_all_as(keys, bin_of, |&x| x, next_window);
+    }
+
+    /// [`push_all`](LineWriter::push_all) of `as_element(key)` for each
+    /// key of `keys`, into bin `bin_of(key)`: the keys are read as one
+    /// type and written as another (a key's low bits, say).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bsp_core::expert::line_writer::LineWriter;
+    ///
+    /// let keys: Vec<u32> = (0..100).map(|k| k * 1000).collect();
+    /// let mut out = vec![0u16; 100];
+    /// let mut window = Some(&mut out[..]);
+    /// let mut writer = LineWriter::new(1);
+    /// writer.push_all_as(&keys, |_| 0, |&k| k as u16, |_| window.take().expect("one window"));
+    /// writer.finish();
+    /// assert_eq!(out[70], 70_000u32 as u16);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// As [`push_all`](LineWriter::push_all).
+    ///
+    /// # Cost
+    ///
+    /// That of [`push_all`](LineWriter::push_all), with the writes the
+    /// size of `T`.
+    pub fn push_all_as<K: Copy>(
+        &mut self,
+        keys: &[K],
+        bin_of: impl Fn(&K) -> usize,
+        as_element: impl Fn(&K) -> T,
         mut next_window: impl FnMut(usize) -> &'a mut [T],
     ) {
         if !Self::COMBINES {
-            for &x in keys {
-                let bin = bin_of(&x);
-                let mut x = x;
+            for key in keys {
+                let bin = bin_of(key);
+                let mut x = as_element(key);
                 while let Err(back) = self.push(bin, x) {
                     x = back;
                     self.set_window(bin, next_window(bin));
@@ -352,11 +388,12 @@ impl<'a, T: Pod> LineWriter<'a, T> {
         let (fills, lines) = (self.fills.as_mut_ptr(), self.lines.as_mut_ptr());
         let windows = self.windows.as_mut_ptr();
         for piece in prefetch::lines(keys) {
-            for &x in piece {
-                let bin = bin_of(&x);
+            for key in piece {
+                let bin = bin_of(key);
                 if bin >= bins {
                     bin_out_of_range(bin, bins);
                 }
+                let x = as_element(key);
                 // SAFETY: the three vectors have a slot per bin (the
                 // writer combines) and `bin` is in range; they are not
                 // resized while these pointers live, and nothing else

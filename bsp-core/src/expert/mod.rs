@@ -27,7 +27,9 @@
 //! * digit-grouped direct puts: [`DigitCounts`] counts keys by a
 //!   [`Digit`], and [`DigitPut::put_direct_by_digit`] scatters them into the
 //!   pieces of a [`put_direct`](DirectPut::put_direct) without a check per key
-//!   ([`DigitKey`]: the key types it takes);
+//!   ([`DigitKey`]: the key types it takes), or, with
+//!   [`DigitPut::put_direct_by_digit_low`], only each key's bits below the
+//!   digit, where the receiver knows the digit from the key's place;
 //! * cache-line write combining: [`line_writer::LineWriter`] fills each
 //!   output window a cache line at a time and writes whole lines with
 //!   stores that do not read them first, where [`stores`] finds that
