@@ -184,6 +184,9 @@ impl<'k, K: DigitKey> DigitCounts<'k, K> {
         for chunk in keys.chunks(u32::MAX as usize) {
             for line in prefetch::lines(chunk) {
                 for &k in line {
+                    // One OR a key: 33–35 ms for NAS IS class C's count (2^26
+                    // keys a processor) against 30–31 without; a loop of its
+                    // own over each line took 34–51.
                     bits_set |= k.word();
                     let d = digit.of(k);
                     // SAFETY: `d` is at most the digit's mask, and `running`
