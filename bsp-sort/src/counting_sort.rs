@@ -92,7 +92,7 @@ pub(crate) struct Engine<T> {
     /// Where the keys of the running pass land.
     pub(crate) next: Coarray<T>,
     /// Whether the memory of `cur` and of `next` has been mapped (written
-    /// once, or populated): a direct delivery maps `next` in one call
+    /// once, or populated): a direct delivery maps `next` in a few calls
     /// first where it has not (see [`bsp_core::expert::pages`]).
     pub(crate) cur_mapped: bool,
     pub(crate) next_mapped: bool,
@@ -345,9 +345,9 @@ impl<T: Pod + Send> Engine<T> {
         }
         let pieces: Vec<DirectPiece> = pieces.into_iter().map(|(_, piece)| piece).collect();
         if !self.next_mapped {
-            // Fresh memory: mapped in one request rather than a page
+            // Fresh memory: mapped in a few requests rather than a page
             // fault at a time during the scatter.
-            pages::populate(ctx.local_mut(&self.next));
+            self.populate_next(ctx, self.local_len(ctx.pid()));
             self.next_mapped = true;
         }
         let (cur, counts) = (self.cur, &self.counts);
@@ -418,6 +418,21 @@ impl<T: Pod + Send> Engine<T> {
         ctx.discard(self.tran);
         ctx.discard(self.scans);
         self.gather.release(ctx);
+    }
+
+    /// Maps the first `len` elements of `next`, the receive buffer of a
+    /// pass about to write them ([`pages::populate`]). Collective: a sync
+    /// first, so that every processor has made the pass's allocations
+    /// before any maps. The kernel holds the process's memory-map lock
+    /// while it maps, and an allocation that needs the lock (one that
+    /// maps a block or grows an arena) waits for it: without the sync, a
+    /// one-shot sort of 2^26 pairs at p = 2 mapped the two processors'
+    /// buffers one after the other, 74–89 ms where one takes 36–50
+    /// (AMD-2c, BENCHMARKS.md section 13n).
+    pub(crate) fn populate_next(&self, ctx: &mut Ctx, len: usize) {
+        ctx.sync();
+        ctx.label("sort: map the receive buffer");
+        pages::populate(&mut ctx.local_mut(&self.next)[..len]);
     }
 
     /// Makes `keys` the current local sequence, without a copy, and returns

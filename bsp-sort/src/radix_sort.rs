@@ -522,6 +522,7 @@ impl<T: Pod + Send> RadixSorter<T> {
         data: &[T],
         key: impl Fn(&T) -> K,
     ) -> (u64, Option<TopCounts>) {
+        ctx.label("sort: survey the keys");
         let first = data.first().map_or(0, |x| key(x).radix());
         let differ = |keys: &[T]| keys.iter().fold(0, |acc, x| acc | (key(x).radix() ^ first));
         let sample = differ(&data[..data.len().min(FUSED_SAMPLE)]);
@@ -851,7 +852,7 @@ mod tests {
             let info = sorter.sort_vec_by_key(ctx, &mut recs, |r| r[0]);
             assert!(info.top_first);
             let label =
-                |s: &bsp_core::SuperstepStats| s.label.as_deref() == Some("sort: move the rest");
+                |s: &bsp_core::SuperstepStats| s.label.as_deref() == Some("sort: move the fronts");
             let halves = ctx.stats().supersteps.iter().any(label);
             let mut again = input(ctx.pid());
             sorter.sort_vec_by_key(ctx, &mut again, |r| r[0]);

@@ -28,7 +28,7 @@
 //! and writing a bucket overwrites only pieces already read.
 
 use bsp_algos::all_gather;
-use bsp_core::expert::{pages, stream, DirectPiece, DirectPut};
+use bsp_core::expert::{stream, DirectPiece, DirectPut};
 use bsp_core::{Coarray, Ctx};
 use bytemuck::Pod;
 
@@ -162,23 +162,26 @@ impl<T: Pod + Send> Engine<T> {
         ctx.label("sort: counts of the halves");
         let row: Vec<u64> = front.iter().chain(&self.counts).copied().collect();
         let rows = all_gather(ctx, &row);
+        ctx.label("sort: plan the halves");
         let Some(plan) = plan(&rows, r, &self.bounds, me) else {
             return false;
         };
         let len = self.local_len(me);
         let split = front_len(len);
         let rest: Vec<u64> = self.counts.iter().zip(front).map(|(c, f)| c - f).collect();
-        ctx.label("sort: move the fronts");
-        pages::populate(&mut ctx.local_mut(&self.next)[..plan.fresh]);
+        self.populate_next(ctx, plan.fresh);
         let cur = self.cur;
+        // Each label names the superstep its put wrote in (a direct put
+        // writes after its first sync).
         ctx.put_direct(&self.next, &plan.send[0], |ctx, slices| {
             let keys = &ctx.local(&cur)[..split];
             scatter(keys, slices, &plan.first_piece[0], front, digit);
         });
-        ctx.label("sort: move the rest");
+        ctx.label("sort: move the fronts");
         ctx.put_direct_keeping(&cur, &plan.send[1], split..len, |_, keys, slices| {
             scatter(keys, slices, &plan.first_piece[1], &rest, digit);
         });
+        ctx.label("sort: move the rest, send the straddlers");
         self.next_untouched = false;
         self.sort_pieces(ctx, &plan.receive, local, radix);
         true
@@ -206,8 +209,8 @@ impl<T: Pod + Send> Engine<T> {
             }
         };
         // The straddling buckets' parts go to their leaders first: the
-        // local buckets' sorted keys may overwrite their pieces.
-        ctx.label("sort: straddling buckets");
+        // local buckets' sorted keys may overwrite their pieces. (In the
+        // superstep of the rest's put, whose label says so.)
         let area = ctx.coarray::<T>(led[me]);
         for s in &straddlers {
             let Some(part) = s.part_in(lo, hi) else {

@@ -37,7 +37,7 @@
 //! * prefetching: [`prefetch::lines`] walks a slice by cache lines,
 //!   requesting the memory ahead;
 //! * buffers mapped ahead of their first writes: [`pages::populate`] maps
-//!   a fresh buffer's pages in one request to the kernel instead of a
+//!   a fresh buffer's pages in a few requests to the kernel instead of a
 //!   fault per page;
 //! * blocks copied out of the cache without reading their destination:
 //!   [`stream::copy`];

@@ -3,15 +3,18 @@
 //! Fresh memory from the allocator (a large zeroed vector, a new coarray)
 //! is mapped by the kernel one page at a time, at the first write to each
 //! page: a fault per 4 KiB, each a trap into the kernel, an accounting
-//! charge and a zeroed page. [`populate`] asks the kernel to map a whole
-//! buffer in one call instead (Linux 5.14's `MADV_POPULATE_WRITE`), which
-//! does the same work with one trap: on the 2-core VM of BENCHMARKS.md,
-//! 256 MiB took 0.08 s mapped in one call against 0.11 s faulted page by
-//! page.
+//! charge and a zeroed page. [`populate`] asks the kernel to map a
+//! buffer 4 MiB at a time instead (Linux 5.14's `MADV_POPULATE_WRITE`),
+//! which does the same work with a trap per piece: on the 2-core VM of
+//! BENCHMARKS.md, 256 MiB took 0.08 s mapped in one call against 0.11 s
+//! faulted page by page.
 
-/// Maps every page of `buf` that is not mapped yet, in one request to
-/// the kernel; the contents are unchanged (fresh pages read as zero
-/// either way). Where the kernel cannot (before Linux 5.14, other
+/// The bytes [`populate`] asks the kernel to map at a time: 4 MiB.
+const POPULATE_PIECE: usize = 4 << 20;
+
+/// Maps every page of `buf` that is not mapped yet, in requests to the
+/// kernel of 4 MiB each; the contents are unchanged (fresh pages read as
+/// zero either way). Where the kernel cannot (before Linux 5.14, other
 /// systems), does nothing, and the pages are mapped at their first
 /// writes as usual.
 ///
@@ -36,17 +39,24 @@ pub fn populate<T: bytemuck::Pod>(buf: &mut [T]) {
         // Whole pages inside the buffer: madvise takes page-aligned
         // ranges, and the pages at the ends may hold other data.
         let (first, last) = (start.next_multiple_of(PAGE), end / PAGE * PAGE);
-        if last > first {
+        // In pieces, so that another thread's wait is bounded: the
+        // kernel holds the process's memory-map lock for the whole of a
+        // request, and a thread that maps memory meanwhile (an
+        // allocation that maps a block or grows its heap) waits for all
+        // of it. In a one-shot sort of 2^26 pairs at p = 2 the second
+        // processor's few small allocations waited out the first one's
+        // whole populate (36–50 ms) before its own began; with pieces of
+        // 4 MiB (a millisecond each) they waited 0–17 ms (BENCHMARKS.md
+        // section 13n). Processors that populate at once should also
+        // let every one allocate first (a sync), as the sorts do.
+        for start in (first..last).step_by(POPULATE_PIECE) {
+            let len = POPULATE_PIECE.min(last - start);
             // SAFETY: the range lies inside `buf`, which this function
             // borrows mutably; MADV_POPULATE_WRITE maps pages as a write
             // fault would, leaving their contents as they are, so no
             // value of `buf` changes. Failure (an old kernel) is ignored.
             unsafe {
-                libc::madvise(
-                    first as *mut libc::c_void,
-                    last - first,
-                    libc::MADV_POPULATE_WRITE,
-                );
+                libc::madvise(start as *mut libc::c_void, len, libc::MADV_POPULATE_WRITE);
             }
         }
     }
