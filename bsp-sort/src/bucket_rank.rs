@@ -403,10 +403,7 @@ impl BucketRanker {
         } else {
             Landing::Whole(ctx.coarray(self.room))
         };
-        match std::mem::replace(&mut self.recv, fresh) {
-            Landing::Low(old) => ctx.discard(old),
-            Landing::Whole(old) => ctx.discard(old),
-        }
+        std::mem::replace(&mut self.recv, fresh).discard(ctx);
     }
 
     /// The key values whose ranks this processor knows (after a
@@ -480,10 +477,7 @@ impl BucketRanker {
     ///
     /// Local: frees the receive buffer (about n/p keys) and p·2^11 words.
     pub fn release(self, ctx: &mut Ctx) {
-        match self.recv {
-            Landing::Low(recv) => ctx.discard(recv),
-            Landing::Whole(recv) => ctx.discard(recv),
-        }
+        self.recv.discard(ctx);
         self.gather.release(ctx);
     }
 }
@@ -500,6 +494,16 @@ enum Landing {
     Low(Coarray<u16>),
     /// The bits below the digit, of a digit higher up.
     Whole(Coarray<u32>),
+}
+
+impl Landing {
+    /// Releases the coarray. Collective.
+    fn discard(self, ctx: &mut Ctx) {
+        match self {
+            Landing::Low(recv) => ctx.discard(recv),
+            Landing::Whole(recv) => ctx.discard(recv),
+        }
+    }
 }
 
 /// Counts the keys of each of this processor's buckets over the bucket's

@@ -427,7 +427,7 @@ impl<T: Pod + Send> Engine<T> {
     /// while it maps, and an allocation that needs the lock (one that
     /// maps a block or grows an arena) waits for it: without the sync, a
     /// one-shot sort of 2^26 pairs at p = 2 mapped the two processors'
-    /// buffers one after the other, 74–89 ms where one takes 36–50
+    /// buffers one after the other, 73–104 ms where one takes 36–56
     /// (AMD-2c, BENCHMARKS.md section 13n).
     pub(crate) fn populate_next(&self, ctx: &mut Ctx, len: usize) {
         ctx.sync();
