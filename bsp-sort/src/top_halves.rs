@@ -47,6 +47,10 @@ pub(crate) fn front_len(len: usize) -> usize {
 /// The counts of `r` digits over all of `keys` and over their first
 /// [`front_len`] only, `(all, front)`, in one read: the front's keys are
 /// counted first and their counts carried on into the rest's.
+///
+/// Inlined, as [`count`] is, so that a `digit` that folds something over
+/// the keys keeps its fold and its constants in registers.
+#[inline(always)]
 pub(crate) fn count_with_front<T>(
     keys: &[T],
     r: usize,
