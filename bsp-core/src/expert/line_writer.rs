@@ -29,6 +29,7 @@ use bytemuck::Pod;
 
 use super::prefetch;
 use super::stores::{stores, StoreChoice, Stores};
+use super::whole;
 
 /// The bytes of the cache line that [`LineWriter`] fills before writing.
 pub const LINE_BYTES: usize = super::prefetch::LINE_BYTES;
@@ -525,11 +526,10 @@ unsafe fn push_held<'w, T: Pod>(
     // line buffer, aligned to 64 ≥ align_of T; `held * size` is a
     // multiple of `size`, itself a multiple of T's alignment.
     unsafe {
-        line.0
-            .as_mut_ptr()
-            .add(held as usize * size)
-            .cast::<T>()
-            .write(x);
+        whole::store(
+            &mut *line.0.as_mut_ptr().add(held as usize * size).cast::<T>(),
+            x,
+        );
     }
     if held + 1 != flush_at {
         fill.held = held + 1;
