@@ -421,18 +421,11 @@ impl<T: Pod + Send> Engine<T> {
     }
 
     /// Maps the first `len` elements of `next`, the receive buffer of a
-    /// pass about to write them ([`pages::populate`]). Collective: a sync
-    /// first, so that every processor has made the pass's allocations
-    /// before any maps. The kernel holds the process's memory-map lock
-    /// while it maps, and an allocation that needs the lock (one that
-    /// maps a block or grows an arena) waits for it: without the sync, a
-    /// one-shot sort of 2^26 pairs at p = 2 mapped the two processors'
-    /// buffers one after the other, 73–104 ms where one takes 36–56
-    /// (AMD-2c, BENCHMARKS.md section 13n).
+    /// pass about to write them, on every processor at once
+    /// ([`pages::populate_part`]: a sync, then the mapping). Collective.
     pub(crate) fn populate_next(&self, ctx: &mut Ctx, len: usize) {
-        ctx.sync();
+        pages::populate_part(ctx, &self.next, 0..len);
         ctx.label("sort: map the receive buffer");
-        pages::populate(&mut ctx.local_mut(&self.next)[..len]);
     }
 
     /// Makes `keys` the current local sequence, without a copy, and returns

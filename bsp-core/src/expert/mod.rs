@@ -38,7 +38,8 @@
 //!   requesting the memory ahead;
 //! * buffers mapped ahead of their first writes: [`pages::populate`] maps
 //!   a fresh buffer's pages in a few requests to the kernel instead of a
-//!   fault per page;
+//!   fault per page, and [`pages::populate_part`] a coarray's local parts
+//!   on all processors at once;
 //! * blocks copied out of the cache without reading their destination:
 //!   [`stream::copy`];
 //! * records stored whole: [`whole::copy`] moves an 8- or 16-byte element

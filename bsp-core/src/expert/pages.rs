@@ -9,8 +9,55 @@
 //! BENCHMARKS.md, 256 MiB took 0.08 s mapped in one call against 0.11 s
 //! faulted page by page.
 
+use std::ops::Range;
+
+use crate::{Coarray, Ctx};
+
 /// The bytes [`populate`] asks the kernel to map at a time: 4 MiB.
 const POPULATE_PIECE: usize = 4 << 20;
+
+/// Maps `range` of this processor's local part of `array` ([`populate`]),
+/// on every processor at once. Collective: it ends the superstep (a
+/// [`sync`](Ctx::sync)) and maps in the next one, so that every
+/// processor has made its allocations of the superstep before any maps.
+///
+/// The kernel holds the process's memory-map lock while it maps, and an
+/// allocation that needs the lock (one that maps a block or grows an
+/// arena) waits for it. Under the threads transport the processors share
+/// one process: where one maps while another still allocates, the second
+/// waits out the first's mapping and then maps its own, one after the
+/// other. In a one-shot sort of 2^26 pairs at p = 2 that made the two
+/// processors' receive buffers take 73–104 ms where one takes 36–56
+/// (BENCHMARKS.md section 13n). The label of the superstep that maps is
+/// the caller's to set, after the call.
+///
+/// # Examples
+///
+/// ```
+/// use bsp_core::expert::pages;
+///
+/// bsp_core::run(2, |ctx| {
+///     let buf = ctx.coarray::<u64>(1 << 16);
+///     pages::populate_part(ctx, &buf, 0..1 << 15);
+///     ctx.label("map the front of the buffer");
+///     assert!(ctx.local(&buf).iter().all(|&x| x == 0));
+/// })
+/// .unwrap();
+/// ```
+///
+/// # Panics
+///
+/// Where `range` does not lie in the local part (the run ends with an
+/// error naming the processor and the superstep).
+///
+/// # Cost
+///
+/// One superstep with h = 0 (a sync), then the kernel's mapping of the
+/// range's unmapped pages, the processors' mappings at once.
+pub fn populate_part<T: bytemuck::Pod>(ctx: &mut Ctx, array: &Coarray<T>, range: Range<usize>) {
+    ctx.sync();
+    populate(&mut ctx.local_mut(array)[range]);
+}
 
 /// Maps every page of `buf` that is not mapped yet, in requests to the
 /// kernel of 4 MiB each; the contents are unchanged (fresh pages read as
@@ -48,7 +95,7 @@ pub fn populate<T: bytemuck::Pod>(buf: &mut [T]) {
         // whole populate (36–50 ms) before its own began; with pieces of
         // 4 MiB (a millisecond each) they waited 0–17 ms (BENCHMARKS.md
         // section 13n). Processors that populate at once should also
-        // let every one allocate first (a sync), as the sorts do.
+        // let every one allocate first: `populate_part`.
         for start in (first..last).step_by(POPULATE_PIECE) {
             let len = POPULATE_PIECE.min(last - start);
             // SAFETY: the range lies inside `buf`, which this function
