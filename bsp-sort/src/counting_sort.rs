@@ -101,6 +101,11 @@ pub(crate) struct Engine<T> {
     /// digit in halves, to map only half of it
     /// ([`Engine::top_in_halves`]); the next sort maps the rest.
     pub(crate) next_untouched: bool,
+    /// The superstep in which the last direct delivery wrote (a direct
+    /// put writes in the superstep after its first sync, and returns in
+    /// it): a pass's count made in that superstep names both in the
+    /// profile.
+    moved_directly: Option<usize>,
     tran: Coarray<u64>,
     scans: Coarray<u64>,
     gather: GatherArea,
@@ -150,6 +155,7 @@ impl<T: Pod + Send> Engine<T> {
             cur_mapped: false,
             next_mapped: false,
             next_untouched: true,
+            moved_directly: None,
             tran,
             scans,
             gather,
@@ -225,7 +231,11 @@ impl<T: Pod + Send> Engine<T> {
         self.check_radix(r);
         self.counts.clear();
         self.counts.resize(r, 0);
-        ctx.label("sort: count digits");
+        ctx.label(if self.moved_directly == Some(ctx.superstep()) {
+            "sort: move keys, count the next digits"
+        } else {
+            "sort: count digits"
+        });
         count(self.source(ctx, source), &mut self.counts, digit);
         self.ranks(ctx, r);
     }
@@ -287,7 +297,7 @@ impl<T: Pod + Send> Engine<T> {
             }
         }
         ctx.sync();
-        ctx.label("sort: move keys");
+        ctx.label("sort: place the digits");
         // Step 5: global digit starts and this processor's first ranks.
         let scans = &ctx.local(&self.scans)[..2 * r];
         self.global_start.clear();
@@ -358,6 +368,9 @@ impl<T: Pod + Send> Engine<T> {
             };
             scatter(keys, slices, &first_piece, counts, digit);
         });
+        // The put wrote in the superstep it returns in.
+        ctx.label("sort: move keys");
+        self.moved_directly = Some(ctx.superstep());
         std::mem::swap(&mut self.cur, &mut self.next);
         std::mem::swap(&mut self.cur_mapped, &mut self.next_mapped);
         self.next_untouched = false;

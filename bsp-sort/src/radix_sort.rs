@@ -786,6 +786,44 @@ mod tests {
     }
 
     #[test]
+    fn the_profile_names_the_supersteps_where_direct_passes_write() {
+        // Three least-significant-first passes delivered directly: each
+        // pass's keys are written in the superstep its put returns in,
+        // where the next pass counts its digits.
+        let options = RadixOptions {
+            order: DigitOrder::LeastFirst,
+            digit_bits: Some(8),
+            delivery: Delivery::Direct,
+            ..RadixOptions::default()
+        };
+        let labels = bsp_core::run(2, |ctx| {
+            let s = ctx.pid() as u32;
+            let mut keys: Vec<u32> = (0..5000u32).map(|i| (i * 2_654_435_761 + s) >> 8).collect();
+            let mut sorter = RadixSorter::with_options(ctx, keys.len(), options);
+            let info = sorter.sort(ctx, &mut keys);
+            assert_eq!(info.passes.len(), 3);
+            // A superstep's figures are complete after the sync that
+            // follows the one ending it.
+            ctx.sync();
+            ctx.sync();
+            let named = |name: &str| {
+                ctx.stats()
+                    .supersteps
+                    .iter()
+                    .filter(|s| s.label.as_deref() == Some(name))
+                    .count()
+            };
+            (
+                named("sort: count digits"),
+                named("sort: move keys, count the next digits"),
+                named("sort: move keys"),
+            )
+        })
+        .unwrap();
+        assert!(labels.iter().all(|&l| l == (1, 2, 1)), "{labels:?}");
+    }
+
+    #[test]
     fn counted_top_bits_stand_in_for_a_top_digit_that_ends_where_they_end() {
         // Bits 21..32 counted: 2^11 counts, count j = j, front count j = 2j.
         let counted = || TopCounts {
@@ -857,12 +895,20 @@ mod tests {
             let mut again = input(ctx.pid());
             sorter.sort_vec_by_key(ctx, &mut again, |r| r[0]);
             assert_eq!(again, recs);
-            let halves_again = ctx.stats().supersteps.iter().filter(|s| label(s)).count();
+            let supersteps = ctx.stats().supersteps;
+            let halves_again = supersteps.iter().filter(|s| label(s)).count();
             assert_eq!(
                 halves_again,
                 usize::from(halves),
                 "the second sort moved in halves"
             );
+            // A top pass at once writes and sorts the buckets in one
+            // superstep, whose label says both.
+            let at_once = supersteps
+                .iter()
+                .filter(|s| s.label.as_deref() == Some("sort: move keys, local buckets"))
+                .count();
+            assert_eq!(at_once, 2 - usize::from(halves));
             (recs, halves)
         })
         .unwrap();

@@ -244,8 +244,9 @@ impl<T: Pod + Send> Engine<T> {
         let (lo, hi) = (self.bounds[me], self.bounds[me + 1]);
         let (straddlers, led) = self.straddlers();
         // Local sorts of the buckets (or parts of them) that lie here and
-        // do not straddle.
-        ctx.label("sort: local buckets");
+        // do not straddle, in the superstep of the top digit's direct
+        // delivery.
+        ctx.label("sort: move keys, local buckets");
         let mut tmp = Vec::new();
         let mut counts = Vec::new();
         {
@@ -276,7 +277,6 @@ impl<T: Pod + Send> Engine<T> {
             }
         }
         // Straddling buckets: gather at the leader, sort, send back.
-        ctx.label("sort: straddling buckets");
         let area = ctx.coarray::<T>(led[me]);
         let cur = self.cur;
         for s in &straddlers {
@@ -286,6 +286,7 @@ impl<T: Pod + Send> Engine<T> {
             }
         }
         ctx.sync();
+        ctx.label("sort: straddling buckets");
         self.sort_straddlers(ctx, &straddlers, area, local, radix);
         if let Some(out) = out {
             let keys = ctx.local(&cur);
