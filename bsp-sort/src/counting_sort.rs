@@ -87,6 +87,8 @@ pub(crate) struct Engine<T> {
     /// registration so that every processor sizes digits alike (under MPI
     /// on unlike hosts too).
     pub(crate) cache_bytes: u64,
+    /// The smallest L1 data cache of the processors' cores, agreed alike.
+    pub(crate) l1d_bytes: u64,
     /// The local sequence after the last pass.
     pub(crate) cur: Coarray<T>,
     /// Where the keys of the running pass land.
@@ -141,15 +143,22 @@ impl<T: Pod + Send> Engine<T> {
         let tran = ctx.coarray::<u64>(p * max_radix.div_ceil(p));
         let scans = ctx.coarray::<u64>(2 * max_radix);
         let gather = GatherArea::new(ctx, p.max(4));
-        let rows = gather.all_gather(ctx, &[local_len as u64, cache_size::l2_bytes()]);
+        let row = [
+            local_len as u64,
+            cache_size::l2_bytes(),
+            cache_size::l1d_bytes(),
+        ];
+        let rows = gather.all_gather(ctx, &row);
         let mut bounds = vec![0];
-        for row in rows.chunks_exact(2) {
+        for row in rows.chunks_exact(3) {
             bounds.push(bounds.last().unwrap() + row[0] as usize);
         }
-        let cache_bytes = rows.chunks_exact(2).map(|row| row[1]).min().unwrap_or(0);
+        let smallest = |k: usize| rows.chunks_exact(3).map(|row| row[k]).min().unwrap_or(0);
+        let (cache_bytes, l1d_bytes) = (smallest(1), smallest(2));
         Engine {
             bounds,
             cache_bytes,
+            l1d_bytes,
             cur,
             next,
             cur_mapped: false,

@@ -111,13 +111,15 @@ fn auto_bits(per_proc: usize) -> u32 {
 }
 
 /// Automatic width of a top-first sort's top digit for `total` elements
-/// of `size` bytes, a core's `cache` bytes of L2 and the `planned` key
-/// bits: the narrowest (from 4 to [`MAX_AUTO_BITS`] bits) whose buckets
-/// of total / 2^bits elements fit in the cache with their scratch copy,
-/// widened where a wider top digit saves a local pass.
+/// of `size` bytes, a core's `l2` and `l1d` bytes of cache and the
+/// `planned` key bits: the narrowest (from 4 to [`MAX_AUTO_BITS`] bits)
+/// whose buckets of total / 2^bits elements fit in the L2 with their
+/// scratch copy, widened where a wider top digit saves a local pass; one
+/// bit narrower where only that keeps the scatter's line buffers in the
+/// L1 and the buckets alone still fit in the L2.
 ///
-/// Narrow: the scatter to the buckets' owners keeps a line buffer and a
-/// window per bucket, and fewer of them stay closer to the core (on
+/// Narrow: the scatter to the buckets' owners keeps a 64-byte line buffer
+/// and a window per bucket, and fewer of them stay closer to the core (on
 /// AMD-2c, Zen 4 with 1 MiB of L2, the reused sort of 2^26 pairs took
 /// 0.253–0.260 s with 10 bits against 0.274–0.275 with 11; BENCHMARKS.md,
 /// section 13f). In the cache: each local pass reads and writes the whole
@@ -125,20 +127,41 @@ fn auto_bits(per_proc: usize) -> u32 {
 /// 2^17 keys (512 KiB, 1 MiB with the scratch copy); with 32 varying bits
 /// they would leave 23 below for three local passes, and 10 leave 22 for
 /// two.
-fn auto_top_bits(total: usize, size: usize, cache: u64, planned: u64) -> u32 {
-    let bytes = 2 * total as u128 * size.max(1) as u128;
-    let buckets = bytes.div_ceil(u128::from(cache.max(1)));
-    let fit = if buckets <= 1 {
-        0
-    } else {
-        (buckets - 1).ilog2() + 1
+///
+/// In the L1: 2^26 pairs fit the L2 with their scratch copy at 10 bits,
+/// whose 1024 line buffers (64 KiB) are twice the 32 KiB L1 of AMD-2c. At
+/// 9 bits (32 KiB of line buffers, buckets of 1 MiB whose scratch copy
+/// spills to the L3, three local passes of 7–8 bits), the scatter took
+/// 88–93 ms a processor against 108–125 and the local sorts as long; the
+/// sort of pairs [R] 0.315–0.321 s one-shot against 0.331–0.340, and
+/// reused 0.257–0.278 against 0.280–0.287 (BENCHMARKS.md section 13o).
+/// Keys, whose 10 bits come from the widening, measured level either way
+/// and keep it.
+fn auto_top_bits(total: usize, size: usize, l2: u64, l1d: u64, planned: u64) -> u32 {
+    // The narrowest width whose buckets, `copies` of them, fit in the L2.
+    let fit = |copies: u128| {
+        let bytes = copies * total as u128 * size.max(1) as u128;
+        let buckets = bytes.div_ceil(u128::from(l2.max(1)));
+        let bits = if buckets <= 1 {
+            0
+        } else {
+            (buckets - 1).ilog2() + 1
+        };
+        bits.clamp(4, MAX_AUTO_BITS)
     };
-    let preferred = fit.clamp(4, MAX_AUTO_BITS);
-    (preferred..=MAX_AUTO_BITS)
+    let preferred = fit(2);
+    let widened = (preferred..=MAX_AUTO_BITS)
         .min_by_key(|&bits| {
             top_plan(planned, bits, MAX_AUTO_BITS).map_or(0, |plan| plan.local.len())
         })
-        .unwrap_or(preferred)
+        .unwrap_or(preferred);
+    let lines_fit = |bits: u32| (64u64 << bits) <= l1d;
+    let narrower = widened.saturating_sub(1);
+    if widened == preferred && !lines_fit(widened) && lines_fit(narrower) && narrower >= fit(1) {
+        narrower
+    } else {
+        widened
+    }
 }
 
 /// A reusable, stable, distributed LSD radix sort for elements of type `T`.
@@ -412,7 +435,9 @@ impl<T: Pod + Send> RadixSorter<T> {
             Some(bits) => (bits, bits),
             None => {
                 let size = std::mem::size_of::<T>();
-                let bits = auto_top_bits(total, size, self.engine.cache_bytes, planned);
+                let engine = &self.engine;
+                let bits =
+                    auto_top_bits(total, size, engine.cache_bytes, engine.l1d_bytes, planned);
                 (bits, MAX_AUTO_BITS)
             }
         };
@@ -762,23 +787,32 @@ mod tests {
     fn the_top_digit_is_the_narrowest_whose_buckets_fit_the_cache() {
         let (bits32, bits31) = (0xffff_ffff, 0x7fff_ffff);
         const MIB: u64 = 1 << 20;
+        const L1: u64 = 32 << 10;
         // 2^26 pairs of 8 bytes, 1 MiB of L2: buckets of 2^16 pairs (512
         // KiB, 1 MiB with the scratch copy) at 10 bits.
-        assert_eq!(auto_top_bits(1 << 26, 8, MIB, bits32), 10);
-        // With 512 KiB: 11 bits.
-        assert_eq!(auto_top_bits(1 << 26, 8, MIB / 2, bits32), 11);
+        assert_eq!(auto_top_bits(1 << 26, 8, MIB, 1 << 20, bits32), 10);
+        // With a 32 KiB L1, whose 512 line buffers 9 bits keep: buckets
+        // of 1 MiB, the L2 without their scratch copy.
+        assert_eq!(auto_top_bits(1 << 26, 8, MIB, L1, bits32), 9);
+        // With 512 KiB: 11 bits; 10 would not keep the line buffers in
+        // the L1 either.
+        assert_eq!(auto_top_bits(1 << 26, 8, MIB / 2, L1, bits32), 11);
+        // With 2 MiB of L2 and a 48 KiB L1: 9 bits fit with the scratch
+        // copy, widened to 10 to save a local pass (and kept, as keys).
+        assert_eq!(auto_top_bits(1 << 26, 8, 2 * MIB, 48 << 10, bits32), 10);
         // 2^26 keys of 4 bytes would fit at 9 bits, which leaves 23 of 32
-        // varying bits for three local passes; 10 leaves 22 for two.
-        assert_eq!(auto_top_bits(1 << 26, 4, MIB, bits32), 10);
+        // varying bits for three local passes; 10 leaves 22 for two, and
+        // stays (a width widened to save a pass is not narrowed).
+        assert_eq!(auto_top_bits(1 << 26, 4, MIB, L1, bits32), 10);
         // With 31 varying bits, 9 leaves 22: two local passes.
-        assert_eq!(auto_top_bits(1 << 26, 4, MIB, bits31), 9);
+        assert_eq!(auto_top_bits(1 << 26, 4, MIB, L1, bits31), 9);
         // Never wider than MAX_AUTO_BITS, never narrower than 4 (then
         // widened: 4 bits would leave three local passes, 10 two).
-        assert_eq!(auto_top_bits(1 << 34, 8, MIB, bits32), MAX_AUTO_BITS);
-        assert_eq!(auto_top_bits(1 << 10, 4, MIB, bits32), 10);
+        assert_eq!(auto_top_bits(1 << 34, 8, MIB, L1, bits32), MAX_AUTO_BITS);
+        assert_eq!(auto_top_bits(1 << 10, 4, MIB, L1, bits32), 10);
         // 16 varying bits: 4 would leave 12 below for two local passes, 5
         // leaves 11 for one.
-        assert_eq!(auto_top_bits(1 << 20, 4, MIB, 0xffff), 5);
+        assert_eq!(auto_top_bits(1 << 20, 4, MIB, L1, 0xffff), 5);
         assert_eq!(
             top_plan(0xffff, 5, MAX_AUTO_BITS).map(|p| p.local.len()),
             Some(1)
