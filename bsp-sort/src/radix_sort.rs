@@ -40,7 +40,10 @@ pub struct RadixOptions {
     /// that vary. A top digit taken first ([`DigitOrder`]) is then the
     /// narrowest that leaves each bucket, with a scratch copy, within a
     /// core's L2 cache (as Linux reports it; 1 MiB where it does not),
-    /// widened where that saves a local pass.
+    /// widened where that saves a local pass, or one bit narrower where
+    /// only that keeps the scatter's 64-byte line buffers, one per
+    /// bucket, within the L1 data cache and the buckets alone still fit
+    /// the L2.
     pub digit_bits: Option<u32>,
     /// How each pass delivers its keys.
     pub delivery: Delivery,
