@@ -1,6 +1,7 @@
 //! The stable LSD radix sort (Bader, Helman and JáJá 1995, Sect. 4.2):
 //! counting-sort passes from the least significant digit up.
 
+use bsp_core::expert::line_writer::LINE_BYTES;
 use bsp_core::Ctx;
 use bytemuck::Pod;
 
@@ -158,7 +159,7 @@ fn auto_top_bits(total: usize, size: usize, l2: u64, l1d: u64, planned: u64) -> 
             top_plan(planned, bits, MAX_AUTO_BITS).map_or(0, |plan| plan.local.len())
         })
         .unwrap_or(preferred);
-    let lines_fit = |bits: u32| (64u64 << bits) <= l1d;
+    let lines_fit = |bits: u32| (LINE_BYTES as u64) << bits <= l1d;
     let narrower = widened.saturating_sub(1);
     if widened == preferred && !lines_fit(widened) && lines_fit(narrower) && narrower >= fit(1) {
         narrower
