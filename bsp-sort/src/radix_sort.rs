@@ -836,7 +836,9 @@ mod tests {
         };
         let labels = bsp_core::run(2, |ctx| {
             let s = ctx.pid() as u32;
-            let mut keys: Vec<u32> = (0..5000u32).map(|i| (i * 2_654_435_761 + s) >> 8).collect();
+            let mut keys: Vec<u32> = (0..5000u32)
+                .map(|i| i.wrapping_mul(2_654_435_761).wrapping_add(s) >> 8)
+                .collect();
             let mut sorter = RadixSorter::with_options(ctx, keys.len(), options);
             let info = sorter.sort(ctx, &mut keys);
             assert_eq!(info.passes.len(), 3);
