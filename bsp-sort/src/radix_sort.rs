@@ -41,10 +41,9 @@ pub struct RadixOptions {
     /// that vary. A top digit taken first ([`DigitOrder`]) is then the
     /// narrowest that leaves each bucket, with a scratch copy, within a
     /// core's L2 cache (as Linux reports it; 1 MiB where it does not),
-    /// widened where that saves a local pass, or one bit narrower where
-    /// only that keeps the scatter's 64-byte line buffers, one per
-    /// bucket, within the L1 data cache and the buckets alone still fit
-    /// the L2.
+    /// widened where that saves a local pass, or else one bit narrower
+    /// where the scatter's 64-byte line buffers, one per bucket, overflow
+    /// the L1 data cache and the buckets alone still fit the L2.
     pub digit_bits: Option<u32>,
     /// How each pass delivers its keys.
     pub delivery: Delivery,
@@ -119,8 +118,8 @@ fn auto_bits(per_proc: usize) -> u32 {
 /// `planned` key bits: the narrowest (from 4 to [`MAX_AUTO_BITS`] bits)
 /// whose buckets of total / 2^bits elements fit in the L2 with their
 /// scratch copy, widened where a wider top digit saves a local pass; one
-/// bit narrower where only that keeps the scatter's line buffers in the
-/// L1 and the buckets alone still fit in the L2.
+/// bit narrower, where the width was not widened, when the scatter's line
+/// buffers overflow the L1 and the buckets alone still fit in the L2.
 ///
 /// Narrow: the scatter to the buckets' owners keeps a 64-byte line buffer
 /// and a window per bucket, and fewer of them stay closer to the core (on
@@ -138,9 +137,11 @@ fn auto_bits(per_proc: usize) -> u32 {
 /// spills to the L3, three local passes of 7–8 bits), the scatter took
 /// 88–93 ms a processor against 108–125 and the local sorts as long; the
 /// sort of pairs [R] 0.315–0.321 s one-shot against 0.331–0.340, and
-/// reused 0.257–0.278 against 0.280–0.287 (BENCHMARKS.md section 13o).
-/// Keys, whose 10 bits come from the widening, measured level either way
-/// and keep it.
+/// reused 0.257–0.278 against 0.280–0.287. With 2^27 pairs, 10 bits
+/// against 11 (128 KiB of line buffers): the two halves' scatters 210–285
+/// ms against 256–360 (five runs each), the local sorts level; with 2^28 keys 433–528
+/// against 551–610 (BENCHMARKS.md section 13o). Keys of 2^26, whose 10
+/// bits come from the widening, measured level either way and keep it.
 fn auto_top_bits(total: usize, size: usize, l2: u64, l1d: u64, planned: u64) -> u32 {
     // The narrowest width whose buckets, `copies` of them, fit in the L2.
     let fit = |copies: u128| {
@@ -161,7 +162,7 @@ fn auto_top_bits(total: usize, size: usize, l2: u64, l1d: u64, planned: u64) -> 
         .unwrap_or(preferred);
     let lines_fit = |bits: u32| (LINE_BYTES as u64) << bits <= l1d;
     let narrower = widened.saturating_sub(1);
-    if widened == preferred && !lines_fit(widened) && lines_fit(narrower) && narrower >= fit(1) {
+    if widened == preferred && !lines_fit(widened) && narrower >= fit(1) {
         narrower
     } else {
         widened
@@ -798,9 +799,13 @@ mod tests {
         // With a 32 KiB L1, whose 512 line buffers 9 bits keep: buckets
         // of 1 MiB, the L2 without their scratch copy.
         assert_eq!(auto_top_bits(1 << 26, 8, MIB, L1, bits32), 9);
-        // With 512 KiB: 11 bits; 10 would not keep the line buffers in
-        // the L1 either.
-        assert_eq!(auto_top_bits(1 << 26, 8, MIB / 2, L1, bits32), 11);
+        // With 512 KiB: 11 bits fit with the scratch copy, 10 without.
+        assert_eq!(auto_top_bits(1 << 26, 8, MIB / 2, L1, bits32), 10);
+        // 2^27 pairs: 11 bits, whose 128 KiB of line buffers overflow the
+        // L1, narrowed to 10 (buckets of 1 MiB); 2^28 pairs stay at 11
+        // (10 would leave 2 MiB buckets).
+        assert_eq!(auto_top_bits(1 << 27, 8, MIB, L1, bits32), 10);
+        assert_eq!(auto_top_bits(1 << 28, 8, MIB, L1, bits32), 11);
         // With 2 MiB of L2 and a 48 KiB L1: 9 bits fit with the scratch
         // copy, widened to 10 to save a local pass (and kept, as keys).
         assert_eq!(auto_top_bits(1 << 26, 8, 2 * MIB, 48 << 10, bits32), 10);
