@@ -138,10 +138,11 @@ fn auto_bits(per_proc: usize) -> u32 {
 /// 88–93 ms a processor against 108–125 and the local sorts as long; the
 /// sort of pairs [R] 0.315–0.321 s one-shot against 0.331–0.340, and
 /// reused 0.257–0.278 against 0.280–0.287. With 2^27 pairs, 10 bits
-/// against 11 (128 KiB of line buffers): the two halves' scatters 210–285
-/// ms against 256–360 (five runs each), the local sorts level; with 2^28 keys 433–528
-/// against 551–610 (BENCHMARKS.md section 13o). Keys of 2^26, whose 10
-/// bits come from the widening, measured level either way and keep it.
+/// against 11 (128 KiB of line buffers): the two halves' scatters
+/// 210–285 ms against 256–360 (five runs each), the local sorts level;
+/// with 2^28 keys 433–528 against 551–610 (BENCHMARKS.md section 13o).
+/// Keys of 2^26, whose 10 bits come from the widening, measured level
+/// either way and keep it.
 fn auto_top_bits(total: usize, size: usize, l2: u64, l1d: u64, planned: u64) -> u32 {
     // The narrowest width whose buckets, `copies` of them, fit in the L2.
     let fit = |copies: u128| {
