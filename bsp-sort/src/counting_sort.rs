@@ -86,7 +86,7 @@ pub(crate) struct Engine<T> {
     /// The smallest L2 cache of the processors' cores, agreed at
     /// registration so that every processor sizes digits alike (under MPI
     /// on unlike hosts too).
-    pub(crate) cache_bytes: u64,
+    pub(crate) l2_bytes: u64,
     /// The smallest L1 data cache of the processors' cores, agreed alike.
     pub(crate) l1d_bytes: u64,
     /// The local sequence after the last pass.
@@ -154,10 +154,10 @@ impl<T: Pod + Send> Engine<T> {
             bounds.push(bounds.last().unwrap() + row[0] as usize);
         }
         let smallest = |k: usize| rows.chunks_exact(3).map(|row| row[k]).min().unwrap_or(0);
-        let (cache_bytes, l1d_bytes) = (smallest(1), smallest(2));
+        let (l2_bytes, l1d_bytes) = (smallest(1), smallest(2));
         Engine {
             bounds,
-            cache_bytes,
+            l2_bytes,
             l1d_bytes,
             cur,
             next,

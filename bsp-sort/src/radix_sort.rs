@@ -442,8 +442,7 @@ impl<T: Pod + Send> RadixSorter<T> {
             None => {
                 let size = std::mem::size_of::<T>();
                 let engine = &self.engine;
-                let bits =
-                    auto_top_bits(total, size, engine.cache_bytes, engine.l1d_bytes, planned);
+                let bits = auto_top_bits(total, size, engine.l2_bytes, engine.l1d_bytes, planned);
                 (bits, MAX_AUTO_BITS)
             }
         };
@@ -829,6 +828,15 @@ mod tests {
         );
     }
 
+    /// How many of this processor's complete supersteps bear `label`.
+    fn supersteps_named(ctx: &Ctx, label: &str) -> usize {
+        ctx.stats()
+            .supersteps
+            .iter()
+            .filter(|s| s.label.as_deref() == Some(label))
+            .count()
+    }
+
     #[test]
     fn the_profile_names_the_supersteps_where_direct_passes_write() {
         // Three least-significant-first passes delivered directly: each
@@ -852,17 +860,10 @@ mod tests {
             // follows the one ending it.
             ctx.sync();
             ctx.sync();
-            let named = |name: &str| {
-                ctx.stats()
-                    .supersteps
-                    .iter()
-                    .filter(|s| s.label.as_deref() == Some(name))
-                    .count()
-            };
             (
-                named("sort: count digits"),
-                named("sort: move keys, count the next digits"),
-                named("sort: move keys"),
+                supersteps_named(ctx, "sort: count digits"),
+                supersteps_named(ctx, "sort: move keys, count the next digits"),
+                supersteps_named(ctx, "sort: move keys"),
             )
         })
         .unwrap();
@@ -935,14 +936,12 @@ mod tests {
             let mut sorter = RadixSorter::with_options(ctx, recs.len(), options);
             let info = sorter.sort_vec_by_key(ctx, &mut recs, |r| r[0]);
             assert!(info.top_first);
-            let label =
-                |s: &bsp_core::SuperstepStats| s.label.as_deref() == Some("sort: move the fronts");
-            let halves = ctx.stats().supersteps.iter().any(label);
+            let fronts = "sort: move the fronts";
+            let halves = supersteps_named(ctx, fronts) > 0;
             let mut again = input(ctx.pid());
             sorter.sort_vec_by_key(ctx, &mut again, |r| r[0]);
             assert_eq!(again, recs);
-            let supersteps = ctx.stats().supersteps;
-            let halves_again = supersteps.iter().filter(|s| label(s)).count();
+            let halves_again = supersteps_named(ctx, fronts);
             assert_eq!(
                 halves_again,
                 usize::from(halves),
@@ -950,10 +949,7 @@ mod tests {
             );
             // A top pass at once writes and sorts the buckets in one
             // superstep, whose label says both.
-            let at_once = supersteps
-                .iter()
-                .filter(|s| s.label.as_deref() == Some("sort: move keys, local buckets"))
-                .count();
+            let at_once = supersteps_named(ctx, "sort: move keys, local buckets");
             assert_eq!(at_once, 2 - usize::from(halves));
             (recs, halves)
         })

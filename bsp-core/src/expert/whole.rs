@@ -67,17 +67,9 @@ pub fn copy<T: Pod>(dst: &mut T, src: &T) {
 /// fields).
 #[inline(always)]
 pub fn store<T: Pod>(dst: &mut T, x: T) {
-    match std::mem::size_of::<T>() {
-        8 => {
-            let word: u64 = bytemuck::pod_read_unaligned(bytemuck::bytes_of(&x));
-            bytemuck::bytes_of_mut(dst).copy_from_slice(&word.to_ne_bytes());
-        }
-        16 => {
-            let word: u128 = bytemuck::pod_read_unaligned(bytemuck::bytes_of(&x));
-            bytemuck::bytes_of_mut(dst).copy_from_slice(&word.to_ne_bytes());
-        }
-        _ => *dst = x,
-    }
+    // `copy` reads its source as one word; from a value in registers the
+    // compiler joins the fields into that word.
+    copy(dst, &x);
 }
 
 #[cfg(test)]
