@@ -204,7 +204,12 @@ fn program_args() -> (c_int, *mut *mut c_char) {
     let args = ARGS.get_or_init(|| {
         let mut v: Vec<*mut c_char> = std::env::args_os()
             .map(|a| {
+                // The argument's own bytes where the OS has them (Unix);
+                // elsewhere its text, with any unpaired surrogate replaced.
+                #[cfg(unix)]
                 let bytes = std::os::unix::ffi::OsStrExt::as_bytes(a.as_os_str()).to_vec();
+                #[cfg(not(unix))]
+                let bytes = a.to_string_lossy().into_owned().into_bytes();
                 CString::new(bytes).unwrap_or_default().into_raw()
             })
             .collect();

@@ -14,6 +14,7 @@ use std::ops::Range;
 use crate::{Coarray, Ctx};
 
 /// The bytes [`populate`] asks the kernel to map at a time: 4 MiB.
+#[cfg(target_os = "linux")]
 const POPULATE_PIECE: usize = 4 << 20;
 
 /// Maps `range` of this processor's local part of `array` ([`populate`]),
