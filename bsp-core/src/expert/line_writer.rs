@@ -526,9 +526,9 @@ unsafe fn push_held<'w, T: Pod>(
     // line buffer, aligned to 64 ≥ align_of T; `held * size` is a
     // multiple of `size`, itself a multiple of T's alignment.
     unsafe {
-        whole::store(
+        whole::copy(
             &mut *line.0.as_mut_ptr().add(held as usize * size).cast::<T>(),
-            x,
+            &x,
         );
     }
     if held + 1 != flush_at {

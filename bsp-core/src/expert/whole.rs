@@ -5,7 +5,9 @@
 //! `(u32, u32)` whose key the loop also reads tends to be copied field by
 //! field, two 4-byte stores where one 8-byte store does: the compiler
 //! splits the copy along the fields it already has in registers.
-//! [`copy`] loads and stores an 8- or 16-byte element as one word. In
+//! [`copy`] loads and stores an 8- or 16-byte element as one word (from
+//! a value in registers, the compiler joins the fields into that word
+//! and stores it once). In
 //! the plain-store scatter of the radix sort's top digit, that made a
 //! reused sort of 2^26 `(u32, u32)` pairs 0.323–0.340 s against
 //! 0.356–0.357 (AMD-2c, bench_sort `--stores plain`; BENCHMARKS.md
@@ -47,34 +49,9 @@ pub fn copy<T: Pod>(dst: &mut T, src: &T) {
     }
 }
 
-/// Writes `x` into `*dst`: for an element of 8 or 16 bytes, as one store
-/// of that width, however its fields were computed; otherwise as
-/// `*dst = x`.
-///
-/// # Examples
-///
-/// ```
-/// use bsp_core::expert::whole;
-///
-/// let mut slot = [0u32; 2];
-/// whole::store(&mut slot, [7, 70]);
-/// assert_eq!(slot, [7, 70]);
-/// ```
-///
-/// # Cost
-///
-/// One store for 8 and 16 bytes (and the register moves that join the
-/// fields).
-#[inline(always)]
-pub fn store<T: Pod>(dst: &mut T, x: T) {
-    // `copy` reads its source as one word; from a value in registers the
-    // compiler joins the fields into that word.
-    copy(dst, &x);
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{copy, store};
+    use super::copy;
 
     #[test]
     fn every_width_copies_exactly() {
@@ -82,8 +59,9 @@ mod tests {
             let mut y = T::zeroed();
             copy(&mut y, &x);
             assert_eq!(y, x);
+            // From a value, as the line writer copies an element it holds.
             let mut z = T::zeroed();
-            store(&mut z, x);
+            copy(&mut z, &{ x });
             assert_eq!(z, x);
         }
         check(7u8);
